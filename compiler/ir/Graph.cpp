@@ -1,0 +1,398 @@
+#include "compiler/ir/Graph.h"
+
+#include <set>
+#include <sstream>
+
+namespace mlcc::ir {
+
+std::string TensorType::str() const {
+  return std::string(dtypeName(Type)) + shapeToString(Dims);
+}
+
+const char *attrKindName(AttrKind kind) {
+  switch (kind) {
+  case AttrKind::Float: return "float";
+  case AttrKind::Int: return "int";
+  case AttrKind::String: return "string";
+  case AttrKind::Tensor: return "tensor";
+  case AttrKind::Graph: return "graph";
+  case AttrKind::Floats: return "floats";
+  case AttrKind::Ints: return "ints";
+  case AttrKind::Strings: return "strings";
+  case AttrKind::Tensors: return "tensors";
+  case AttrKind::Graphs: return "graphs";
+  case AttrKind::TypeProto: return "type_proto";
+  case AttrKind::SparseTensor: return "sparse_tensor";
+  }
+  return "?";
+}
+
+std::string Node::where() const {
+  std::string op = Domain.empty() ? OpType : Domain + "." + OpType;
+  return "node '" + Name + "' (" + op + ")";
+}
+
+ErrorBuilder Node::error(ErrorKind kind) const {
+  return ErrorBuilder(kind, where() + ": ");
+}
+
+const Attribute *Node::attr(const std::string &name) const {
+  auto it = Attrs.find(name);
+  return it == Attrs.end() ? nullptr : &it->second;
+}
+
+namespace {
+void expectKind(const Node &n, const std::string &name, const Attribute &a,
+                AttrKind kind) {
+  if (a.Kind != kind)
+    n.error() << "attribute '" << name << "' must be of type "
+              << attrKindName(kind) << ", got " << attrKindName(a.Kind);
+}
+} // namespace
+
+int64_t Node::attrInt(const std::string &name, int64_t dflt) const {
+  const Attribute *a = attr(name);
+  if (!a)
+    return dflt;
+  expectKind(*this, name, *a, AttrKind::Int);
+  return a->I;
+}
+
+double Node::attrFloat(const std::string &name, double dflt) const {
+  const Attribute *a = attr(name);
+  if (!a)
+    return dflt;
+  if (a->Kind == AttrKind::Int) // tolerated: some exporters write ints
+    return (double)a->I;
+  expectKind(*this, name, *a, AttrKind::Float);
+  return a->F;
+}
+
+std::string Node::attrString(const std::string &name,
+                             const std::string &dflt) const {
+  const Attribute *a = attr(name);
+  if (!a)
+    return dflt;
+  expectKind(*this, name, *a, AttrKind::String);
+  return a->S;
+}
+
+std::vector<int64_t> Node::attrInts(const std::string &name,
+                                    std::vector<int64_t> dflt) const {
+  const Attribute *a = attr(name);
+  if (!a)
+    return dflt;
+  expectKind(*this, name, *a, AttrKind::Ints);
+  return a->Ints;
+}
+
+std::vector<double> Node::attrFloats(const std::string &name,
+                                     std::vector<double> dflt) const {
+  const Attribute *a = attr(name);
+  if (!a)
+    return dflt;
+  expectKind(*this, name, *a, AttrKind::Floats);
+  return a->Floats;
+}
+
+int64_t Node::requireInt(const std::string &name) const {
+  if (!hasAttr(name))
+    error() << "missing required attribute '" << name << "'";
+  return attrInt(name, 0);
+}
+
+std::vector<int64_t> Node::requireInts(const std::string &name) const {
+  if (!hasAttr(name))
+    error() << "missing required attribute '" << name << "'";
+  return attrInts(name);
+}
+
+TensorPtr Node::requireTensor(const std::string &name) const {
+  const Attribute *a = attr(name);
+  if (!a)
+    error() << "missing required attribute '" << name << "'";
+  expectKind(*this, name, *a, AttrKind::Tensor);
+  return a->T;
+}
+
+const TensorType &Node::inType(size_t i) const {
+  if (!hasInput(i))
+    error() << "input " << i << " is required but missing";
+  return Inputs[i]->Type;
+}
+
+TensorPtr Node::constInput(size_t i, const char *why) const {
+  if (!hasInput(i))
+    error() << "input " << i << " is required but missing";
+  if (!Inputs[i]->Const)
+    error(ErrorKind::DataDependent)
+        << "input " << i << " ('" << Inputs[i]->Name
+        << "') must be known at compile time"
+        << (why ? std::string(" (") + why + ")" : std::string())
+        << "; freeze it with --freeze " << Inputs[i]->Name << "=FILE.pb";
+  return Inputs[i]->Const;
+}
+
+std::vector<int64_t> Node::constInputInts(size_t i, const char *why) const {
+  return constInput(i, why)->toInts();
+}
+
+void Node::setOutput(size_t i, DType type, Shape dims) {
+  if (!hasOutput(i))
+    return;
+  for (int64_t d : dims)
+    if (d < 0)
+      error() << "output " << i << " would have a negative dimension "
+              << shapeToString(dims);
+  Outputs[i]->Type = TensorType{type, std::move(dims)};
+}
+
+// ---------------------------------------------------------------------------
+// Graph
+// ---------------------------------------------------------------------------
+
+Value *Graph::addValue(const std::string &name, TensorType type) {
+  auto v = std::make_unique<Value>();
+  v->Name = name;
+  v->Type = std::move(type);
+  Value *raw = v.get();
+  Values.push_back(std::move(v));
+  ValueByName[name] = raw;
+  return raw;
+}
+
+Node *Graph::addNode(std::unique_ptr<Node> node) {
+  Nodes.push_back(std::move(node));
+  return Nodes.back().get();
+}
+
+std::string Graph::uniqueValueName(const std::string &base) {
+  if (!ValueByName.count(base))
+    return base;
+  int &n = NameCounters[base];
+  std::string name;
+  do
+    name = base + "." + std::to_string(++n);
+  while (ValueByName.count(name));
+  return name;
+}
+
+std::string Graph::uniqueNodeName(const std::string &base) {
+  int &n = NodeNameCounters[base];
+  return base + "_" + std::to_string(n++);
+}
+
+void Graph::replaceAllUses(Value *from, Value *to) {
+  for (auto &n : Nodes)
+    for (auto &in : n->Inputs)
+      if (in == from)
+        in = to;
+  for (auto &out : Outputs)
+    if (out == from)
+      out = to;
+}
+
+std::map<const Value *, int> Graph::useCounts() const {
+  std::map<const Value *, int> uses;
+  for (auto &n : Nodes)
+    for (auto *in : n->Inputs)
+      if (in)
+        uses[in]++;
+  for (auto *out : Outputs)
+    uses[out]++;
+  return uses;
+}
+
+bool Graph::isGraphInput(const Value *v) const {
+  for (auto *in : Inputs)
+    if (in == v)
+      return true;
+  return false;
+}
+
+bool Graph::isGraphOutput(const Value *v) const {
+  for (auto *out : Outputs)
+    if (out == v)
+      return true;
+  return false;
+}
+
+// ---------------------------------------------------------------------------
+// Printer
+// ---------------------------------------------------------------------------
+
+namespace {
+
+/// FNV-1a over the bytes: a short stable fingerprint for large constants.
+uint64_t fingerprint(const std::vector<uint8_t> &bytes) {
+  uint64_t h = 1469598103934665603ull;
+  for (uint8_t b : bytes) {
+    h ^= b;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+void printTensorValue(std::ostream &os, const Tensor &t) {
+  os << dtypeName(t.dtype()) << shapeToString(t.shape());
+  if (t.isSplat() && t.numel() > 1) {
+    os << " splat(" << (isFloat(t.dtype()) ? std::to_string(t.doubleAt(0))
+                                             : std::to_string(t.intAt(0)))
+       << ")";
+    return;
+  }
+  if (t.numel() <= 16) {
+    os << " {";
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      os << (i ? ", " : "");
+      if (isFloat(t.dtype())) {
+        std::ostringstream v;
+        v.precision(9);
+        v << t.doubleAt(i);
+        os << v.str();
+      } else {
+        os << t.intAt(i);
+      }
+    }
+    os << "}";
+    return;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%016llx",
+                (unsigned long long)fingerprint(t.bytes()));
+  os << " dense<" << t.bytes().size() << " bytes, fnv1a " << buf << ">";
+}
+
+void printAttr(std::ostream &os, const Attribute &a) {
+  auto list = [&](auto const &v) {
+    os << "[";
+    for (size_t i = 0; i < v.size(); ++i)
+      os << (i ? "," : "") << v[i];
+    os << "]";
+  };
+  switch (a.Kind) {
+  case AttrKind::Float: {
+    std::ostringstream v;
+    v.precision(9);
+    v << a.F;
+    os << v.str();
+    break;
+  }
+  case AttrKind::Int: os << a.I; break;
+  case AttrKind::String: os << '"' << a.S << '"'; break;
+  case AttrKind::Tensor:
+    if (a.T)
+      printTensorValue(os, *a.T);
+    break;
+  case AttrKind::Graph: os << "<graph>"; break;
+  case AttrKind::Floats: list(a.Floats); break;
+  case AttrKind::Ints: list(a.Ints); break;
+  case AttrKind::Strings: {
+    os << "[";
+    for (size_t i = 0; i < a.Strings.size(); ++i)
+      os << (i ? "," : "") << '"' << a.Strings[i] << '"';
+    os << "]";
+    break;
+  }
+  case AttrKind::Tensors: os << "<" << a.Tensors.size() << " tensors>"; break;
+  case AttrKind::Graphs: os << "<" << a.Graphs.size() << " graphs>"; break;
+  case AttrKind::TypeProto: os << "<type>"; break;
+  case AttrKind::SparseTensor: os << "<sparse>"; break;
+  }
+}
+
+std::string valueRef(const Value *v) { return v ? "%" + v->Name : "_"; }
+
+} // namespace
+
+std::string printGraph(const Graph &g) {
+  std::ostringstream os;
+  os << "graph " << (g.Name.empty() ? "main" : g.Name) << " opsets {";
+  bool first = true;
+  for (auto &[dom, ver] : g.Opsets) {
+    os << (first ? "" : ", ") << (dom.empty() ? "ai.onnx" : dom) << ": "
+       << ver;
+    first = false;
+  }
+  os << "}\n";
+  for (auto *in : g.Inputs)
+    os << "  input " << valueRef(in) << ": " << in->Type.str() << "\n";
+  // Constants referenced by nodes or outputs, in first-use order.
+  std::set<const Value *> printed;
+  auto printConst = [&](const Value *v) {
+    if (!v || !v->Const || printed.count(v) || v->Producer)
+      return;
+    printed.insert(v);
+    os << "  const " << valueRef(v) << " = ";
+    printTensorValue(os, *v->Const);
+    os << "\n";
+  };
+  for (auto &n : g.Nodes)
+    for (auto *in : n->Inputs)
+      printConst(in);
+  for (auto *out : g.Outputs)
+    printConst(out);
+  for (auto &n : g.Nodes) {
+    os << "  ";
+    for (size_t i = 0; i < n->Outputs.size(); ++i)
+      os << (i ? ", " : "") << valueRef(n->Outputs[i])
+         << (n->Outputs[i] ? ": " + n->Outputs[i]->Type.str() : "");
+    os << " = " << (n->Domain.empty() ? "" : n->Domain + ".") << n->OpType;
+    if (!n->Attrs.empty()) {
+      os << " {";
+      bool firstAttr = true;
+      for (auto &[name, a] : n->Attrs) {
+        os << (firstAttr ? "" : ", ") << name << "=";
+        printAttr(os, a);
+        firstAttr = false;
+      }
+      os << "}";
+    }
+    os << "(";
+    for (size_t i = 0; i < n->Inputs.size(); ++i)
+      os << (i ? ", " : "") << valueRef(n->Inputs[i]);
+    os << ")  # " << n->Name << "\n";
+  }
+  for (auto *out : g.Outputs)
+    os << "  output " << valueRef(out) << ": " << out->Type.str() << "\n";
+  return os.str();
+}
+
+// ---------------------------------------------------------------------------
+// Verifier
+// ---------------------------------------------------------------------------
+
+void verifyGraph(const Graph &g) {
+  auto bad = [&](const std::string &msg) {
+    fail(ErrorKind::Internal) << "internal error: graph verifier: " << msg;
+  };
+  std::set<const Value *> defined;
+  for (auto *in : g.Inputs)
+    defined.insert(in);
+  for (auto &n : g.Nodes) {
+    for (auto *in : n->Inputs) {
+      if (!in)
+        continue;
+      if (!in->Const && !defined.count(in))
+        bad(n->where() + " uses '" + in->Name + "' before it is defined");
+      if (!in->Type.known())
+        bad(n->where() + " input '" + in->Name + "' has no type");
+    }
+    for (auto *out : n->Outputs) {
+      if (!out)
+        continue;
+      if (defined.count(out))
+        bad("'" + out->Name + "' is defined twice");
+      if (out->Producer != n.get())
+        bad("'" + out->Name + "' does not point back to " + n->where());
+      if (!out->Type.known())
+        bad(n->where() + " output '" + out->Name + "' has no type");
+      defined.insert(out);
+    }
+  }
+  for (auto *out : g.Outputs)
+    if (!out->Const && !defined.count(out))
+      bad("graph output '" + out->Name + "' is never defined");
+}
+
+} // namespace mlcc::ir

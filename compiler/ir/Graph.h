@@ -1,0 +1,181 @@
+//===- Graph.h - The graph IR ---------------------------------------------===//
+//
+// A model as the compiler sees it after the frontend: values (tensors with a
+// dtype and a static shape, possibly a known constant), nodes (an op type of
+// a domain at an opset version, attributes, inputs and outputs) in
+// topological order, and the graph inputs and outputs.
+//
+// Shapes are fully static inside the compiler: symbolic dimensions of the
+// model's inputs are bound (--dim) before type inference runs.
+//
+// Ownership: the Graph owns its nodes and values; everything else refers to
+// them by raw pointer. Optional inputs/outputs that a node omits are nullptr.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "compiler/support/DType.h"
+#include "compiler/support/Error.h"
+#include "compiler/support/Tensor.h"
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlcc::ir {
+
+class Graph;
+class Node;
+
+struct TensorType {
+  DType Type = DType::Undefined;
+  Shape Dims;
+
+  bool known() const { return Type != DType::Undefined; }
+  int64_t numel() const { return numElements(Dims); }
+  size_t rank() const { return Dims.size(); }
+  bool operator==(const TensorType &o) const {
+    return Type == o.Type && Dims == o.Dims;
+  }
+  /// "f32[1,3,224,224]"
+  std::string str() const;
+};
+
+class Value {
+public:
+  std::string Name;
+  TensorType Type;
+  Node *Producer = nullptr;  ///< Null for graph inputs and constants.
+  TensorPtr Const;           ///< Set when the value is known at compile time.
+
+  bool isConstant() const { return Const != nullptr; }
+};
+
+enum class AttrKind : uint8_t {
+  Float,
+  Int,
+  String,
+  Tensor,
+  Graph,
+  Floats,
+  Ints,
+  Strings,
+  Tensors,
+  Graphs,
+  TypeProto,
+  SparseTensor,
+};
+const char *attrKindName(AttrKind kind);
+
+struct Attribute {
+  AttrKind Kind = AttrKind::Int;
+  double F = 0;
+  int64_t I = 0;
+  std::string S;
+  TensorPtr T;
+  std::shared_ptr<Graph> G;
+  std::vector<double> Floats;
+  std::vector<int64_t> Ints;
+  std::vector<std::string> Strings;
+  std::vector<TensorPtr> Tensors;
+  std::vector<std::shared_ptr<Graph>> Graphs;
+};
+
+class Node {
+public:
+  std::string Name; ///< ONNX node name, or a generated one ("Conv_3").
+  std::string OpType;
+  std::string Domain; ///< "" for the default ai.onnx domain.
+  int64_t Opset = 0;  ///< Version of Domain that the model imports.
+  std::map<std::string, Attribute> Attrs;
+  std::vector<Value *> Inputs;  ///< nullptr: omitted optional input
+  std::vector<Value *> Outputs; ///< nullptr: omitted optional output
+
+  /// "node 'conv1' (Conv)": the prefix of every message about this node.
+  std::string where() const;
+  /// Starts an error about this node: node.error(kind) << "what is wrong".
+  ErrorBuilder error(ErrorKind kind = ErrorKind::Invalid) const;
+
+  // --- attributes -------------------------------------------------------
+  bool hasAttr(const std::string &name) const { return Attrs.count(name) > 0; }
+  const Attribute *attr(const std::string &name) const;
+  int64_t attrInt(const std::string &name, int64_t dflt) const;
+  double attrFloat(const std::string &name, double dflt) const;
+  std::string attrString(const std::string &name,
+                         const std::string &dflt) const;
+  std::vector<int64_t> attrInts(const std::string &name,
+                                std::vector<int64_t> dflt = {}) const;
+  std::vector<double> attrFloats(const std::string &name,
+                                 std::vector<double> dflt = {}) const;
+  /// Requires the attribute; a clear error names it when missing.
+  int64_t requireInt(const std::string &name) const;
+  std::vector<int64_t> requireInts(const std::string &name) const;
+  TensorPtr requireTensor(const std::string &name) const;
+
+  // --- inputs -----------------------------------------------------------
+  size_t numInputs() const { return Inputs.size(); }
+  bool hasInput(size_t i) const { return i < Inputs.size() && Inputs[i]; }
+  bool hasOutput(size_t i) const { return i < Outputs.size() && Outputs[i]; }
+  /// Input i's type (the input must be present).
+  const TensorType &inType(size_t i) const;
+  const Shape &inShape(size_t i) const { return inType(i).Dims; }
+  DType inDType(size_t i) const { return inType(i).Type; }
+  /// Input i's compile-time value. Throws a DataDependent error naming the
+  /// input when it is not a constant (`why` says what needs it).
+  TensorPtr constInput(size_t i, const char *why = nullptr) const;
+  /// Same as constInput, as int64 values.
+  std::vector<int64_t> constInputInts(size_t i, const char *why = nullptr) const;
+  /// Sets output i's type (ignored when the output is omitted).
+  void setOutput(size_t i, DType type, Shape dims);
+  void setOutput(size_t i, const TensorType &t) { setOutput(i, t.Type, t.Dims); }
+};
+
+class Graph {
+public:
+  std::string Name;
+  /// Imported opset version per domain ("" = ai.onnx).
+  std::map<std::string, int64_t> Opsets;
+  std::vector<std::unique_ptr<Node>> Nodes; ///< Topological order.
+  std::vector<std::unique_ptr<Value>> Values;
+  std::vector<Value *> Inputs;
+  std::vector<Value *> Outputs;
+
+  Value *addValue(const std::string &name, TensorType type = {});
+  /// Appends a node (the caller wires inputs/outputs and sets Producer).
+  Node *addNode(std::unique_ptr<Node> node);
+  /// A value name not used yet, derived from `base`.
+  std::string uniqueValueName(const std::string &base);
+  std::string uniqueNodeName(const std::string &base);
+
+  /// Replaces every use of `from` (node inputs, graph outputs) with `to`.
+  void replaceAllUses(Value *from, Value *to);
+  /// Number of node inputs and graph outputs that refer to each value.
+  std::map<const Value *, int> useCounts() const;
+  /// Removes nodes for which `dead(node)` is true; values stay owned.
+  template <typename Pred> void removeNodesIf(Pred dead) {
+    std::vector<std::unique_ptr<Node>> kept;
+    for (auto &n : Nodes)
+      if (!dead(*n))
+        kept.push_back(std::move(n));
+    Nodes = std::move(kept);
+  }
+  bool isGraphInput(const Value *v) const;
+  bool isGraphOutput(const Value *v) const;
+
+private:
+  std::map<std::string, int> NameCounters;
+  std::map<std::string, Value *> ValueByName;
+  std::map<std::string, int> NodeNameCounters;
+};
+
+/// Deterministic text form (--emit graph).
+std::string printGraph(const Graph &g);
+
+/// Checks structural invariants: inputs defined before use, each value
+/// produced once, known types on every value, graph outputs defined.
+/// Throws an Internal CompileError describing the first violation.
+void verifyGraph(const Graph &g);
+
+} // namespace mlcc::ir

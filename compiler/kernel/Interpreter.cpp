@@ -1,0 +1,149 @@
+#include "compiler/kernel/Interpreter.h"
+
+#include "compiler/kernel/ScalarEval.h"
+#include "compiler/support/Error.h"
+
+#include <unordered_map>
+
+namespace mlcc::kir {
+
+namespace {
+
+/// The kernel translated to a flat form with variables and buffers resolved
+/// to slots, so evaluation does no map lookups.
+class Machine {
+public:
+  Machine(const Kernel &k, const std::vector<void *> &args) : K(k) {
+    MLCC_CHECK(args.size() == k.Params.size(),
+               "interpret " << k.Name << ": " << args.size()
+                            << " arguments for " << k.Params.size()
+                            << " parameters");
+    for (size_t i = 0; i < args.size(); ++i) {
+      Slots[k.Params[i].get()] = (int)Bufs.size();
+      Bufs.push_back({(uint8_t *)args[i], k.Params[i]->Type,
+                      k.Params[i]->Size});
+    }
+  }
+
+  void run() { exec(K.Body); }
+
+private:
+  struct BufSlot {
+    uint8_t *Data;
+    DType Type;
+    int64_t Size;
+  };
+
+  int64_t checkedIndex(int slot, int64_t idx) {
+    const BufSlot &b = Bufs[(size_t)slot];
+    if (idx < 0 || idx >= b.Size)
+      fail(ErrorKind::Internal) << "internal error: kernel " << K.Name
+                                << " accesses element " << idx
+                                << " of a buffer of " << b.Size;
+    return idx;
+  }
+
+  int bufSlot(const BufferNode *b) {
+    auto it = Slots.find(b);
+    MLCC_CHECK(it != Slots.end(), "unknown buffer " << b->Name);
+    return it->second;
+  }
+
+  Scalar eval(const ExprNode &e) {
+    switch (e.Kind) {
+    case ExprKind::Const:
+      return Scalar{e.IntValue, e.FloatValue};
+    case ExprKind::VarRef: {
+      auto it = VarValues.find(e.V.get());
+      MLCC_CHECK(it != VarValues.end(), "unbound variable " << e.V->Name);
+      return Scalar{it->second, 0};
+    }
+    case ExprKind::Load: {
+      int slot = bufSlot(e.Buf.get());
+      int64_t idx = checkedIndex(slot, eval(*e.A).I);
+      const BufSlot &b = Bufs[(size_t)slot];
+      return loadScalar(b.Type, b.Data + idx * (int64_t)dtypeSize(b.Type));
+    }
+    case ExprKind::Unary:
+      return evalUnary(e.Un, e.A->Type, eval(*e.A));
+    case ExprKind::Binary: {
+      // Short-circuit Bool And/Or so guarded loads are never evaluated.
+      if (e.Bin == BinOp::And) {
+        Scalar a = eval(*e.A);
+        return a.I ? Scalar{eval(*e.B).I ? 1 : 0, 0} : Scalar{0, 0};
+      }
+      if (e.Bin == BinOp::Or) {
+        Scalar a = eval(*e.A);
+        return a.I ? Scalar{1, 0} : Scalar{eval(*e.B).I ? 1 : 0, 0};
+      }
+      Scalar a = eval(*e.A);
+      Scalar b = eval(*e.B);
+      return evalBinary(e.Bin, e.A->Type, a, b);
+    }
+    case ExprKind::Select:
+      // Only the chosen operand is evaluated (like the emitted code, which
+      // may also evaluate both: lowerings keep both sides safe to evaluate).
+      return eval(*e.A).I ? eval(*e.B) : eval(*e.C);
+    case ExprKind::Cast:
+      return evalCast(e.Type, e.A->Type, eval(*e.A));
+    }
+    return Scalar{};
+  }
+
+  void exec(const Stmt &s) {
+    switch (s->Kind) {
+    case StmtKind::Block:
+      for (auto &c : s->Body)
+        exec(c);
+      return;
+    case StmtKind::For: {
+      int64_t begin = eval(*s->Begin).I, end = eval(*s->End).I;
+      const VarNode *v = s->LoopVar.get();
+      for (int64_t i = begin; i < end; ++i) {
+        VarValues[v] = i;
+        exec(s->Inner);
+      }
+      VarValues.erase(v);
+      return;
+    }
+    case StmtKind::Store: {
+      int slot = bufSlot(s->Buf.get());
+      int64_t idx = checkedIndex(slot, eval(*s->Index).I);
+      Scalar v = eval(*s->Value);
+      const BufSlot &b = Bufs[(size_t)slot];
+      storeScalar(b.Type, b.Data + idx * (int64_t)dtypeSize(b.Type), v);
+      return;
+    }
+    case StmtKind::If:
+      if (eval(*s->Cond).I)
+        exec(s->Inner);
+      else if (s->Else)
+        exec(s->Else);
+      return;
+    case StmtKind::Alloc: {
+      const BufferNode *b = s->Buf.get();
+      std::vector<uint8_t> storage((size_t)b->Size * dtypeSize(b->Type), 0);
+      Slots[b] = (int)Bufs.size();
+      Bufs.push_back({storage.data(), b->Type, b->Size});
+      exec(s->Inner);
+      Bufs.pop_back();
+      Slots.erase(b);
+      return;
+    }
+    }
+  }
+
+  const Kernel &K;
+  std::vector<BufSlot> Bufs;
+  std::unordered_map<const BufferNode *, int> Slots;
+  std::unordered_map<const VarNode *, int64_t> VarValues;
+};
+
+} // namespace
+
+void interpret(const Kernel &k, const std::vector<void *> &args) {
+  Machine m(k, args);
+  m.run();
+}
+
+} // namespace mlcc::kir

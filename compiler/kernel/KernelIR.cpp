@@ -1,0 +1,683 @@
+#include "compiler/kernel/KernelIR.h"
+
+#include "compiler/kernel/ScalarEval.h"
+#include "compiler/support/Error.h"
+
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace mlcc::kir {
+
+const char *unOpName(UnOp op) {
+  static const char *names[] = {
+      "neg",   "not",   "bitnot", "abs",   "sqrt",  "exp",   "log",
+      "sin",   "cos",   "tan",    "asin",  "acos",  "atan",  "sinh",
+      "cosh",  "tanh",  "asinh",  "acosh", "atanh", "erf",   "floor",
+      "ceil",  "round", "trunc",  "isnan", "isinf"};
+  return names[(int)op];
+}
+
+const char *binOpName(BinOp op) {
+  static const char *names[] = {"add", "sub",    "mul",   "div",    "rem",
+                                "min", "max",    "pow",   "and",    "or",
+                                "xor", "bitand", "bitor", "bitxor", "shl",
+                                "shr", "eq",     "ne",    "lt",     "le",
+                                "gt",  "ge"};
+  return names[(int)op];
+}
+
+bool isComparison(BinOp op) {
+  return op == BinOp::Eq || op == BinOp::Ne || op == BinOp::Lt ||
+         op == BinOp::Le || op == BinOp::Gt || op == BinOp::Ge;
+}
+
+const char *loopKindName(LoopKind kind) {
+  switch (kind) {
+  case LoopKind::Serial:
+    return "serial";
+  case LoopKind::Parallel:
+    return "parallel";
+  case LoopKind::Vectorized:
+    return "vectorized";
+  case LoopKind::Unrolled:
+    return "unrolled";
+  }
+  return "?";
+}
+
+bool ExprNode::isConstValue(double v) const {
+  if (Kind != ExprKind::Const)
+    return false;
+  return isFloat(Type) ? FloatValue == v : (double)IntValue == v;
+}
+
+// ---------------------------------------------------------------------------
+// Expression constructors
+// ---------------------------------------------------------------------------
+
+namespace {
+
+std::shared_ptr<ExprNode> make(ExprKind kind, DType type) {
+  auto e = std::make_shared<ExprNode>();
+  e->Kind = kind;
+  e->Type = type;
+  return e;
+}
+
+Scalar scalarOf(const Expr &e) { return Scalar{e->IntValue, e->FloatValue}; }
+
+Expr fromScalar(DType type, Scalar s) {
+  auto e = make(ExprKind::Const, type);
+  s = normalize(type, s);
+  e->IntValue = isFloat(type) ? 0 : s.I;
+  e->FloatValue = isFloat(type) ? s.F : 0;
+  return e;
+}
+
+bool isArithType(DType t) {
+  return t == DType::F32 || t == DType::F64 || isInteger(t) || t == DType::Bool;
+}
+
+bool unaryIsFloatOnly(UnOp op) {
+  return op != UnOp::Neg && op != UnOp::Not && op != UnOp::BitNot &&
+         op != UnOp::Abs;
+}
+
+} // namespace
+
+Expr constant(DType type, double value) {
+  Scalar s;
+  if (isFloat(type))
+    s.F = value;
+  else if (type == DType::U64 && value >= 9.2233720368547758e18)
+    s.I = (int64_t)(uint64_t)value;
+  else
+    s = evalCast(type, DType::F64, Scalar{0, value});
+  return fromScalar(type, s);
+}
+
+Expr constantInt(DType type, int64_t value) {
+  if (isFloat(type))
+    return fromScalar(type, Scalar{0, (double)value});
+  return fromScalar(type, Scalar{value, 0});
+}
+
+Expr indexConst(int64_t value) { return constantInt(DType::Index, value); }
+Expr boolConst(bool value) { return constantInt(DType::Bool, value ? 1 : 0); }
+
+Expr varRef(const Var &v) {
+  MLCC_CHECK(v, "null variable");
+  auto e = make(ExprKind::VarRef, DType::Index);
+  e->V = v;
+  return e;
+}
+
+Expr load(const Buffer &buf, Expr index) {
+  MLCC_CHECK(buf && index, "load of null");
+  MLCC_CHECK(index->Type == DType::Index,
+             "load index of " << buf->Name << " has type "
+                              << dtypeName(index->Type));
+  auto e = make(ExprKind::Load, buf->Type);
+  e->Buf = buf;
+  e->A = std::move(index);
+  return e;
+}
+
+Expr unary(UnOp op, Expr a) {
+  MLCC_CHECK(a, "unary on null");
+  DType t = a->Type;
+  MLCC_CHECK(isArithType(t), "unary " << unOpName(op) << " on "
+                                      << dtypeName(t));
+  if (unaryIsFloatOnly(op))
+    MLCC_CHECK(isFloat(t), "unary " << unOpName(op) << " needs a float, got "
+                                    << dtypeName(t));
+  if (op == UnOp::Not)
+    MLCC_CHECK(t == DType::Bool, "not on " << dtypeName(t));
+  if (op == UnOp::BitNot)
+    MLCC_CHECK(isInteger(t), "bitnot on " << dtypeName(t));
+  DType rt = (op == UnOp::IsNaN || op == UnOp::IsInf) ? DType::Bool : t;
+  if (a->isConst())
+    return fromScalar(rt, evalUnary(op, t, scalarOf(a)));
+  if (op == UnOp::Neg && a->Kind == ExprKind::Unary && a->Un == UnOp::Neg)
+    return a->A;
+  auto e = make(ExprKind::Unary, rt);
+  e->Un = op;
+  e->A = std::move(a);
+  return e;
+}
+
+Expr binary(BinOp op, Expr a, Expr b) {
+  MLCC_CHECK(a && b, "binary on null");
+  DType t = a->Type;
+  MLCC_CHECK(t == b->Type, "binary " << binOpName(op) << " mixes "
+                                     << dtypeName(t) << " and "
+                                     << dtypeName(b->Type));
+  MLCC_CHECK(isArithType(t), "binary " << binOpName(op) << " on "
+                                       << dtypeName(t));
+  bool boolOp = op == BinOp::And || op == BinOp::Or || op == BinOp::Xor;
+  if (boolOp)
+    MLCC_CHECK(t == DType::Bool, binOpName(op) << " on " << dtypeName(t));
+  if (op == BinOp::Pow)
+    MLCC_CHECK(isFloat(t), "pow on " << dtypeName(t));
+  if (op == BinOp::BitAnd || op == BinOp::BitOr || op == BinOp::BitXor ||
+      op == BinOp::Shl || op == BinOp::Shr)
+    MLCC_CHECK(isInteger(t), binOpName(op) << " on " << dtypeName(t));
+  DType rt = isComparison(op) ? DType::Bool : t;
+  if (a->isConst() && b->isConst())
+    return fromScalar(rt, evalBinary(op, t, scalarOf(a), scalarOf(b)));
+  // Identities that are exact for every value of the type.
+  bool exactInt = isInteger(t);
+  switch (op) {
+  case BinOp::Add:
+    if (exactInt && b->isConstValue(0))
+      return a;
+    if (exactInt && a->isConstValue(0))
+      return b;
+    // (x + c1) + c2 -> x + (c1 + c2), to keep offsets folded.
+    if (t == DType::Index && b->isConst() && a->Kind == ExprKind::Binary &&
+        a->Bin == BinOp::Add && a->B->isConst())
+      return binary(BinOp::Add, a->A, binary(BinOp::Add, a->B, b));
+    if (t == DType::Index && a->isConst() && !b->isConst())
+      return binary(BinOp::Add, b, a);
+    break;
+  case BinOp::Sub:
+    if (exactInt && b->isConstValue(0))
+      return a;
+    if (t == DType::Index && b->isConst())
+      return binary(BinOp::Add, a, constantInt(t, -b->IntValue));
+    break;
+  case BinOp::Mul:
+    if (b->isConstValue(1) && (exactInt || isFloat(t)))
+      return a;
+    if (a->isConstValue(1) && (exactInt || isFloat(t)))
+      return b;
+    if (exactInt && (a->isConstValue(0) || b->isConstValue(0)))
+      return constantInt(t, 0);
+    if (t == DType::Index && a->isConst() && !b->isConst())
+      return binary(BinOp::Mul, b, a);
+    break;
+  case BinOp::Div:
+    if (b->isConstValue(1))
+      return a;
+    break;
+  case BinOp::And:
+    if (a->isConst())
+      return a->IntValue ? b : a;
+    if (b->isConst())
+      return b->IntValue ? a : b;
+    break;
+  case BinOp::Or:
+    if (a->isConst())
+      return a->IntValue ? a : b;
+    if (b->isConst())
+      return b->IntValue ? b : a;
+    break;
+  default:
+    break;
+  }
+  auto e = make(ExprKind::Binary, rt);
+  e->Bin = op;
+  e->A = std::move(a);
+  e->B = std::move(b);
+  return e;
+}
+
+Expr select(Expr cond, Expr ifTrue, Expr ifFalse) {
+  MLCC_CHECK(cond && ifTrue && ifFalse, "select on null");
+  MLCC_CHECK(cond->Type == DType::Bool, "select condition of type "
+                                            << dtypeName(cond->Type));
+  MLCC_CHECK(ifTrue->Type == ifFalse->Type,
+             "select mixes " << dtypeName(ifTrue->Type) << " and "
+                             << dtypeName(ifFalse->Type));
+  if (cond->isConst())
+    return cond->IntValue ? ifTrue : ifFalse;
+  if (ifTrue == ifFalse)
+    return ifTrue;
+  auto e = make(ExprKind::Select, ifTrue->Type);
+  e->A = std::move(cond);
+  e->B = std::move(ifTrue);
+  e->C = std::move(ifFalse);
+  return e;
+}
+
+Expr cast(DType type, Expr a) {
+  MLCC_CHECK(a, "cast of null");
+  MLCC_CHECK(isStorable(type), "cast to " << dtypeName(type));
+  if (a->Type == type)
+    return a;
+  if (a->isConst() && type != DType::F16 && type != DType::BF16 &&
+      a->Type != DType::F16 && a->Type != DType::BF16)
+    return fromScalar(type, evalCast(type, a->Type, scalarOf(a)));
+  auto e = make(ExprKind::Cast, type);
+  e->A = std::move(a);
+  return e;
+}
+
+// ---------------------------------------------------------------------------
+// Statement constructors
+// ---------------------------------------------------------------------------
+
+namespace {
+std::shared_ptr<StmtNode> makeStmt(StmtKind kind) {
+  auto s = std::make_shared<StmtNode>();
+  s->Kind = kind;
+  return s;
+}
+} // namespace
+
+Stmt block(std::vector<Stmt> stmts) {
+  std::vector<Stmt> flat;
+  for (auto &s : stmts) {
+    if (!s)
+      continue;
+    if (s->Kind == StmtKind::Block)
+      flat.insert(flat.end(), s->Body.begin(), s->Body.end());
+    else
+      flat.push_back(std::move(s));
+  }
+  if (flat.size() == 1)
+    return flat[0];
+  auto s = makeStmt(StmtKind::Block);
+  s->Body = std::move(flat);
+  return s;
+}
+
+Stmt forLoop(Var v, Expr begin, Expr end, Stmt body, LoopKind kind) {
+  MLCC_CHECK(v && begin && end && body, "for loop with null part");
+  MLCC_CHECK(begin->Type == DType::Index && end->Type == DType::Index,
+             "loop bounds must be index-typed");
+  auto s = makeStmt(StmtKind::For);
+  s->LoopVar = std::move(v);
+  s->Begin = std::move(begin);
+  s->End = std::move(end);
+  s->Inner = std::move(body);
+  s->Loop = kind;
+  return s;
+}
+
+Stmt store(const Buffer &buf, Expr index, Expr value) {
+  MLCC_CHECK(buf && index && value, "store with null part");
+  MLCC_CHECK(index->Type == DType::Index, "store index of " << buf->Name
+                                                            << " not index");
+  MLCC_CHECK(value->Type == buf->Type,
+             "store of " << dtypeName(value->Type) << " into "
+                         << dtypeName(buf->Type) << " buffer " << buf->Name);
+  auto s = makeStmt(StmtKind::Store);
+  s->Buf = buf;
+  s->Index = std::move(index);
+  s->Value = std::move(value);
+  return s;
+}
+
+Stmt ifThen(Expr cond, Stmt thenStmt, Stmt elseStmt) {
+  MLCC_CHECK(cond && thenStmt, "if with null part");
+  MLCC_CHECK(cond->Type == DType::Bool, "if condition not bool");
+  auto s = makeStmt(StmtKind::If);
+  s->Cond = std::move(cond);
+  s->Inner = std::move(thenStmt);
+  s->Else = std::move(elseStmt);
+  return s;
+}
+
+Stmt alloc(const Buffer &buf, Stmt body) {
+  MLCC_CHECK(buf && body && buf->Kind == BufferKind::Local,
+             "alloc of a non-local buffer");
+  auto s = makeStmt(StmtKind::Alloc);
+  s->Buf = buf;
+  s->Inner = std::move(body);
+  return s;
+}
+
+// ---------------------------------------------------------------------------
+// Verification
+// ---------------------------------------------------------------------------
+
+namespace {
+
+class Verifier {
+public:
+  explicit Verifier(const Kernel &k) : K(k) {
+    for (auto &p : k.Params) {
+      check(p->Kind == BufferKind::Param, "parameter " + p->Name +
+                                              " is not a Param buffer");
+      check(isStorable(p->Type), "parameter " + p->Name + " has type " +
+                                     dtypeName(p->Type));
+      Buffers.insert(p.get());
+    }
+  }
+
+  void stmt(const Stmt &s) {
+    check(s != nullptr, "null statement");
+    switch (s->Kind) {
+    case StmtKind::Block:
+      for (auto &c : s->Body)
+        stmt(c);
+      break;
+    case StmtKind::For:
+      expr(s->Begin);
+      expr(s->End);
+      check(!Vars.count(s->LoopVar.get()), "loop variable " +
+                                               s->LoopVar->Name +
+                                               " is bound twice");
+      Vars.insert(s->LoopVar.get());
+      stmt(s->Inner);
+      Vars.erase(s->LoopVar.get());
+      break;
+    case StmtKind::Store:
+      check(Buffers.count(s->Buf.get()), "store to unknown buffer " +
+                                             s->Buf->Name);
+      expr(s->Index);
+      expr(s->Value);
+      break;
+    case StmtKind::If:
+      expr(s->Cond);
+      stmt(s->Inner);
+      if (s->Else)
+        stmt(s->Else);
+      break;
+    case StmtKind::Alloc:
+      check(!Buffers.count(s->Buf.get()), "buffer " + s->Buf->Name +
+                                              " allocated twice");
+      Buffers.insert(s->Buf.get());
+      stmt(s->Inner);
+      Buffers.erase(s->Buf.get());
+      break;
+    }
+  }
+
+  void expr(const Expr &e) {
+    check(e != nullptr, "null expression");
+    switch (e->Kind) {
+    case ExprKind::Const:
+      break;
+    case ExprKind::VarRef:
+      check(Vars.count(e->V.get()), "variable " + e->V->Name +
+                                        " used outside its loop");
+      break;
+    case ExprKind::Load:
+      check(Buffers.count(e->Buf.get()), "load from unknown buffer " +
+                                             e->Buf->Name);
+      expr(e->A);
+      break;
+    case ExprKind::Unary:
+      check(e->A->Type != DType::F16 && e->A->Type != DType::BF16,
+            "arithmetic on a 16-bit float");
+      expr(e->A);
+      break;
+    case ExprKind::Binary:
+      check(e->A->Type != DType::F16 && e->A->Type != DType::BF16,
+            "arithmetic on a 16-bit float");
+      expr(e->A);
+      expr(e->B);
+      break;
+    case ExprKind::Select:
+      expr(e->A);
+      expr(e->B);
+      expr(e->C);
+      break;
+    case ExprKind::Cast:
+      expr(e->A);
+      break;
+    }
+  }
+
+private:
+  void check(bool ok, const std::string &msg) {
+    if (!ok)
+      fail(ErrorKind::Internal) << "internal error: kernel " << K.Name << ": "
+                                << msg;
+  }
+  const Kernel &K;
+  std::set<const BufferNode *> Buffers;
+  std::set<const VarNode *> Vars;
+};
+
+void collectWritten(const Stmt &s, std::set<const BufferNode *> &out) {
+  if (!s)
+    return;
+  switch (s->Kind) {
+  case StmtKind::Block:
+    for (auto &c : s->Body)
+      collectWritten(c, out);
+    break;
+  case StmtKind::Store:
+    out.insert(s->Buf.get());
+    break;
+  case StmtKind::For:
+  case StmtKind::Alloc:
+    collectWritten(s->Inner, out);
+    break;
+  case StmtKind::If:
+    collectWritten(s->Inner, out);
+    collectWritten(s->Else, out);
+    break;
+  }
+}
+
+} // namespace
+
+void verify(const Kernel &k) {
+  Verifier v(k);
+  v.stmt(k.Body);
+}
+
+void Kernel::finalize() {
+  verify(*this);
+  std::set<const BufferNode *> w;
+  collectWritten(Body, w);
+  Written.clear();
+  for (auto &p : Params)
+    Written.push_back(w.count(p.get()) > 0);
+}
+
+// ---------------------------------------------------------------------------
+// Printing
+// ---------------------------------------------------------------------------
+
+namespace {
+
+class Printer {
+public:
+  explicit Printer(bool canonical) : Canonical(canonical) {}
+
+  std::string name(const VarNode *v) {
+    auto it = VarNames.find(v);
+    if (it != VarNames.end())
+      return it->second;
+    std::string n = Canonical ? "v" + std::to_string(VarNames.size())
+                              : unique(v->Name);
+    VarNames[v] = n;
+    return n;
+  }
+
+  std::string name(const BufferNode *b) {
+    auto it = BufNames.find(b);
+    if (it != BufNames.end())
+      return it->second;
+    std::string n = Canonical ? "b" + std::to_string(BufNames.size())
+                              : unique(b->Name);
+    BufNames[b] = n;
+    return n;
+  }
+
+  static std::string constText(const ExprNode &e) {
+    char buf[64];
+    if (isFloat(e.Type)) {
+      std::snprintf(buf, sizeof buf, "%a", e.FloatValue);
+      return std::string(buf) + ":" + dtypeName(e.Type);
+    }
+    if (e.Type == DType::Bool)
+      return e.IntValue ? "true" : "false";
+    if (e.Type == DType::Index)
+      return std::to_string(e.IntValue);
+    if (e.Type == DType::U64)
+      std::snprintf(buf, sizeof buf, "%" PRIu64, (uint64_t)e.IntValue);
+    else
+      std::snprintf(buf, sizeof buf, "%" PRId64, e.IntValue);
+    return std::string(buf) + ":" + dtypeName(e.Type);
+  }
+
+  void expr(std::ostream &os, const Expr &e) {
+    switch (e->Kind) {
+    case ExprKind::Const:
+      os << constText(*e);
+      return;
+    case ExprKind::VarRef:
+      os << name(e->V.get());
+      return;
+    case ExprKind::Load:
+      os << name(e->Buf.get()) << "[";
+      expr(os, e->A);
+      os << "]";
+      return;
+    case ExprKind::Unary:
+      os << unOpName(e->Un) << "(";
+      expr(os, e->A);
+      os << ")";
+      return;
+    case ExprKind::Binary: {
+      const char *sym = nullptr;
+      switch (e->Bin) {
+      case BinOp::Add: sym = " + "; break;
+      case BinOp::Sub: sym = " - "; break;
+      case BinOp::Mul: sym = " * "; break;
+      case BinOp::Div: sym = " / "; break;
+      case BinOp::Rem: sym = " % "; break;
+      case BinOp::Eq: sym = " == "; break;
+      case BinOp::Ne: sym = " != "; break;
+      case BinOp::Lt: sym = " < "; break;
+      case BinOp::Le: sym = " <= "; break;
+      case BinOp::Gt: sym = " > "; break;
+      case BinOp::Ge: sym = " >= "; break;
+      case BinOp::And: sym = " && "; break;
+      case BinOp::Or: sym = " || "; break;
+      default: break;
+      }
+      if (sym) {
+        os << "(";
+        expr(os, e->A);
+        os << sym;
+        expr(os, e->B);
+        os << ")";
+      } else {
+        os << binOpName(e->Bin) << "(";
+        expr(os, e->A);
+        os << ", ";
+        expr(os, e->B);
+        os << ")";
+      }
+      return;
+    }
+    case ExprKind::Select:
+      os << "select(";
+      expr(os, e->A);
+      os << ", ";
+      expr(os, e->B);
+      os << ", ";
+      expr(os, e->C);
+      os << ")";
+      return;
+    case ExprKind::Cast:
+      os << dtypeName(e->Type) << "(";
+      expr(os, e->A);
+      os << ")";
+      return;
+    }
+  }
+
+  void stmt(std::ostream &os, const Stmt &s, int depth) {
+    std::string ind((size_t)depth * 2, ' ');
+    switch (s->Kind) {
+    case StmtKind::Block:
+      for (auto &c : s->Body)
+        stmt(os, c, depth);
+      return;
+    case StmtKind::For:
+      os << ind << "for " << name(s->LoopVar.get()) << " in [";
+      expr(os, s->Begin);
+      os << ", ";
+      expr(os, s->End);
+      os << ")";
+      if (s->Loop != LoopKind::Serial)
+        os << " " << loopKindName(s->Loop);
+      os << ":\n";
+      stmt(os, s->Inner, depth + 1);
+      return;
+    case StmtKind::Store:
+      os << ind << name(s->Buf.get()) << "[";
+      expr(os, s->Index);
+      os << "] = ";
+      expr(os, s->Value);
+      os << "\n";
+      return;
+    case StmtKind::If:
+      os << ind << "if ";
+      expr(os, s->Cond);
+      os << ":\n";
+      stmt(os, s->Inner, depth + 1);
+      if (s->Else) {
+        os << ind << "else:\n";
+        stmt(os, s->Else, depth + 1);
+      }
+      return;
+    case StmtKind::Alloc:
+      os << ind << "alloc " << name(s->Buf.get()) << ": "
+         << dtypeName(s->Buf->Type) << "[" << s->Buf->Size << "]\n";
+      stmt(os, s->Inner, depth + 1);
+      return;
+    }
+  }
+
+private:
+  std::string unique(const std::string &base) {
+    std::string n = base.empty() ? "t" : base;
+    int &count = Used[n];
+    std::string result = count ? n + "_" + std::to_string(count) : n;
+    ++count;
+    // A generated suffix could collide with a real name; retry if so.
+    while (Taken.count(result))
+      result = n + "_" + std::to_string(count++);
+    Taken.insert(result);
+    return result;
+  }
+
+  bool Canonical;
+  std::map<const VarNode *, std::string> VarNames;
+  std::map<const BufferNode *, std::string> BufNames;
+  std::map<std::string, int> Used;
+  std::set<std::string> Taken;
+};
+
+} // namespace
+
+std::string print(const Kernel &k, bool withName) {
+  Printer p(!withName);
+  std::ostringstream os;
+  os << "kernel";
+  if (withName)
+    os << " " << k.Name;
+  os << "(";
+  for (size_t i = 0; i < k.Params.size(); ++i) {
+    const auto &b = k.Params[i];
+    os << (i ? ", " : "") << p.name(b.get()) << ": " << dtypeName(b->Type)
+       << "[" << b->Size << "]";
+    if (i < k.Written.size() && k.Written[i])
+      os << " out";
+  }
+  os << ")\n";
+  p.stmt(os, k.Body, 1);
+  return os.str();
+}
+
+std::string print(const Expr &e) {
+  Printer p(false);
+  std::ostringstream os;
+  p.expr(os, e);
+  return os.str();
+}
+
+} // namespace mlcc::kir

@@ -1,0 +1,227 @@
+//===- KernelIR.h - Loop nests over flat buffers --------------------------===//
+//
+// The kernel IR is what every op lowers to and the only thing the emitters
+// (targets/c, targets/llvm) and the interpreter understand. It is a small
+// imperative language in the style of Halide's lowered IR:
+//
+//   Kernel   := name, parameter buffers, body
+//   Stmt     := Block | For | Store | If | Alloc
+//   Expr     := Const | Var | Load | Unary | Binary | Select | Cast
+//
+// - Buffers are flat arrays of one element type; a Load/Store takes a single
+//   Index-typed element offset. Multi-dimensional indexing is built by the
+//   lowering helpers, so emitters never see shapes.
+// - `Alloc` scopes a small local buffer (accumulators, temporaries); the
+//   emitters place it on the stack, where LLVM promotes it to registers.
+// - Loops run over [begin, end) with unit step and carry a LoopKind, the hook
+//   for schedules: vectorize, unroll and parallel are properties of a loop,
+//   not separate IR.
+// - Types: every Expr has a DType. Arithmetic is only on f32/f64, integers,
+//   Index and Bool; f16/bf16 values exist only as loads, stores and casts
+//   (the helpers compute in f32). Comparisons produce Bool.
+//
+// Nodes are immutable and shared (Expr/Stmt are shared_ptr to const), so
+// transformations rebuild only what they change.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "compiler/support/DType.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mlcc::kir {
+
+/// Unary scalar operations. Float-only ones are marked (F); integer-only (I).
+enum class UnOp : uint8_t {
+  Neg,
+  Not,    ///< Bool negation.
+  BitNot, ///< (I) bitwise complement.
+  Abs,
+  Sqrt,  ///< (F)
+  Exp,   ///< (F)
+  Log,   ///< (F) natural logarithm
+  Sin,   ///< (F)
+  Cos,   ///< (F)
+  Tan,   ///< (F)
+  Asin,  ///< (F)
+  Acos,  ///< (F)
+  Atan,  ///< (F)
+  Sinh,  ///< (F)
+  Cosh,  ///< (F)
+  Tanh,  ///< (F)
+  Asinh, ///< (F)
+  Acosh, ///< (F)
+  Atanh, ///< (F)
+  Erf,   ///< (F)
+  Floor, ///< (F)
+  Ceil,  ///< (F)
+  Round, ///< (F) to nearest, ties to even
+  Trunc, ///< (F) toward zero
+  IsNaN, ///< (F) -> Bool
+  IsInf, ///< (F) -> Bool, either sign
+};
+
+/// Binary scalar operations on operands of one type.
+enum class BinOp : uint8_t {
+  Add,
+  Sub,
+  Mul,
+  Div, ///< Integers truncate toward zero (0 when dividing by zero in folding).
+  Rem, ///< Integers: C remainder (sign of dividend). Floats: fmod.
+  Min,
+  Max,
+  Pow, ///< (F)
+  And, ///< Bool
+  Or,  ///< Bool
+  Xor, ///< Bool
+  BitAnd,
+  BitOr,
+  BitXor,
+  Shl,
+  Shr, ///< Logical for unsigned, arithmetic for signed.
+  Eq,  ///< Comparisons produce Bool.
+  Ne,
+  Lt,
+  Le,
+  Gt,
+  Ge,
+};
+
+const char *unOpName(UnOp op);
+const char *binOpName(BinOp op);
+bool isComparison(BinOp op);
+
+// ---------------------------------------------------------------------------
+// Variables and buffers
+// ---------------------------------------------------------------------------
+
+/// A scalar variable: a loop counter. Identity is the node's address; the
+/// name is for printing only (printers disambiguate duplicates).
+struct VarNode {
+  std::string Name;
+};
+using Var = std::shared_ptr<const VarNode>;
+
+enum class BufferKind : uint8_t {
+  Param, ///< A kernel parameter, bound by the caller.
+  Local, ///< Scoped by an Alloc statement; lives on the stack.
+};
+
+/// A flat array of `Size` elements of type `Type`.
+struct BufferNode {
+  std::string Name;
+  DType Type = DType::F32;
+  int64_t Size = 0;
+  BufferKind Kind = BufferKind::Param;
+};
+using Buffer = std::shared_ptr<const BufferNode>;
+
+// ---------------------------------------------------------------------------
+// Expressions
+// ---------------------------------------------------------------------------
+
+enum class ExprKind : uint8_t { Const, VarRef, Load, Unary, Binary, Select, Cast };
+
+struct ExprNode;
+using Expr = std::shared_ptr<const ExprNode>;
+
+struct ExprNode {
+  ExprKind Kind;
+  DType Type;
+  /// Const: integer and Bool values live in IntValue, floats in FloatValue.
+  int64_t IntValue = 0;
+  double FloatValue = 0;
+  UnOp Un = UnOp::Neg;
+  BinOp Bin = BinOp::Add;
+  Var V;        ///< VarRef
+  Buffer Buf;   ///< Load
+  Expr A, B, C; ///< operands: Load index in A; Select cond/true/false in A/B/C
+
+  bool isConst() const { return Kind == ExprKind::Const; }
+  /// True for a Const equal to `v` (any numeric type).
+  bool isConstValue(double v) const;
+};
+
+// Constructors. They fold constants and trivial identities (x+0, x*1, ...)
+// so that index arithmetic stays readable; they check operand types.
+Expr constant(DType type, double value);
+Expr constantInt(DType type, int64_t value);
+Expr indexConst(int64_t value);
+Expr boolConst(bool value);
+Expr varRef(const Var &v);
+Expr load(const Buffer &buf, Expr index);
+Expr unary(UnOp op, Expr a);
+Expr binary(BinOp op, Expr a, Expr b);
+Expr select(Expr cond, Expr ifTrue, Expr ifFalse);
+Expr cast(DType type, Expr a);
+
+// ---------------------------------------------------------------------------
+// Statements
+// ---------------------------------------------------------------------------
+
+enum class StmtKind : uint8_t { Block, For, Store, If, Alloc };
+
+enum class LoopKind : uint8_t {
+  Serial,
+  Parallel,   ///< Iterations are independent; may run on several threads.
+  Vectorized, ///< Iterations are independent; map to SIMD lanes.
+  Unrolled,   ///< Fully unroll (constant trip count).
+};
+const char *loopKindName(LoopKind kind);
+
+struct StmtNode;
+using Stmt = std::shared_ptr<const StmtNode>;
+
+struct StmtNode {
+  StmtKind Kind;
+  std::vector<Stmt> Body; ///< Block: statements in order.
+  Var LoopVar;            ///< For: runs LoopVar over [Begin, End).
+  Expr Begin, End;
+  LoopKind Loop = LoopKind::Serial;
+  Stmt Inner;  ///< For body, If then-branch, Alloc scope.
+  Stmt Else;   ///< If else-branch (may be null).
+  Buffer Buf;  ///< Store target, Alloc buffer.
+  Expr Index;  ///< Store offset.
+  Expr Value;  ///< Store value.
+  Expr Cond;   ///< If condition.
+};
+
+Stmt block(std::vector<Stmt> stmts);
+Stmt forLoop(Var v, Expr begin, Expr end, Stmt body,
+             LoopKind kind = LoopKind::Serial);
+Stmt store(const Buffer &buf, Expr index, Expr value);
+Stmt ifThen(Expr cond, Stmt thenStmt, Stmt elseStmt = nullptr);
+Stmt alloc(const Buffer &buf, Stmt body);
+
+// ---------------------------------------------------------------------------
+// Kernels
+// ---------------------------------------------------------------------------
+
+/// One function of the generated code. Parameters are distinct, non-
+/// overlapping buffers (emitters may mark them restrict/noalias).
+struct Kernel {
+  std::string Name;
+  std::vector<Buffer> Params;
+  Stmt Body;
+  /// Params stored to by the body (computed by `finalize`).
+  std::vector<bool> Written;
+
+  /// Computes Written and checks the kernel (see verify()).
+  void finalize();
+};
+
+/// Checks types and scoping; throws an Internal CompileError naming the
+/// kernel on violation. Emitters may assume a verified kernel.
+void verify(const Kernel &k);
+
+/// Deterministic text of a kernel ("--emit kernels"); also the key used to
+/// share identical kernels between nodes (the name is not printed when
+/// `withName` is false).
+std::string print(const Kernel &k, bool withName = true);
+std::string print(const Expr &e);
+
+} // namespace mlcc::kir

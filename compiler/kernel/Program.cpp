@@ -1,0 +1,108 @@
+#include "compiler/kernel/Program.h"
+
+#include "compiler/support/Error.h"
+
+#include <algorithm>
+#include <sstream>
+
+namespace mlcc::kir {
+
+int64_t Program::weightBytes() const {
+  int64_t n = 0;
+  for (auto &c : Constants)
+    n += (int64_t)c.Bytes.size();
+  return n;
+}
+
+namespace {
+int64_t alignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+} // namespace
+
+void planMemory(Program &p) {
+  size_t n = p.ArenaBuffers.size();
+  std::vector<int64_t> first(n, -1), last(n, -1);
+  for (size_t c = 0; c < p.Calls.size(); ++c)
+    for (auto &s : p.Calls[c].Args)
+      if (s.Kind == StorageKind::Arena) {
+        MLCC_CHECK(s.Index < n, "arena buffer " << s.Index << " out of range");
+        if (first[s.Index] < 0)
+          first[s.Index] = (int64_t)c;
+        last[s.Index] = (int64_t)c;
+      }
+
+  std::vector<size_t> order;
+  for (size_t i = 0; i < n; ++i)
+    if (first[i] >= 0)
+      order.push_back(i);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (p.ArenaBuffers[a].Bytes != p.ArenaBuffers[b].Bytes)
+      return p.ArenaBuffers[a].Bytes > p.ArenaBuffers[b].Bytes;
+    return first[a] < first[b];
+  });
+
+  struct Placed {
+    int64_t Offset, End, First, Last;
+  };
+  std::vector<Placed> placed;
+  int64_t size = 0;
+  for (size_t i : order) {
+    int64_t bytes = alignUp(std::max<int64_t>(p.ArenaBuffers[i].Bytes, 1),
+                            p.ArenaAlign);
+    // Regions of buffers alive at the same time, by offset.
+    std::vector<std::pair<int64_t, int64_t>> busy;
+    for (auto &q : placed)
+      if (q.First <= last[i] && first[i] <= q.Last)
+        busy.push_back({q.Offset, q.End});
+    std::sort(busy.begin(), busy.end());
+    int64_t offset = 0;
+    for (auto &[b, e] : busy) {
+      if (offset + bytes <= b)
+        break;
+      offset = std::max(offset, alignUp(e, p.ArenaAlign));
+    }
+    p.ArenaBuffers[i].Offset = offset;
+    placed.push_back({offset, offset + bytes, first[i], last[i]});
+    size = std::max(size, offset + bytes);
+  }
+  for (size_t i = 0; i < n; ++i)
+    if (first[i] < 0)
+      p.ArenaBuffers[i].Offset = 0; // never used
+  p.ArenaSize = size;
+}
+
+std::string printProgram(const Program &p) {
+  std::ostringstream os;
+  os << "program " << p.Name << "\n";
+  for (size_t i = 0; i < p.Inputs.size(); ++i)
+    os << "  input " << i << " " << p.Inputs[i].Name << ": "
+       << dtypeName(p.Inputs[i].Type) << shapeToString(p.Inputs[i].Dims) << "\n";
+  for (size_t i = 0; i < p.Outputs.size(); ++i)
+    os << "  output " << i << " " << p.Outputs[i].Name << ": "
+       << dtypeName(p.Outputs[i].Type) << shapeToString(p.Outputs[i].Dims)
+       << "\n";
+  for (size_t i = 0; i < p.Constants.size(); ++i)
+    os << "  const " << i << " " << p.Constants[i].Name << ": "
+       << dtypeName(p.Constants[i].Type) << "[" << p.Constants[i].Count
+       << "]\n";
+  os << "  arena " << p.ArenaSize << " bytes, align " << p.ArenaAlign << "\n";
+  for (size_t i = 0; i < p.ArenaBuffers.size(); ++i)
+    os << "    buffer " << i << " " << p.ArenaBuffers[i].Name << ": "
+       << p.ArenaBuffers[i].Bytes << " bytes at " << p.ArenaBuffers[i].Offset
+       << "\n";
+  os << "\n";
+  for (auto &k : p.Kernels)
+    os << print(k) << "\n";
+  os << "calls:\n";
+  for (auto &c : p.Calls) {
+    os << "  " << p.Kernels[c.KernelIndex].Name << "(";
+    for (size_t i = 0; i < c.Args.size(); ++i) {
+      const Storage &s = c.Args[i];
+      static const char *kinds[] = {"input", "output", "arena", "const"};
+      os << (i ? ", " : "") << kinds[(int)s.Kind] << " " << s.Index;
+    }
+    os << ")  # " << c.Label << "\n";
+  }
+  return os.str();
+}
+
+} // namespace mlcc::kir

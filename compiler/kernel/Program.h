@@ -1,0 +1,84 @@
+//===- Program.h - A compiled model in kernel IR --------------------------===//
+//
+// Everything an emitter needs to write the library: the kernels, the constant
+// data, the sequence of kernel calls with the storage bound to each parameter,
+// the model's inputs and outputs and the arena layout. It holds no graph
+// concepts (no op names), only kernels and storage.
+//
+// Storage is one of: the caller's input or output buffer, a region of the
+// caller-provided arena, or constant data compiled into the library. Arena
+// regions are "logical buffers" whose byte offsets the memory planner assigns
+// from their lifetimes (the first and last call that touches them).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "compiler/kernel/KernelIR.h"
+#include "compiler/support/Tensor.h"
+
+#include <string>
+#include <vector>
+
+namespace mlcc::kir {
+
+enum class StorageKind : uint8_t { Input, Output, Arena, Constant };
+
+struct Storage {
+  StorageKind Kind = StorageKind::Arena;
+  /// Input/output index, arena logical-buffer id, or constant index.
+  size_t Index = 0;
+  bool operator==(const Storage &o) const {
+    return Kind == o.Kind && Index == o.Index;
+  }
+};
+
+struct Call {
+  size_t KernelIndex = 0;
+  std::vector<Storage> Args; ///< One per kernel parameter.
+  std::string Label;         ///< What it computes, for comments ("node 'x' (Conv)").
+};
+
+struct ConstantData {
+  std::string Name; ///< C identifier (unique in the program).
+  DType Type = DType::F32;
+  int64_t Count = 0; ///< Elements.
+  std::vector<uint8_t> Bytes;
+};
+
+struct ArenaBuffer {
+  std::string Name;   ///< For comments and reports.
+  int64_t Bytes = 0;
+  int64_t Offset = -1; ///< Assigned by planMemory.
+};
+
+struct IoTensor {
+  std::string Name;  ///< ONNX name
+  std::string CName; ///< Sanitized C identifier (struct field)
+  DType Type = DType::F32;
+  Shape Dims;
+  int64_t bytes() const { return numElements(Dims) * (int64_t)dtypeSize(Type); }
+};
+
+struct Program {
+  std::string Name; ///< Model prefix: a C identifier.
+  std::vector<Kernel> Kernels;
+  std::vector<ConstantData> Constants;
+  std::vector<ArenaBuffer> ArenaBuffers;
+  std::vector<Call> Calls;
+  std::vector<IoTensor> Inputs;
+  std::vector<IoTensor> Outputs;
+  int64_t ArenaSize = 0;
+  int64_t ArenaAlign = 64;
+
+  int64_t weightBytes() const;
+};
+
+/// Assigns arena offsets (aligned to ArenaAlign) so that buffers whose
+/// lifetimes overlap never share bytes, and sets ArenaSize. Greedy by size:
+/// largest buffers are placed first at the lowest offset that fits.
+void planMemory(Program &p);
+
+/// Human-readable listing of a program (--emit kernels).
+std::string printProgram(const Program &p);
+
+} // namespace mlcc::kir

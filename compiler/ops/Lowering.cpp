@@ -1,0 +1,267 @@
+#include "compiler/ops/Lowering.h"
+
+#include <algorithm>
+
+namespace mlcc::ops {
+
+using namespace kir;
+
+// ---------------------------------------------------------------------------
+// TensorRef
+// ---------------------------------------------------------------------------
+
+TensorRef::TensorRef(KernelBuilder *b, Buffer buf, TensorPtr constant,
+                     ir::TensorType type)
+    : B(b), Buf(std::move(buf)), Const(std::move(constant)),
+      Type(std::move(type)) {}
+
+int64_t TensorRef::dim(int64_t d) const {
+  int64_t r = (int64_t)rank();
+  if (d < 0)
+    d += r;
+  MLCC_CHECK(d >= 0 && d < r, "dimension " << d << " of a rank-" << r
+                                           << " tensor");
+  return Type.Dims[(size_t)d];
+}
+
+std::vector<int64_t> TensorRef::strides() const {
+  std::vector<int64_t> s(rank(), 1);
+  for (int64_t d = (int64_t)rank() - 2; d >= 0; --d)
+    s[(size_t)d] = s[(size_t)d + 1] * Type.Dims[(size_t)d + 1];
+  return s;
+}
+
+Expr TensorRef::offset(const std::vector<Expr> &idx) const {
+  MLCC_CHECK(idx.size() == rank(), "index of rank " << idx.size()
+                                                    << " for a rank-"
+                                                    << rank() << " tensor");
+  std::vector<int64_t> s = strides();
+  Expr off = indexConst(0);
+  for (size_t d = 0; d < idx.size(); ++d)
+    if (Type.Dims[d] != 1)
+      off = off + idx[d] * s[d];
+  return off;
+}
+
+Expr TensorRef::loadFlat(const Expr &off) const {
+  if (!Buf) {
+    MLCC_CHECK(Const, "load from a tensor with no storage");
+    // Inlined constant: all elements equal.
+    Expr v = isFloat(Const->dtype())
+                 ? kir::constant(computeType(), Const->doubleAt(0))
+                 : constantInt(computeType(), Const->intAt(0));
+    return v;
+  }
+  Expr v = kir::load(Buf, off);
+  return cast(computeType(), v);
+}
+
+Expr TensorRef::load(const std::vector<Expr> &idx) const {
+  if (!Buf)
+    return loadFlat(indexConst(0));
+  return loadFlat(offset(idx));
+}
+
+Expr TensorRef::loadBroadcast(const std::vector<Expr> &outIdx) const {
+  MLCC_CHECK(outIdx.size() >= rank(), "broadcast to a lower rank");
+  size_t lead = outIdx.size() - rank();
+  std::vector<Expr> idx;
+  for (size_t d = 0; d < rank(); ++d)
+    idx.push_back(Type.Dims[d] == 1 ? indexConst(0) : outIdx[lead + d]);
+  return load(idx);
+}
+
+void TensorRef::store(const std::vector<Expr> &idx, const Expr &value) const {
+  storeFlat(offset(idx), value);
+}
+
+void TensorRef::storeFlat(const Expr &off, const Expr &value) const {
+  MLCC_CHECK(Buf && B, "store to a tensor with no buffer");
+  B->store(Buf, off, cast(Type.Type, value));
+}
+
+// ---------------------------------------------------------------------------
+// LowerCtx
+// ---------------------------------------------------------------------------
+
+LowerCtx::LowerCtx(const ir::Node &node, KernelBuilder &b) : N(node), B(b) {}
+
+TensorRef LowerCtx::in(size_t i) {
+  auto it = Ins.find(i);
+  if (it != Ins.end())
+    return it->second;
+  if (!N.hasInput(i))
+    N.error() << "input " << i << " is required but missing";
+  const ir::Value *v = N.Inputs[i];
+  TensorRef ref;
+  if (v->Const && (v->Const->isSplat() || v->Const->numel() <= 1) &&
+      v->Const->numel() >= 1) {
+    ref = TensorRef(&B, nullptr, v->Const, v->Type);
+  } else {
+    Buffer buf = B.param("in" + std::to_string(i), v->Type.Type,
+                         std::max<int64_t>(v->Type.numel(), 1));
+    Bindings.push_back({ParamBinding::Input, i, v->Type});
+    ref = TensorRef(&B, buf, v->Const, v->Type);
+  }
+  Ins[i] = ref;
+  return ref;
+}
+
+TensorRef LowerCtx::out(size_t i) {
+  auto it = Outs.find(i);
+  if (it != Outs.end())
+    return it->second;
+  MLCC_CHECK(N.hasOutput(i), N.where() << " output " << i << " is omitted");
+  const ir::Value *v = N.Outputs[i];
+  Buffer buf = B.param("out" + std::to_string(i), v->Type.Type,
+                       std::max<int64_t>(v->Type.numel(), 1));
+  Bindings.push_back({ParamBinding::Output, i, v->Type});
+  TensorRef ref(&B, buf, nullptr, v->Type);
+  Outs[i] = ref;
+  return ref;
+}
+
+TensorRef LowerCtx::scratch(const std::string &name, DType type, Shape dims) {
+  ir::TensorType t{type, std::move(dims)};
+  Buffer buf = B.param(name, type, std::max<int64_t>(t.numel(), 1));
+  Bindings.push_back({ParamBinding::Scratch, 0, t});
+  return TensorRef(&B, buf, nullptr, t);
+}
+
+// ---------------------------------------------------------------------------
+// Shape rules
+// ---------------------------------------------------------------------------
+
+Shape broadcastShapes(const ir::Node &n, const std::vector<Shape> &shapes) {
+  size_t rank = 0;
+  for (auto &s : shapes)
+    rank = std::max(rank, s.size());
+  Shape out(rank, 1);
+  for (auto &s : shapes) {
+    size_t lead = rank - s.size();
+    for (size_t d = 0; d < s.size(); ++d) {
+      int64_t &o = out[lead + d];
+      int64_t v = s[d];
+      if (v == o || v == 1)
+        continue;
+      if (o == 1) {
+        o = v;
+        continue;
+      }
+      std::string all;
+      for (auto &x : shapes)
+        all += (all.empty() ? "" : " and ") + shapeToString(x);
+      n.error() << "shapes " << all << " do not broadcast";
+    }
+  }
+  return out;
+}
+
+int64_t normalizeAxis(const ir::Node &n, int64_t axis, int64_t rank,
+                      const char *what) {
+  int64_t a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= rank)
+    n.error() << what << " " << axis << " is out of range for rank " << rank;
+  return a;
+}
+
+void inferSameAsInput(ir::Node &n) { n.setOutput(0, n.inType(0)); }
+
+void requireSameDTypes(const ir::Node &n) {
+  DType t = n.inDType(0);
+  for (size_t i = 1; i < n.Inputs.size(); ++i)
+    if (n.hasInput(i) && n.inDType(i) != t)
+      n.error() << "input " << i << " has type " << dtypeOnnxName(n.inDType(i))
+                << " but input 0 has " << dtypeOnnxName(t);
+}
+
+void inferBroadcast(ir::Node &n) {
+  requireSameDTypes(n);
+  std::vector<Shape> shapes;
+  for (size_t i = 0; i < n.Inputs.size(); ++i)
+    if (n.hasInput(i))
+      shapes.push_back(n.inShape(i));
+  n.setOutput(0, n.inDType(0), broadcastShapes(n, shapes));
+}
+
+void inferBroadcastBool(ir::Node &n) {
+  inferBroadcast(n);
+  n.Outputs[0]->Type.Type = DType::Bool;
+}
+
+void requireDType(const ir::Node &n, size_t i,
+                  std::initializer_list<DType> allowed) {
+  DType t = n.inDType(i);
+  for (DType a : allowed)
+    if (a == t)
+      return;
+  std::string list;
+  for (DType a : allowed)
+    list += (list.empty() ? "" : ", ") + std::string(dtypeOnnxName(a));
+  n.error(ErrorKind::Unsupported)
+      << "input " << i << " has type " << dtypeOnnxName(t)
+      << "; supported: " << list;
+}
+
+void requireFloat(const ir::Node &n, size_t i) {
+  if (!isFloat(n.inDType(i)))
+    n.error(ErrorKind::Unsupported) << "input " << i << " has type "
+                                    << dtypeOnnxName(n.inDType(i))
+                                    << "; a floating-point type is required";
+}
+
+void requireNumeric(const ir::Node &n, size_t i) {
+  DType t = n.inDType(i);
+  if (!isFloat(t) && !isInteger(t))
+    n.error(ErrorKind::Unsupported) << "input " << i << " has type "
+                                    << dtypeOnnxName(t)
+                                    << "; a numeric type is required";
+}
+
+// ---------------------------------------------------------------------------
+// Common lowerings
+// ---------------------------------------------------------------------------
+
+void lowerElementwise(LowerCtx &c, const ScalarFn &fn) {
+  std::vector<TensorRef> ins;
+  for (size_t i = 0; i < c.node().Inputs.size(); ++i)
+    if (c.hasIn(i))
+      ins.push_back(c.in(i));
+  TensorRef out = c.out(0);
+  // Loop over the output flat when no input broadcasts (the common case),
+  // otherwise over its full index space.
+  bool flat = true;
+  for (auto &t : ins)
+    if (t.buffer() && t.shape() != out.shape())
+      flat = false;
+  if (flat) {
+    c.b().loop("i", out.numel(), [&](Expr i) {
+      std::vector<Expr> args;
+      for (auto &t : ins)
+        args.push_back(t.loadFlat(i));
+      out.storeFlat(i, fn(args));
+    });
+    return;
+  }
+  c.b().loops(out.shape(), [&](const std::vector<Expr> &idx) {
+    std::vector<Expr> args;
+    for (auto &t : ins)
+      args.push_back(t.loadBroadcast(idx));
+    out.store(idx, fn(args));
+  });
+}
+
+void addElementwise(OpRegistry &R, const std::string &name, int64_t since,
+                    ScalarFn fn, std::function<void(ir::Node &)> infer,
+                    const std::string &domain) {
+  OpSchema s;
+  s.Domain = domain;
+  s.Name = name;
+  s.SinceVersion = since;
+  s.Fusion = FusionClass::Elementwise;
+  s.Infer = std::move(infer);
+  s.Lower = [fn](LowerCtx &c) { lowerElementwise(c, fn); };
+  R.add(std::move(s));
+}
+
+} // namespace mlcc::ops

@@ -1,0 +1,144 @@
+//===- Lowering.h - Helpers for op inference and lowering -----------------===//
+//
+// The vocabulary of the op files: LowerCtx gives a node's operands as
+// TensorRefs inside the kernel being built; the free functions implement the
+// rules many ops share (broadcasting, axis normalization, elementwise
+// lowering).
+//
+// Operand values are loaded in their compute type (f16/bf16 -> f32) and
+// stored back with a conversion, so a lowering written for f32 also serves
+// f16. Constant operands whose elements are all equal are not passed to the
+// kernel at all: their loads become constants.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "compiler/ir/Graph.h"
+#include "compiler/kernel/Builder.h"
+#include "compiler/ops/OpRegistry.h"
+
+#include <functional>
+#include <optional>
+
+namespace mlcc::ops {
+
+using kir::Expr;
+
+/// A node operand (or scratch buffer) inside the kernel being built.
+class TensorRef {
+public:
+  TensorRef() = default;
+  TensorRef(kir::KernelBuilder *b, kir::Buffer buf, TensorPtr constant,
+            ir::TensorType type);
+
+  DType dtype() const { return Type.Type; }
+  /// The type loads produce and stores expect.
+  DType computeType() const { return kir::computeType(Type.Type); }
+  const Shape &shape() const { return Type.Dims; }
+  size_t rank() const { return Type.Dims.size(); }
+  int64_t numel() const { return Type.numel(); }
+  /// Extent of dimension `d` (negative counts from the end).
+  int64_t dim(int64_t d) const;
+  /// Row-major element strides.
+  std::vector<int64_t> strides() const;
+  /// Compile-time value, if known.
+  const TensorPtr &constant() const { return Const; }
+  const kir::Buffer &buffer() const { return Buf; }
+
+  /// Flat element offset of a full multi-index.
+  Expr offset(const std::vector<Expr> &idx) const;
+  /// Element at a multi-index / flat offset, in compute type.
+  Expr load(const std::vector<Expr> &idx) const;
+  Expr loadFlat(const Expr &off) const;
+  /// The element that numpy broadcasting maps to output position `outIdx`
+  /// (outIdx may have higher rank; leading dimensions are dropped and unit
+  /// dimensions read index 0).
+  Expr loadBroadcast(const std::vector<Expr> &outIdx) const;
+  /// Stores a compute-type value (converted to the storage type).
+  void store(const std::vector<Expr> &idx, const Expr &value) const;
+  void storeFlat(const Expr &off, const Expr &value) const;
+
+private:
+  kir::KernelBuilder *B = nullptr;
+  kir::Buffer Buf;
+  TensorPtr Const; ///< Set when inlined (splat) or known.
+  ir::TensorType Type;
+};
+
+/// Where a kernel parameter's storage comes from.
+struct ParamBinding {
+  enum Kind { Input, Output, Scratch } K;
+  size_t Index = 0;       ///< node input/output index
+  ir::TensorType Type;    ///< scratch buffers: their type
+};
+
+class LowerCtx {
+public:
+  LowerCtx(const ir::Node &node, kir::KernelBuilder &b);
+
+  const ir::Node &node() const { return N; }
+  kir::KernelBuilder &b() { return B; }
+
+  bool hasIn(size_t i) const { return N.hasInput(i); }
+  bool hasOut(size_t i) const { return N.hasOutput(i); }
+  /// Input i (required: a clear error if the node omits it).
+  TensorRef in(size_t i);
+  TensorRef out(size_t i);
+  /// A temporary buffer for this kernel only (in the arena).
+  TensorRef scratch(const std::string &name, DType type, Shape dims);
+
+  /// One binding per kernel parameter, in parameter order.
+  const std::vector<ParamBinding> &bindings() const { return Bindings; }
+
+private:
+  const ir::Node &N;
+  kir::KernelBuilder &B;
+  std::map<size_t, TensorRef> Ins, Outs;
+  std::vector<ParamBinding> Bindings;
+};
+
+// ---------------------------------------------------------------------------
+// Shape rules
+// ---------------------------------------------------------------------------
+
+/// Multidirectional (numpy) broadcasting of `shapes`; an error names the node.
+Shape broadcastShapes(const ir::Node &n, const std::vector<Shape> &shapes);
+/// Normalizes a possibly negative axis into [0, rank); error if outside.
+int64_t normalizeAxis(const ir::Node &n, int64_t axis, int64_t rank,
+                      const char *what = "axis");
+
+// ---------------------------------------------------------------------------
+// Common inference functions
+// ---------------------------------------------------------------------------
+
+/// Output 0 = input 0's type.
+void inferSameAsInput(ir::Node &n);
+/// Output 0: input 0's dtype, shape = broadcast of all present inputs.
+void inferBroadcast(ir::Node &n);
+/// Same, but the output dtype is Bool (comparisons, logical ops).
+void inferBroadcastBool(ir::Node &n);
+/// Checks that all present inputs share input 0's dtype.
+void requireSameDTypes(const ir::Node &n);
+/// Checks input i's dtype is one of `allowed`.
+void requireDType(const ir::Node &n, size_t i, std::initializer_list<DType> allowed);
+void requireFloat(const ir::Node &n, size_t i);
+void requireNumeric(const ir::Node &n, size_t i);
+
+// ---------------------------------------------------------------------------
+// Common lowerings
+// ---------------------------------------------------------------------------
+
+using ScalarFn = std::function<Expr(const std::vector<Expr> &args)>;
+
+/// out0[i...] = fn(in0[bcast i...], in1[...], ...) over all present inputs;
+/// the values are in compute type and the result is stored with conversion.
+void lowerElementwise(LowerCtx &c, const ScalarFn &fn);
+
+/// Registers a one-input elementwise op computing `fn`, with `infer`
+/// defaulting to inferSameAsInput.
+void addElementwise(OpRegistry &R, const std::string &name, int64_t since,
+                    ScalarFn fn,
+                    std::function<void(ir::Node &)> infer = inferSameAsInput,
+                    const std::string &domain = "");
+
+} // namespace mlcc::ops

@@ -1,0 +1,77 @@
+//===- OpRegistry.h - What mlcc knows about each operator -----------------===//
+//
+// Every op is described once, in its own file under compiler/ops/: its type
+// and shape inference, its lowering to kernel IR and its fusion class. A file
+// registers its ops in a function declared with MLCC_OPS(FileName); CMake
+// collects the files into OpFamilies.inc, so adding an op file needs no edit
+// anywhere else.
+//
+//   MLCC_OPS(Relu) {
+//     R.add({.Name = "Relu", .Fusion = FusionClass::Elementwise,
+//            .Infer = inferUnary, .Lower = lowerRelu});
+//   }
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "compiler/ir/Graph.h"
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace mlcc::ops {
+
+class LowerCtx;
+
+/// How an op combines with neighbours when kernels are fused.
+enum class FusionClass : uint8_t {
+  Elementwise, ///< out[i] = f(in[i]...) with broadcasting
+  Injective,   ///< each output element reads a computed input element
+  Reduction,   ///< reduces one or more axes
+  Opaque,      ///< anything else (convolution, sorting, ...)
+  View,        ///< output is input 0's data with another shape: no kernel
+};
+const char *fusionClassName(FusionClass c);
+
+struct OpSchema {
+  std::string Domain; ///< "" for ai.onnx
+  std::string Name;
+  /// The earliest version of the op (opset of its domain) this entry handles.
+  /// Entries for one op cover [SinceVersion, next entry's SinceVersion).
+  int64_t SinceVersion = 1;
+  FusionClass Fusion = FusionClass::Opaque;
+  /// Sets every present output's type from the inputs and attributes; may
+  /// read constant inputs (node.constInput). Throws on invalid nodes.
+  std::function<void(ir::Node &)> Infer;
+  /// Builds the kernel computing the node (null for View ops).
+  std::function<void(LowerCtx &)> Lower;
+  /// False for ops whose result must not be computed at compile time
+  /// (random numbers).
+  bool Foldable = true;
+};
+
+class OpRegistry {
+public:
+  /// The registry with every op file's registrations.
+  static const OpRegistry &instance();
+
+  void add(OpSchema schema);
+  /// The schema for `node` (by domain, op type and the node's opset), or a
+  /// CompileError naming the node and saying what is missing.
+  const OpSchema &lookup(const ir::Node &node) const;
+  const OpSchema *find(const std::string &domain, const std::string &name,
+                       int64_t version) const;
+  /// All registered (domain, name) pairs with their versions, sorted.
+  std::vector<const OpSchema *> all() const;
+
+private:
+  std::map<std::pair<std::string, std::string>, std::vector<OpSchema>> Ops;
+};
+
+} // namespace mlcc::ops
+
+/// Defines the registration function of one op file; use it inside
+/// namespace mlcc::ops.
+#define MLCC_OPS(Family) void mlccRegisterOps_##Family(::mlcc::ops::OpRegistry &R)

@@ -1,0 +1,33 @@
+//===- Header.h - The generated C header ----------------------------------===//
+//
+// Writes NAME.h for a program: the embedded runtime interface (runtime-c),
+// arena size/alignment macros, the input and output structs and the entry
+// points. The header is the same for every target and backend.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "compiler/kernel/Program.h"
+
+#include <string>
+
+namespace mlcc::pack {
+
+/// The version string recorded in generated files.
+const char *mlccVersion();
+
+/// Text of the generated header. `source` names the model file in the
+/// banner comment.
+std::string writeHeader(const kir::Program &p, const std::string &source);
+
+/// A C string literal (with quotes) for arbitrary bytes.
+std::string cStringLiteral(const std::string &s);
+/// C type of one element as it appears in the interface (uint16_t for
+/// f16/bf16, uint8_t for bool).
+const char *cInterfaceType(DType t);
+/// "[1][3][224][224]" or "scalar".
+std::string shapeComment(const Shape &dims);
+/// The model name in upper case, for macros.
+std::string upperName(const std::string &s);
+
+} // namespace mlcc::pack

@@ -1,0 +1,167 @@
+//===- InferAndFold.cpp - Type inference and constant folding -------------===//
+#include "compiler/kernel/Interpreter.h"
+#include "compiler/kernel/ScalarEval.h"
+#include "compiler/ops/Lowering.h"
+#include "compiler/passes/Passes.h"
+
+#include <set>
+
+namespace mlcc::passes {
+
+namespace {
+
+/// If every store the kernel makes to parameter `param` writes the same
+/// constant, returns that constant (the output is a splat).
+kir::Expr uniformStoredConstant(const kir::Stmt &s, const kir::Buffer &param,
+                                bool &ok, kir::Expr found = nullptr) {
+  using namespace kir;
+  if (!s || !ok)
+    return found;
+  switch (s->Kind) {
+  case StmtKind::Block:
+    for (auto &c : s->Body)
+      found = uniformStoredConstant(c, param, ok, found);
+    return found;
+  case StmtKind::For:
+  case StmtKind::Alloc:
+    return uniformStoredConstant(s->Inner, param, ok, found);
+  case StmtKind::If:
+    found = uniformStoredConstant(s->Inner, param, ok, found);
+    return uniformStoredConstant(s->Else, param, ok, found);
+  case StmtKind::Store:
+    if (s->Buf != param)
+      return found;
+    if (!s->Value->isConst()) {
+      ok = false;
+      return found;
+    }
+    if (found && (found->IntValue != s->Value->IntValue ||
+                  !(found->FloatValue == s->Value->FloatValue ||
+                    (found->FloatValue != found->FloatValue &&
+                     s->Value->FloatValue != s->Value->FloatValue)))) {
+      ok = false;
+      return found;
+    }
+    return s->Value;
+  }
+  return found;
+}
+
+void foldNode(ir::Node &n, const ops::OpSchema &schema,
+              const FoldOptions &options, bool &folded) {
+  folded = false;
+  if (schema.Fusion == ops::FusionClass::View) {
+    const Tensor &src = *n.Inputs[0]->Const;
+    const ir::TensorType &t = n.Outputs[0]->Type;
+    n.Outputs[0]->Const =
+        src.isSplat() ? std::make_shared<Tensor>(Tensor::splat(
+                            t.Type, t.Dims, src.bytes()))
+                      : std::make_shared<Tensor>(t.Type, t.Dims, src.bytes());
+    folded = true;
+    return;
+  }
+  kir::KernelBuilder b("fold_" + n.OpType);
+  ops::LowerCtx ctx(n, b);
+  schema.Lower(ctx);
+  kir::Kernel k = b.finish();
+
+  // Outputs that are uniform constants need no evaluation.
+  std::vector<TensorPtr> results(n.Outputs.size());
+  int64_t total = 0;
+  bool allSplat = true;
+  for (size_t p = 0; p < k.Params.size(); ++p) {
+    const ops::ParamBinding &pb = ctx.bindings()[p];
+    if (pb.K != ops::ParamBinding::Output)
+      continue;
+    bool ok = true;
+    kir::Expr c = uniformStoredConstant(k.Body, k.Params[p], ok);
+    const ir::TensorType &t = n.Outputs[pb.Index]->Type;
+    if (ok && c) {
+      std::vector<uint8_t> elem(dtypeSize(t.Type));
+      kir::storeScalar(t.Type, elem.data(), kir::Scalar{c->IntValue, c->FloatValue});
+      results[pb.Index] =
+          std::make_shared<Tensor>(Tensor::splat(t.Type, t.Dims, elem));
+    } else {
+      allSplat = false;
+      total += t.numel();
+    }
+  }
+  if (!allSplat) {
+    if (total > options.MaxFoldElements)
+      return; // too big to keep in the library: compute at run time
+    std::vector<std::shared_ptr<Tensor>> storage;
+    std::vector<std::vector<uint8_t>> inputBytes;
+    std::vector<void *> args;
+    inputBytes.reserve(k.Params.size());
+    for (size_t p = 0; p < k.Params.size(); ++p) {
+      const ops::ParamBinding &pb = ctx.bindings()[p];
+      if (pb.K == ops::ParamBinding::Input) {
+        inputBytes.push_back(n.Inputs[pb.Index]->Const->denseBytes());
+        if (inputBytes.back().empty())
+          inputBytes.back().resize(16);
+        args.push_back(inputBytes.back().data());
+      } else {
+        auto t = std::make_shared<Tensor>(pb.Type.Type, pb.Type.Dims);
+        if (t->mutableBytes().empty())
+          t->mutableBytes().resize(16);
+        storage.push_back(t);
+        args.push_back(t->mutableBytes().data());
+        if (pb.K == ops::ParamBinding::Output && !results[pb.Index]) {
+          results[pb.Index] = t;
+        }
+      }
+    }
+    kir::interpret(k, args);
+    for (auto &t : storage)
+      if (t->numel() == 0)
+        t->mutableBytes().clear();
+  }
+  for (size_t i = 0; i < n.Outputs.size(); ++i)
+    if (n.Outputs[i]) {
+      MLCC_CHECK(results[i], n.where() << " output " << i << " not computed");
+      n.Outputs[i]->Const = results[i];
+    }
+  folded = true;
+}
+
+} // namespace
+
+void inferAndFold(ir::Graph &g, const FoldOptions &options) {
+  const ops::OpRegistry &reg = ops::OpRegistry::instance();
+  std::set<const ir::Node *> foldedNodes;
+  for (auto &np : g.Nodes) {
+    ir::Node &n = *np;
+    const ops::OpSchema &schema = reg.lookup(n);
+    for (size_t i = 0; i < n.Inputs.size(); ++i)
+      if (n.Inputs[i] && !n.Inputs[i]->Type.known())
+        n.error(ErrorKind::Internal) << "input " << i << " has no type";
+    schema.Infer(n);
+    for (size_t i = 0; i < n.Outputs.size(); ++i) {
+      ir::Value *v = n.Outputs[i];
+      if (!v)
+        continue;
+      MLCC_CHECK(v->Type.known(), n.where() << " inference left output " << i
+                                            << " untyped");
+      if (!isStorable(v->Type.Type))
+        n.error(ErrorKind::Unsupported) << "output " << i << " would have type "
+                                        << dtypeOnnxName(v->Type.Type);
+    }
+    bool allConst = schema.Foldable;
+    for (auto *in : n.Inputs)
+      if (in && !in->Const)
+        allConst = false;
+    if (!allConst)
+      continue;
+    bool folded = false;
+    foldNode(n, schema, options, folded);
+    if (folded) {
+      for (auto *out : n.Outputs)
+        if (out)
+          out->Producer = nullptr;
+      foldedNodes.insert(&n);
+    }
+  }
+  g.removeNodesIf([&](const ir::Node &n) { return foldedNodes.count(&n) > 0; });
+}
+
+} // namespace mlcc::passes

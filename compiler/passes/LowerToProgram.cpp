@@ -1,0 +1,261 @@
+//===- LowerToProgram.cpp - Graph to kernels and storage ------------------===//
+//
+// Lowers each remaining node through its op's Lower function and decides
+// where every value lives:
+//
+//  - Values related by view ops (Reshape, Squeeze, ...) form one storage
+//    class: the view costs nothing at run time.
+//  - A class containing a graph input lives in the caller's input buffer; a
+//    class containing a graph output lives in the caller's output buffer
+//    (the producing kernel writes there directly); a constant lives in the
+//    library's data; anything else gets an arena buffer.
+//  - Graph outputs that cannot be written in place (they alias an input, a
+//    constant, or another output) are filled by a copy kernel at the end.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/ops/Lowering.h"
+#include "compiler/passes/Passes.h"
+
+#include <cctype>
+#include <map>
+#include <set>
+
+namespace mlcc::passes {
+
+using kir::Storage;
+using kir::StorageKind;
+
+namespace {
+
+std::string sanitize(const std::string &name, const std::string &fallback) {
+  std::string s;
+  for (char c : name)
+    s += std::isalnum((unsigned char)c) ? c : '_';
+  if (s.empty())
+    s = fallback;
+  if (std::isdigit((unsigned char)s[0]))
+    s = "t_" + s;
+  return s;
+}
+
+/// C keywords and names the generated code uses itself.
+bool reservedName(const std::string &s) {
+  static const std::set<std::string> words = {
+      "auto", "break", "case", "char", "const", "continue", "default", "do",
+      "double", "else", "enum", "extern", "float", "for", "goto", "if",
+      "inline", "int", "long", "register", "restrict", "return", "short",
+      "signed", "sizeof", "static", "struct", "switch", "typedef", "union",
+      "unsigned", "void", "volatile", "while", "_Bool", "_Complex",
+      "_Imaginary", "bool", "true", "false"};
+  return words.count(s) > 0;
+}
+
+/// Union-find over values, for view aliasing.
+class Classes {
+public:
+  const ir::Value *find(const ir::Value *v) {
+    auto it = Parent.find(v);
+    if (it == Parent.end() || it->second == v)
+      return v;
+    const ir::Value *root = find(it->second);
+    Parent[v] = root;
+    return root;
+  }
+  void unite(const ir::Value *a, const ir::Value *b) {
+    const ir::Value *ra = find(a), *rb = find(b);
+    if (ra != rb)
+      Parent[rb] = ra;
+  }
+
+private:
+  std::map<const ir::Value *, const ir::Value *> Parent;
+};
+
+class Lowerer {
+public:
+  Lowerer(const ir::Graph &g, const std::string &name) : G(g) {
+    P.Name = name;
+  }
+
+  kir::Program run() {
+    const ops::OpRegistry &reg = ops::OpRegistry::instance();
+    describeIo();
+    // Storage classes from views.
+    for (auto &n : G.Nodes)
+      if (reg.lookup(*n).Fusion == ops::FusionClass::View)
+        C.unite(n->Inputs[0], n->Outputs[0]);
+    assignExternalStorage();
+
+    for (auto &n : G.Nodes) {
+      const ops::OpSchema &schema = reg.lookup(*n);
+      if (schema.Fusion == ops::FusionClass::View)
+        continue;
+      lowerNode(*n, schema);
+    }
+    emitOutputCopies();
+    kir::planMemory(P);
+    return std::move(P);
+  }
+
+private:
+  void describeIo() {
+    std::set<std::string> used;
+    auto cname = [&](const std::string &onnx, const char *fallback) {
+      std::string base = sanitize(onnx, fallback);
+      if (reservedName(base))
+        base += "_";
+      std::string n = base;
+      for (int k = 2; used.count(n); ++k)
+        n = base + "_" + std::to_string(k);
+      used.insert(n);
+      return n;
+    };
+    for (auto *v : G.Inputs)
+      P.Inputs.push_back({v->Name, cname(v->Name, "input"), v->Type.Type,
+                          v->Type.Dims});
+    used.clear();
+    for (auto *v : G.Outputs)
+      P.Outputs.push_back({v->Name, cname(v->Name, "output"), v->Type.Type,
+                           v->Type.Dims});
+  }
+
+  /// Binds classes that contain graph inputs, then graph outputs.
+  void assignExternalStorage() {
+    for (size_t i = 0; i < G.Inputs.size(); ++i) {
+      const ir::Value *root = C.find(G.Inputs[i]);
+      if (!ClassStorage.count(root))
+        ClassStorage[root] = {StorageKind::Input, i};
+    }
+    for (size_t i = 0; i < G.Outputs.size(); ++i) {
+      const ir::Value *v = G.Outputs[i];
+      const ir::Value *root = C.find(v);
+      if (!ClassStorage.count(root) && !v->Const) {
+        ClassStorage[root] = {StorageKind::Output, i};
+        continue;
+      }
+      PendingCopies.push_back(i); // aliased: copy at the end
+    }
+  }
+
+  Storage storageOf(const ir::Value *v) {
+    if (v->Const)
+      return constantStorage(v);
+    const ir::Value *root = C.find(v);
+    auto it = ClassStorage.find(root);
+    if (it != ClassStorage.end())
+      return it->second;
+    Storage s{StorageKind::Arena, P.ArenaBuffers.size()};
+    int64_t bytes = v->Type.numel() * (int64_t)dtypeSize(v->Type.Type);
+    P.ArenaBuffers.push_back({v->Name, bytes, -1});
+    ClassStorage[root] = s;
+    return s;
+  }
+
+  Storage constantStorage(const ir::Value *v) {
+    auto it = ConstIndex.find(v->Const.get());
+    if (it != ConstIndex.end())
+      return {StorageKind::Constant, it->second};
+    kir::ConstantData d;
+    d.Name = "w" + std::to_string(P.Constants.size()) + "_" +
+             sanitize(v->Name, "const").substr(0, 40);
+    d.Type = v->Const->dtype();
+    d.Count = v->Const->numel();
+    d.Bytes = v->Const->denseBytes();
+    size_t idx = P.Constants.size();
+    P.Constants.push_back(std::move(d));
+    ConstIndex[v->Const.get()] = idx;
+    return {StorageKind::Constant, idx};
+  }
+
+  size_t addKernel(kir::Kernel k, const std::string &opName) {
+    std::string key = kir::print(k, false);
+    auto it = KernelByText.find(key);
+    if (it != KernelByText.end())
+      return it->second;
+    std::string lower;
+    for (char ch : opName)
+      lower += (char)std::tolower((unsigned char)ch);
+    k.Name = "k" + std::to_string(P.Kernels.size()) + "_" + sanitize(lower, "op");
+    P.Kernels.push_back(std::move(k));
+    KernelByText[key] = P.Kernels.size() - 1;
+    return P.Kernels.size() - 1;
+  }
+
+  void lowerNode(const ir::Node &n, const ops::OpSchema &schema) {
+    kir::KernelBuilder b(n.OpType);
+    ops::LowerCtx ctx(n, b);
+    schema.Lower(ctx);
+    kir::Kernel k = b.finish();
+    kir::Call call;
+    call.Label = n.where();
+    for (auto &pb : ctx.bindings()) {
+      switch (pb.K) {
+      case ops::ParamBinding::Input:
+        call.Args.push_back(storageOf(n.Inputs[pb.Index]));
+        break;
+      case ops::ParamBinding::Output:
+        call.Args.push_back(storageOf(n.Outputs[pb.Index]));
+        break;
+      case ops::ParamBinding::Scratch:
+        call.Args.push_back({StorageKind::Arena, P.ArenaBuffers.size()});
+        P.ArenaBuffers.push_back(
+            {n.Name + ".scratch",
+             pb.Type.numel() * (int64_t)dtypeSize(pb.Type.Type), -1});
+        break;
+      }
+    }
+    // Outputs the kernel does not write (omitted by the lowering) would
+    // leave caller buffers unset; every present output must be a parameter.
+    for (size_t i = 0; i < n.Outputs.size(); ++i) {
+      if (!n.Outputs[i])
+        continue;
+      bool bound = false;
+      for (auto &pb : ctx.bindings())
+        if (pb.K == ops::ParamBinding::Output && pb.Index == i)
+          bound = true;
+      if (!bound && n.Outputs[i]->Type.numel() > 0)
+        n.error(ErrorKind::Internal) << "internal error: lowering does not write output " << i;
+    }
+    call.KernelIndex = addKernel(std::move(k), n.OpType);
+    P.Calls.push_back(std::move(call));
+  }
+
+  void emitOutputCopies() {
+    for (size_t i : PendingCopies) {
+      const ir::Value *v = G.Outputs[i];
+      Storage src = storageOf(v);
+      Storage dst{StorageKind::Output, i};
+      if (src == dst)
+        continue;
+      int64_t n = v->Type.numel();
+      if (n == 0)
+        continue;
+      kir::KernelBuilder b("copy");
+      kir::Buffer in = b.param("src", v->Type.Type, n);
+      kir::Buffer out = b.param("dst", v->Type.Type, n);
+      b.loop("i", n, [&](kir::Expr idx) { b.store(out, idx, kir::load(in, idx)); });
+      kir::Call call;
+      call.Label = "copy to output '" + v->Name + "'";
+      call.Args = {src, dst};
+      call.KernelIndex = addKernel(b.finish(), "copy");
+      P.Calls.push_back(std::move(call));
+    }
+  }
+
+  const ir::Graph &G;
+  kir::Program P;
+  Classes C;
+  std::map<const ir::Value *, Storage> ClassStorage;
+  std::map<const Tensor *, size_t> ConstIndex;
+  std::map<std::string, size_t> KernelByText;
+  std::vector<size_t> PendingCopies;
+};
+
+} // namespace
+
+kir::Program lowerToProgram(const ir::Graph &g, const std::string &name) {
+  Lowerer l(g, name);
+  return l.run();
+}
+
+} // namespace mlcc::passes

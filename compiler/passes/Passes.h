@@ -1,0 +1,36 @@
+//===- Passes.h - The compiler's passes -----------------------------------===//
+//
+// Each pass is one file and one function. Graph passes rewrite the graph in
+// place; lowerToProgram turns the graph into kernel IR. The order in which
+// they run is compiler/pipeline/Pipeline.cpp.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "compiler/ir/Graph.h"
+#include "compiler/kernel/Program.h"
+
+namespace mlcc::passes {
+
+struct FoldOptions {
+  /// Results with more elements than this are computed at run time instead
+  /// (unless all their elements are equal, which costs nothing to keep).
+  int64_t MaxFoldElements = int64_t(1) << 22;
+};
+
+/// infer-and-fold: in topological order, infers every node's output types
+/// (which may read constant inputs) and evaluates nodes whose inputs are all
+/// constant by interpreting the node's own lowering. Folded nodes are
+/// removed; their outputs become constants.
+void inferAndFold(ir::Graph &g, const FoldOptions &options = {});
+
+/// eliminate-dead-code: removes nodes none of whose outputs is used.
+void eliminateDeadCode(ir::Graph &g);
+
+/// lower-to-kernels: lowers every node to a kernel (sharing identical
+/// kernels), binds storage (views share their input's storage; outputs that
+/// alias inputs, constants or other outputs get a copy) and lays out the
+/// arena. `name` is the C prefix of the model.
+kir::Program lowerToProgram(const ir::Graph &g, const std::string &name);
+
+} // namespace mlcc::passes

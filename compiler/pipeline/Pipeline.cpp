@@ -1,0 +1,99 @@
+//===- Pipeline.cpp - The ordered list of passes --------------------------===//
+//
+// The whole compiler, one pass per line. Each pass has one kebab-case name,
+// used by --dump-ir=after-<name> and in the dump file names.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/pipeline/Pipeline.h"
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+namespace mlcc {
+
+namespace {
+
+class PassRunner {
+public:
+  PassRunner(ir::Graph &g, const PipelineOptions &o) : G(g), Opts(o) {
+    Last = ir::printGraph(G);
+    dump("000_input", Last, true);
+  }
+
+  void run(const std::string &name, const std::function<void(ir::Graph &)> &pass) {
+    auto start = std::chrono::steady_clock::now();
+    pass(G);
+    ir::verifyGraph(G);
+    double ms = std::chrono::duration<double, std::milli>(
+                    std::chrono::steady_clock::now() - start)
+                    .count();
+    if (Opts.TimePasses)
+      std::fprintf(stderr, "mlcc: pass %-22s %8.2f ms\n", name.c_str(), ms);
+    ++Index;
+    if (Opts.DumpIr.empty())
+      return;
+    std::string text = ir::printGraph(G);
+    bool changed = text != Last;
+    bool want = Opts.DumpIr == "after-all" ||
+                (Opts.DumpIr == "after-change" && changed) ||
+                Opts.DumpIr == "after-" + name;
+    if (want) {
+      char prefix[16];
+      std::snprintf(prefix, sizeof prefix, "%03d_", Index);
+      dump(prefix + name, changed ? text : "(unchanged)\n", false);
+    }
+    Last = std::move(text);
+  }
+
+  void timed(const std::string &name, const std::function<void()> &fn) {
+    auto start = std::chrono::steady_clock::now();
+    fn();
+    double ms = std::chrono::duration<double, std::milli>(
+                    std::chrono::steady_clock::now() - start)
+                    .count();
+    if (Opts.TimePasses)
+      std::fprintf(stderr, "mlcc: pass %-22s %8.2f ms\n", name.c_str(), ms);
+  }
+
+private:
+  void dump(const std::string &file, const std::string &text, bool initial) {
+    if (Opts.DumpIr.empty() || (initial && Opts.DumpIr != "after-all"))
+      return;
+    if (!Opts.DumpIrDir.empty()) {
+      std::string path = Opts.DumpIrDir + "/" + file + ".txt";
+      std::ofstream out(path);
+      if (!out)
+        fail(ErrorKind::Io) << "cannot write IR dump '" << path << "'";
+      out << text;
+      return;
+    }
+    std::cerr << "// ----- IR " << file << " -----\n" << text;
+  }
+
+  ir::Graph &G;
+  const PipelineOptions &Opts;
+  std::string Last;
+  int Index = 0;
+};
+
+} // namespace
+
+std::vector<std::string> passNames() {
+  return {"infer-and-fold", "eliminate-dead-code", "lower-to-kernels",
+          "plan-memory"};
+}
+
+kir::Program runPipeline(ir::Graph &g, const PipelineOptions &options) {
+  PassRunner passes(g, options);
+  passes.run("infer-and-fold", [&](ir::Graph &x) { passes::inferAndFold(x, options.Fold); });
+  passes.run("eliminate-dead-code", passes::eliminateDeadCode);
+  if (options.GraphOnly)
+    return {};
+  kir::Program program;
+  passes.timed("lower-to-kernels", [&] { program = passes::lowerToProgram(g, options.Name); });
+  return program;
+}
+
+} // namespace mlcc

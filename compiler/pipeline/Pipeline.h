@@ -1,0 +1,32 @@
+//===- Pipeline.h - The ordered list of passes ----------------------------===//
+#pragma once
+
+#include "compiler/ir/Graph.h"
+#include "compiler/kernel/Program.h"
+#include "compiler/passes/Passes.h"
+
+#include <functional>
+#include <string>
+
+namespace mlcc {
+
+struct PipelineOptions {
+  std::string Name = "model"; ///< C prefix of the generated code.
+  passes::FoldOptions Fold;
+  /// --dump-ir: "after-all", "after-change" or "after-<pass>".
+  std::string DumpIr;
+  /// --dump-ir-dir: write dumps as DIR/NNN_<pass>.txt instead of stderr.
+  std::string DumpIrDir;
+  bool TimePasses = false;
+  /// Stop after the graph passes (for --emit graph).
+  bool GraphOnly = false;
+};
+
+/// Runs the graph passes and lowers the result; returns the program
+/// (empty when GraphOnly).
+kir::Program runPipeline(ir::Graph &g, const PipelineOptions &options);
+
+/// Names of the passes, in order (for --help and tests).
+std::vector<std::string> passNames();
+
+} // namespace mlcc

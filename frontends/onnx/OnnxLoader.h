@@ -1,0 +1,49 @@
+//===- OnnxLoader.h - ONNX protobuf to graph IR ---------------------------===//
+//
+// Reads an ONNX model file into a Graph: initializers and Constant-free
+// constants, node attributes (with subgraphs), opset imports, every
+// TensorProto storage form (raw_data, the typed fields, external files).
+// Symbolic input dimensions are bound from LoadOptions::Dims; inputs listed
+// in LoadOptions::Frozen become compile-time constants.
+//
+// The loader does no type inference and knows no op semantics.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "compiler/ir/Graph.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mlcc::onnx {
+
+/// Oldest and newest versions the loader accepts.
+constexpr int64_t MinIrVersion = 3;
+constexpr int64_t MaxIrVersion = 13;
+constexpr int64_t MaxDefaultOpset = 28;
+
+struct LoadOptions {
+  /// Values for symbolic dimensions (dim_param), by name.
+  std::map<std::string, int64_t> Dims;
+  /// Graph inputs to turn into constants, by input name.
+  std::map<std::string, TensorPtr> Frozen;
+};
+
+/// Loads a model; throws CompileError (Io/Invalid/Unsupported) with a
+/// one-line message on any problem.
+std::unique_ptr<ir::Graph> loadModel(const std::string &path,
+                                     const LoadOptions &options);
+
+/// Names of the graph inputs that are not initializers, in order.
+std::vector<std::string> graphInputNames(const std::string &path);
+
+/// Reads a serialized TensorProto file (the backend tests' input_N.pb).
+TensorPtr loadTensorFile(const std::string &path);
+
+/// Serializes a tensor as a TensorProto (raw_data form).
+std::string serializeTensor(const Tensor &t, const std::string &name);
+
+} // namespace mlcc::onnx

@@ -1,0 +1,91 @@
+/*
+ * mlcc.h - the mlcc runtime interface (C99, no dependencies).
+ *
+ * Every header that mlcc generates embeds this block, so a generated header
+ * is self-contained; several generated headers can be included together.
+ *
+ * Conventions of a generated library for a model named NAME:
+ *  - NAME_run(in, out, arena, arena_size) computes the model. The caller owns
+ *    every buffer: inputs (read only), outputs and the arena, which must hold
+ *    NAME_ARENA_SIZE bytes aligned to NAME_ARENA_ALIGN. Buffers must not
+ *    overlap. The library keeps no pointer after it returns, allocates
+ *    nothing and has no mutable global state: calls with separate arenas may
+ *    run concurrently.
+ *  - Tensors are dense, row-major arrays. Element types: float16 and
+ *    bfloat16 are passed as their uint16_t bit patterns, bool as uint8_t 0/1.
+ *  - NAME_info() describes the inputs and outputs (names, types, shapes).
+ *  - Functions return an mlcc_status: 0 on success, a small positive code
+ *    otherwise. Define MLCC_NO_STATUS_STRING to compile out the messages.
+ */
+#ifndef MLCC_RUNTIME_H
+#define MLCC_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef int32_t mlcc_status;
+#define MLCC_OK 0
+#define MLCC_ERR_NULL_ARGUMENT 1   /* in, out or an input/output pointer is NULL */
+#define MLCC_ERR_ARENA_NULL 2      /* the model needs an arena but got NULL */
+#define MLCC_ERR_ARENA_TOO_SMALL 3 /* arena_size < NAME_ARENA_SIZE */
+#define MLCC_ERR_ARENA_MISALIGNED 4 /* arena not aligned to NAME_ARENA_ALIGN */
+
+/* Element types: the ONNX TensorProto.DataType codes. */
+typedef int32_t mlcc_dtype;
+#define MLCC_FLOAT32 1
+#define MLCC_UINT8 2
+#define MLCC_INT8 3
+#define MLCC_UINT16 4
+#define MLCC_INT16 5
+#define MLCC_INT32 6
+#define MLCC_INT64 7
+#define MLCC_BOOL 9
+#define MLCC_FLOAT16 10
+#define MLCC_FLOAT64 11
+#define MLCC_UINT32 12
+#define MLCC_UINT64 13
+#define MLCC_BFLOAT16 16
+
+typedef struct mlcc_tensor_info {
+  const char *name;      /* the ONNX tensor name */
+  mlcc_dtype dtype;
+  int32_t rank;
+  const int64_t *shape;  /* rank extents */
+  size_t size_bytes;     /* bytes of the dense buffer */
+} mlcc_tensor_info;
+
+typedef struct mlcc_model_info {
+  const char *name;              /* the model prefix */
+  const char *mlcc_version;      /* the compiler that generated the library */
+  int32_t num_inputs;
+  const mlcc_tensor_info *inputs;
+  int32_t num_outputs;
+  const mlcc_tensor_info *outputs;
+  size_t arena_size;             /* == NAME_ARENA_SIZE */
+  size_t arena_align;            /* == NAME_ARENA_ALIGN */
+  size_t weights_size;           /* bytes of constant data in the library */
+} mlcc_model_info;
+
+#ifndef MLCC_NO_STATUS_STRING
+/* A short English description of a status code. */
+static inline const char *mlcc_status_string(mlcc_status status) {
+  switch (status) {
+  case MLCC_OK: return "ok";
+  case MLCC_ERR_NULL_ARGUMENT: return "a required pointer argument is NULL";
+  case MLCC_ERR_ARENA_NULL: return "the arena is NULL";
+  case MLCC_ERR_ARENA_TOO_SMALL: return "the arena is smaller than the model needs";
+  case MLCC_ERR_ARENA_MISALIGNED: return "the arena is not aligned as the model needs";
+  default: return "unknown status";
+  }
+}
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MLCC_RUNTIME_H */

@@ -1,0 +1,641 @@
+#include "targets/c/CEmitter.h"
+
+#include "compiler/pack/Header.h"
+#include "compiler/support/Error.h"
+
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace mlcc::cgen {
+
+using namespace kir;
+
+namespace {
+
+/// Fixed helpers: conversions and NaN-propagating min/max, with the same
+/// semantics as kernel IR (compiler/kernel/ScalarEval.h).
+const char *Prelude = R"(#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__GNUC__)
+#define MLCC_NOINLINE __attribute__((noinline))
+#define MLCC_ALIGNED __attribute__((aligned(64)))
+#else
+#define MLCC_NOINLINE
+#define MLCC_ALIGNED
+#endif
+
+typedef ptrdiff_t mlcc_idx;
+
+static inline float mlcc_h2f(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu,
+           m = h & 0x3ffu, bits;
+  union { uint32_t u; float f; } v;
+  if (e == 0x1fu) {
+    bits = sign | 0x7f800000u | (m << 13);
+  } else if (e == 0) {
+    float r = (float)m * (1.0f / 16777216.0f);
+    return sign ? -r : r;
+  } else {
+    bits = sign | ((e + 112u) << 23) | (m << 13);
+  }
+  v.u = bits;
+  return v.f;
+}
+
+static inline uint16_t mlcc_f2h(float f) {
+  union { uint32_t u; float f; } v;
+  uint32_t x, sign, ax, h, rest;
+  v.f = f;
+  x = v.u;
+  sign = (x >> 16) & 0x8000u;
+  ax = x & 0x7fffffffu;
+  if (ax >= 0x7f800000u)
+    return (uint16_t)(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u : 0u));
+  if (ax >= 0x477ff000u)
+    return (uint16_t)(sign | 0x7c00u);
+  if (ax < 0x38800000u) {
+    float a, r;
+    uint32_t n;
+    v.u = ax;
+    a = v.f * 16777216.0f;
+    n = (uint32_t)a;
+    r = a - (float)n;
+    if (r > 0.5f || (r == 0.5f && (n & 1u)))
+      n++;
+    return (uint16_t)(sign | n);
+  }
+  h = (((ax >> 23) - 112u) << 10) | ((ax & 0x7fffffu) >> 13);
+  rest = ax & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u)))
+    h++;
+  return (uint16_t)(sign | h);
+}
+
+static inline float mlcc_bf2f(uint16_t b) {
+  union { uint32_t u; float f; } v;
+  v.u = (uint32_t)b << 16;
+  return v.f;
+}
+
+static inline uint16_t mlcc_f2bf(float f) {
+  union { uint32_t u; float f; } v;
+  v.f = f;
+  if ((v.u & 0x7fffffffu) > 0x7f800000u)
+    return (uint16_t)((v.u >> 16) | 0x40u);
+  return (uint16_t)((v.u + 0x7fffu + ((v.u >> 16) & 1u)) >> 16);
+}
+
+static inline float mlcc_minf(float a, float b) { return (a != a || a < b) ? a : b; }
+static inline float mlcc_maxf(float a, float b) { return (a != a || a > b) ? a : b; }
+static inline double mlcc_min(double a, double b) { return (a != a || a < b) ? a : b; }
+static inline double mlcc_max(double a, double b) { return (a != a || a > b) ? a : b; }
+
+/* Saturating float to integer conversions (NaN gives 0). */
+static inline int64_t mlcc_sat_i(double x, double lo, double hi) {
+  if (x != x) return 0;
+  if (x <= lo) return (int64_t)lo;
+  if (x >= hi) return (int64_t)hi;
+  return (int64_t)x;
+}
+static inline int64_t mlcc_sat_i64(double x) {
+  if (x != x) return 0;
+  if (x <= -9223372036854775808.0) return INT64_MIN;
+  if (x >= 9223372036854775808.0) return INT64_MAX;
+  return (int64_t)x;
+}
+static inline uint64_t mlcc_sat_u64(double x) {
+  if (x != x || x <= 0.0) return 0;
+  if (x >= 18446744073709551616.0) return UINT64_MAX;
+  return (uint64_t)x;
+}
+)";
+
+const char *cType(DType t) {
+  switch (t) {
+  case DType::Index: return "mlcc_idx";
+  case DType::Bool: return "uint8_t";
+  default: return pack::cInterfaceType(t);
+  }
+}
+
+/// Unsigned type used for wrapping integer arithmetic.
+const char *wrapType(DType t) {
+  return dtypeBits(t) > 32 ? "uint64_t" : "uint32_t";
+}
+
+std::string intLiteral(DType t, int64_t v) {
+  char buf[64];
+  switch (t) {
+  case DType::Bool:
+    return v ? "1" : "0";
+  case DType::Index:
+    if (v >= INT32_MIN && v <= INT32_MAX)
+      return std::to_string(v);
+    std::snprintf(buf, sizeof buf, "(mlcc_idx)INT64_C(%" PRId64 ")", v);
+    return buf;
+  case DType::I64:
+    if (v == INT64_MIN)
+      return "INT64_MIN";
+    std::snprintf(buf, sizeof buf, "INT64_C(%" PRId64 ")", v);
+    return buf;
+  case DType::U64:
+    std::snprintf(buf, sizeof buf, "UINT64_C(%" PRIu64 ")", (uint64_t)v);
+    return buf;
+  case DType::U32:
+    std::snprintf(buf, sizeof buf, "((uint32_t)%" PRIu64 "u)", (uint64_t)(uint32_t)v);
+    return buf;
+  case DType::I32:
+    if (v == INT32_MIN)
+      return "INT32_MIN";
+    return "((int32_t)" + std::to_string(v) + ")";
+  default:
+    return "((" + std::string(cType(t)) + ")" + std::to_string(v) + ")";
+  }
+}
+
+std::string floatLiteral(DType t, double v) {
+  bool f32 = t == DType::F32;
+  std::string ty = f32 ? "float" : "double";
+  if (std::isnan(v))
+    return f32 ? "NAN" : "((double)NAN)";
+  if (std::isinf(v))
+    return std::string(v < 0 ? "(-" : "(") + (f32 ? "INFINITY" : "(double)INFINITY") + ")";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%a", v);
+  std::string s = buf;
+  if (f32)
+    s += "f";
+  return v < 0 ? "(" + s + ")" : s;
+}
+
+const char *mathName(UnOp op) {
+  switch (op) {
+  case UnOp::Abs: return "fabs";
+  case UnOp::Sqrt: return "sqrt";
+  case UnOp::Exp: return "exp";
+  case UnOp::Log: return "log";
+  case UnOp::Sin: return "sin";
+  case UnOp::Cos: return "cos";
+  case UnOp::Tan: return "tan";
+  case UnOp::Asin: return "asin";
+  case UnOp::Acos: return "acos";
+  case UnOp::Atan: return "atan";
+  case UnOp::Sinh: return "sinh";
+  case UnOp::Cosh: return "cosh";
+  case UnOp::Tanh: return "tanh";
+  case UnOp::Asinh: return "asinh";
+  case UnOp::Acosh: return "acosh";
+  case UnOp::Atanh: return "atanh";
+  case UnOp::Erf: return "erf";
+  case UnOp::Floor: return "floor";
+  case UnOp::Ceil: return "ceil";
+  case UnOp::Round: return "rint";
+  case UnOp::Trunc: return "trunc";
+  default: return nullptr;
+  }
+}
+
+class KernelWriter {
+public:
+  explicit KernelWriter(std::ostream &os) : OS(os) {}
+
+  void write(const Kernel &k) {
+    OS << "static MLCC_NOINLINE void " << k.Name << "(";
+    for (size_t i = 0; i < k.Params.size(); ++i) {
+      const Buffer &b = k.Params[i];
+      bool written = k.Written[i];
+      OS << (i ? ", " : "") << (written ? "" : "const ") << cType(b->Type)
+         << " *restrict " << name(b.get());
+    }
+    if (k.Params.empty())
+      OS << "void";
+    OS << ") {\n";
+    stmt(k.Body, 1);
+    OS << "}\n\n";
+  }
+
+private:
+  std::string unique(std::string base) {
+    std::string s;
+    for (char c : base)
+      s += std::isalnum((unsigned char)c) ? c : '_';
+    if (s.empty() || std::isdigit((unsigned char)s[0]))
+      s = "v" + s;
+    std::string n = s;
+    for (int k = 1; Taken.count(n); ++k)
+      n = s + "_" + std::to_string(k);
+    Taken.insert(n);
+    return n;
+  }
+  std::string name(const VarNode *v) {
+    auto it = VarNames.find(v);
+    if (it != VarNames.end())
+      return it->second;
+    return VarNames[v] = unique(v->Name);
+  }
+  std::string name(const BufferNode *b) {
+    auto it = BufNames.find(b);
+    if (it != BufNames.end())
+      return it->second;
+    return BufNames[b] = unique(b->Name);
+  }
+
+  std::string expr(const Expr &e) {
+    switch (e->Kind) {
+    case ExprKind::Const:
+      if (isFloat(e->Type)) {
+        if (e->Type == DType::F16)
+          return "mlcc_f2h(" + floatLiteral(DType::F32, e->FloatValue) + ")";
+        if (e->Type == DType::BF16)
+          return "mlcc_f2bf(" + floatLiteral(DType::F32, e->FloatValue) + ")";
+        return floatLiteral(e->Type, e->FloatValue);
+      }
+      return intLiteral(e->Type, e->IntValue);
+    case ExprKind::VarRef:
+      return name(e->V.get());
+    case ExprKind::Load:
+      return name(e->Buf.get()) + "[" + expr(e->A) + "]";
+    case ExprKind::Unary:
+      return unaryExpr(e);
+    case ExprKind::Binary:
+      return binaryExpr(e);
+    case ExprKind::Select:
+      return "(" + expr(e->A) + " ? " + expr(e->B) + " : " + expr(e->C) + ")";
+    case ExprKind::Cast:
+      return castExpr(e->Type, e->A->Type, expr(e->A));
+    }
+    return "";
+  }
+
+  std::string unaryExpr(const Expr &e) {
+    DType t = e->A->Type;
+    std::string a = expr(e->A);
+    if (isFloat(t)) {
+      std::string suffix = t == DType::F32 ? "f" : "";
+      switch (e->Un) {
+      case UnOp::Neg: return "(-" + a + ")";
+      case UnOp::IsNaN: return "(isnan(" + a + ") != 0)";
+      case UnOp::IsInf: return "(isinf(" + a + ") != 0)";
+      default: {
+        const char *fn = mathName(e->Un);
+        MLCC_CHECK(fn, "no C function for " << unOpName(e->Un));
+        return std::string(fn) + suffix + "(" + a + ")";
+      }
+      }
+    }
+    std::string T = cType(t);
+    switch (e->Un) {
+    case UnOp::Neg:
+      if (t == DType::Index)
+        return "(-" + a + ")";
+      return "((" + T + ")(0u - (" + wrapType(t) + ")" + a + "))";
+    case UnOp::Not: return "(!" + a + ")";
+    case UnOp::BitNot: return "((" + T + ")~" + a + ")";
+    case UnOp::Abs:
+      if (isUnsignedInt(t))
+        return a;
+      return "((" + T + ")(" + a + " < 0 ? (0u - (" + wrapType(t) + ")" + a +
+             ") : (" + wrapType(t) + ")" + a + "))";
+    default:
+      MLCC_CHECK(false, "unary " << unOpName(e->Un) << " on " << dtypeName(t));
+    }
+    return "";
+  }
+
+  std::string binaryExpr(const Expr &e) {
+    DType t = e->A->Type;
+    std::string a = expr(e->A), b = expr(e->B);
+    auto infix = [&](const char *op) { return "(" + a + " " + op + " " + b + ")"; };
+    switch (e->Bin) {
+    case BinOp::Eq: return infix("==");
+    case BinOp::Ne: return infix("!=");
+    case BinOp::Lt: return infix("<");
+    case BinOp::Le: return infix("<=");
+    case BinOp::Gt: return infix(">");
+    case BinOp::Ge: return infix(">=");
+    case BinOp::And: return infix("&&");
+    case BinOp::Or: return infix("||");
+    case BinOp::Xor: return "((" + a + " != 0) != (" + b + " != 0))";
+    default: break;
+    }
+    if (isFloat(t)) {
+      std::string s = t == DType::F32 ? "f" : "";
+      switch (e->Bin) {
+      case BinOp::Add: return infix("+");
+      case BinOp::Sub: return infix("-");
+      case BinOp::Mul: return infix("*");
+      case BinOp::Div: return infix("/");
+      case BinOp::Rem: return "fmod" + s + "(" + a + ", " + b + ")";
+      case BinOp::Min: return "mlcc_min" + s + "(" + a + ", " + b + ")";
+      case BinOp::Max: return "mlcc_max" + s + "(" + a + ", " + b + ")";
+      case BinOp::Pow: return "pow" + s + "(" + a + ", " + b + ")";
+      default:
+        MLCC_CHECK(false, "binary " << binOpName(e->Bin) << " on float");
+      }
+    }
+    std::string T = cType(t);
+    if (t == DType::Index) {
+      switch (e->Bin) {
+      case BinOp::Add: return infix("+");
+      case BinOp::Sub: return infix("-");
+      case BinOp::Mul: return infix("*");
+      case BinOp::Div: return infix("/");
+      case BinOp::Rem: return infix("%");
+      case BinOp::Min: return "(" + a + " < " + b + " ? " + a + " : " + b + ")";
+      case BinOp::Max: return "(" + a + " > " + b + " ? " + a + " : " + b + ")";
+      default: break;
+      }
+    }
+    std::string W = wrapType(t);
+    auto wrapped = [&](const char *op) {
+      return "((" + T + ")((" + W + ")" + a + " " + op + " (" + W + ")" + b + "))";
+    };
+    std::string width = std::to_string(dtypeBits(t));
+    switch (e->Bin) {
+    case BinOp::Add: return wrapped("+");
+    case BinOp::Sub: return wrapped("-");
+    case BinOp::Mul: return wrapped("*");
+    case BinOp::Div: return "((" + T + ")(" + a + " / " + b + "))";
+    case BinOp::Rem: return "((" + T + ")(" + a + " % " + b + "))";
+    case BinOp::Min: return "(" + a + " < " + b + " ? " + a + " : " + b + ")";
+    case BinOp::Max: return "(" + a + " > " + b + " ? " + a + " : " + b + ")";
+    case BinOp::BitAnd: return "((" + T + ")(" + a + " & " + b + "))";
+    case BinOp::BitOr: return "((" + T + ")(" + a + " | " + b + "))";
+    case BinOp::BitXor: return "((" + T + ")(" + a + " ^ " + b + "))";
+    case BinOp::Shl:
+      return "((uint64_t)" + b + " >= " + width + "u ? (" + T + ")0 : (" + T +
+             ")((" + W + ")" + a + " << " + b + "))";
+    case BinOp::Shr:
+      if (isUnsignedInt(t))
+        return "((uint64_t)" + b + " >= " + width + "u ? (" + T + ")0 : (" +
+               T + ")(" + a + " >> " + b + "))";
+      return "((uint64_t)" + b + " >= " + width + "u ? (" + T + ")(" + a +
+             " < 0 ? -1 : 0) : (" + T + ")(" + a + " >> " + b + "))";
+    default:
+      MLCC_CHECK(false, "binary " << binOpName(e->Bin) << " on " << dtypeName(t));
+    }
+    return "";
+  }
+
+  /// Converts C value `a` of kernel type `from` to kernel type `to`.
+  std::string castExpr(DType to, DType from, const std::string &a) {
+    if (to == from)
+      return a;
+    // 16-bit floats travel as bits: go through float.
+    if (from == DType::F16)
+      return castExpr(to, DType::F32, "mlcc_h2f(" + a + ")");
+    if (from == DType::BF16)
+      return castExpr(to, DType::F32, "mlcc_bf2f(" + a + ")");
+    if (to == DType::F16)
+      return "mlcc_f2h(" + castExpr(DType::F32, from, a) + ")";
+    if (to == DType::BF16)
+      return "mlcc_f2bf(" + castExpr(DType::F32, from, a) + ")";
+    if (to == DType::Bool)
+      return "(" + a + " != 0)";
+    if (isFloat(to))
+      return "((" + std::string(cType(to)) + ")" + a + ")";
+    if (isFloat(from)) {
+      std::string d = "(double)" + a;
+      switch (to) {
+      case DType::I8: return "((int8_t)mlcc_sat_i(" + d + ", -128.0, 127.0))";
+      case DType::U8: return "((uint8_t)mlcc_sat_i(" + d + ", 0.0, 255.0))";
+      case DType::I16: return "((int16_t)mlcc_sat_i(" + d + ", -32768.0, 32767.0))";
+      case DType::U16: return "((uint16_t)mlcc_sat_i(" + d + ", 0.0, 65535.0))";
+      case DType::I32: return "((int32_t)mlcc_sat_i(" + d + ", -2147483648.0, 2147483647.0))";
+      case DType::U32: return "((uint32_t)mlcc_sat_i(" + d + ", 0.0, 4294967295.0))";
+      case DType::U64: return "mlcc_sat_u64(" + d + ")";
+      case DType::Index: return "((mlcc_idx)mlcc_sat_i64(" + d + "))";
+      default: return "mlcc_sat_i64(" + d + ")";
+      }
+    }
+    return "((" + std::string(cType(to)) + ")" + a + ")";
+  }
+
+  void stmt(const Stmt &s, int depth) {
+    std::string ind((size_t)depth * 2, ' ');
+    switch (s->Kind) {
+    case StmtKind::Block:
+      for (auto &c : s->Body)
+        stmt(c, depth);
+      return;
+    case StmtKind::For: {
+      std::string v = name(s->LoopVar.get());
+      OS << ind << "for (mlcc_idx " << v << " = " << expr(s->Begin) << "; "
+         << v << " < " << expr(s->End) << "; ++" << v << ") {\n";
+      stmt(s->Inner, depth + 1);
+      OS << ind << "}\n";
+      return;
+    }
+    case StmtKind::Store:
+      OS << ind << name(s->Buf.get()) << "[" << expr(s->Index)
+         << "] = " << expr(s->Value) << ";\n";
+      return;
+    case StmtKind::If:
+      OS << ind << "if (" << expr(s->Cond) << ") {\n";
+      stmt(s->Inner, depth + 1);
+      if (s->Else) {
+        OS << ind << "} else {\n";
+        stmt(s->Else, depth + 1);
+      }
+      OS << ind << "}\n";
+      return;
+    case StmtKind::Alloc:
+      OS << ind << "{\n" << ind << "  " << cType(s->Buf->Type) << " "
+         << name(s->Buf.get()) << "[" << s->Buf->Size << "];\n";
+      stmt(s->Inner, depth + 1);
+      OS << ind << "}\n";
+      return;
+    }
+  }
+
+  std::ostream &OS;
+  std::map<const VarNode *, std::string> VarNames;
+  std::map<const BufferNode *, std::string> BufNames;
+  std::set<std::string> Taken;
+};
+
+void writeConstant(std::ostream &os, const ConstantData &c) {
+  int64_t n = std::max<int64_t>(c.Count, 1);
+  os << "static const " << cType(c.Type) << " " << c.Name << "[" << n
+     << "] MLCC_ALIGNED = {";
+  size_t sz = dtypeSize(c.Type);
+  for (int64_t i = 0; i < c.Count; ++i) {
+    os << (i % 8 == 0 ? "\n  " : " ");
+    const uint8_t *p = c.Bytes.data() + i * (int64_t)sz;
+    switch (c.Type) {
+    case DType::F32: {
+      float f;
+      std::memcpy(&f, p, 4);
+      os << floatLiteral(DType::F32, f);
+      break;
+    }
+    case DType::F64: {
+      double d;
+      std::memcpy(&d, p, 8);
+      os << floatLiteral(DType::F64, d);
+      break;
+    }
+    case DType::F16:
+    case DType::BF16: {
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      char buf[16];
+      std::snprintf(buf, sizeof buf, "0x%04x", h);
+      os << buf;
+      break;
+    }
+    default: {
+      int64_t v = 0;
+      switch (sz) {
+      case 1: v = (c.Type == DType::I8) ? (int64_t)(int8_t)p[0] : p[0]; break;
+      case 2: { int16_t x; uint16_t u; std::memcpy(&x, p, 2); std::memcpy(&u, p, 2);
+                v = c.Type == DType::I16 ? x : u; break; }
+      case 4: { int32_t x; uint32_t u; std::memcpy(&x, p, 4); std::memcpy(&u, p, 4);
+                v = c.Type == DType::I32 ? x : (int64_t)u; break; }
+      default: std::memcpy(&v, p, 8); break;
+      }
+      if (c.Type == DType::I64 && v == INT64_MIN)
+        os << "INT64_MIN";
+      else if (c.Type == DType::I64)
+        os << "INT64_C(" << v << ")";
+      else if (c.Type == DType::U64)
+        os << "UINT64_C(" << (uint64_t)v << ")";
+      else if (c.Type == DType::I32 && v == INT32_MIN)
+        os << "INT32_MIN";
+      else
+        os << v << (isUnsignedInt(c.Type) ? "u" : "");
+      break;
+    }
+    }
+    os << ",";
+  }
+  if (c.Count == 0)
+    os << "0";
+  os << "\n};\n\n";
+}
+
+std::string storageExpr(const Program &p, const Kernel &k, size_t param,
+                        const Storage &s) {
+  std::string T = cType(k.Params[param]->Type);
+  bool written = k.Written[param];
+  switch (s.Kind) {
+  case StorageKind::Input:
+    return "in->" + p.Inputs[s.Index].CName;
+  case StorageKind::Output:
+    return "out->" + p.Outputs[s.Index].CName;
+  case StorageKind::Constant:
+    return p.Constants[s.Index].Name;
+  case StorageKind::Arena:
+    return "(" + std::string(written ? "" : "const ") + T + " *)(void *)(a + " +
+           std::to_string(p.ArenaBuffers[s.Index].Offset) + ")";
+  }
+  return "";
+}
+
+} // namespace
+
+std::string emitC(const Program &p, const std::string &headerName) {
+  std::ostringstream os;
+  const std::string &N = p.Name;
+  std::string U = pack::upperName(N);
+  os << "/* " << N << ".c - generated by mlcc " << pack::mlccVersion()
+     << ". Do not edit. C99; link with -lm. */\n";
+  os << "#include \"" << headerName << "\"\n\n";
+  os << Prelude << "\n";
+
+  for (auto &c : p.Constants)
+    writeConstant(os, c);
+
+  for (auto &k : p.Kernels) {
+    KernelWriter w(os);
+    w.write(k);
+  }
+
+  // Entry point.
+  os << "mlcc_status " << N << "_run(const " << N << "_inputs *in, " << N
+     << "_outputs *out,\n    void *arena, size_t arena_size) {\n";
+  if (p.ArenaSize > 0)
+    os << "  unsigned char *a = (unsigned char *)arena;\n";
+  os << "  if (in == NULL || out == NULL)\n    return MLCC_ERR_NULL_ARGUMENT;\n";
+  for (auto &t : p.Inputs)
+    os << "  if (in->" << t.CName << " == NULL)\n    return MLCC_ERR_NULL_ARGUMENT;\n";
+  for (auto &t : p.Outputs)
+    os << "  if (out->" << t.CName << " == NULL)\n    return MLCC_ERR_NULL_ARGUMENT;\n";
+  if (p.ArenaSize > 0) {
+    os << "  if (arena == NULL)\n    return MLCC_ERR_ARENA_NULL;\n";
+    os << "  if (arena_size < " << U << "_ARENA_SIZE)\n    return MLCC_ERR_ARENA_TOO_SMALL;\n";
+    os << "  if (((uintptr_t)arena & (" << U << "_ARENA_ALIGN - 1u)) != 0)\n"
+       << "    return MLCC_ERR_ARENA_MISALIGNED;\n";
+  } else {
+    os << "  (void)arena;\n  (void)arena_size;\n";
+  }
+  for (auto &c : p.Calls) {
+    const Kernel &k = p.Kernels[c.KernelIndex];
+    os << "  /* " << c.Label << " */\n";
+    os << "  " << k.Name << "(";
+    for (size_t i = 0; i < c.Args.size(); ++i)
+      os << (i ? ", " : "") << storageExpr(p, k, i, c.Args[i]);
+    os << ");\n";
+  }
+  os << "  return MLCC_OK;\n}\n\n";
+
+  os << "mlcc_status " << N
+     << "_run_ptrs(const void *const *inputs, void *const *outputs,\n"
+        "    void *arena, size_t arena_size) {\n";
+  os << "  " << N << "_inputs in;\n  " << N << "_outputs out;\n";
+  os << "  if (inputs == NULL || outputs == NULL)\n    return MLCC_ERR_NULL_ARGUMENT;\n";
+  if (p.Inputs.empty())
+    os << "  in.unused_ = 0;\n";
+  for (size_t i = 0; i < p.Inputs.size(); ++i)
+    os << "  in." << p.Inputs[i].CName << " = (const "
+       << pack::cInterfaceType(p.Inputs[i].Type) << " *)inputs[" << i << "];\n";
+  if (p.Outputs.empty())
+    os << "  out.unused_ = 0;\n";
+  for (size_t i = 0; i < p.Outputs.size(); ++i)
+    os << "  out." << p.Outputs[i].CName << " = ("
+       << pack::cInterfaceType(p.Outputs[i].Type) << " *)outputs[" << i << "];\n";
+  os << "  return " << N << "_run(&in, &out, arena, arena_size);\n}\n\n";
+
+  // Model info.
+  auto infoTable = [&](const std::vector<IoTensor> &ts, const char *kind) {
+    for (size_t i = 0; i < ts.size(); ++i) {
+      os << "static const int64_t " << N << "_" << kind << i << "_shape["
+         << std::max<size_t>(ts[i].Dims.size(), 1) << "] = {";
+      for (size_t d = 0; d < ts[i].Dims.size(); ++d)
+        os << (d ? ", " : "") << ts[i].Dims[d];
+      if (ts[i].Dims.empty())
+        os << "0";
+      os << "};\n";
+    }
+    if (ts.empty())
+      return;
+    os << "static const mlcc_tensor_info " << N << "_" << kind << "_info["
+       << ts.size() << "] = {\n";
+    for (size_t i = 0; i < ts.size(); ++i)
+      os << "  {" << pack::cStringLiteral(ts[i].Name) << ", " << (int)ts[i].Type
+         << ", " << ts[i].Dims.size() << ", " << N << "_" << kind << i
+         << "_shape, " << ts[i].bytes() << "u},\n";
+    os << "};\n";
+  };
+  infoTable(p.Inputs, "input");
+  infoTable(p.Outputs, "output");
+  os << "static const mlcc_model_info " << N << "_model_info = {\n  "
+     << pack::cStringLiteral(N) << ", " << pack::cStringLiteral(pack::mlccVersion())
+     << ",\n  " << p.Inputs.size() << ", "
+     << (p.Inputs.empty() ? "NULL" : N + "_input_info") << ",\n  "
+     << p.Outputs.size() << ", "
+     << (p.Outputs.empty() ? "NULL" : N + "_output_info") << ",\n  " << U
+     << "_ARENA_SIZE, " << U << "_ARENA_ALIGN, " << U << "_WEIGHTS_SIZE\n};\n\n";
+  os << "const mlcc_model_info *" << N << "_info(void) {\n  return &" << N
+     << "_model_info;\n}\n";
+  return os.str();
+}
+
+} // namespace mlcc::cgen

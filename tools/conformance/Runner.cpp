@@ -1,0 +1,488 @@
+//===- Runner.cpp - The ONNX backend conformance harness ------------------===//
+//
+// For every case of the ONNX backend test data: compile model.onnx with the
+// real mlcc command line into a static library, link it with driver.c into a
+// test program, run the program on the case's inputs and compare its outputs
+// with the expected ones. Each case ends as:
+//
+//   passed       outputs match
+//   failed       mlcc crashed or failed on a valid model, the program failed,
+//                or outputs differ
+//   unsupported  mlcc said clearly that it does not support something
+//
+// When mlcc reports that an input determines an output shape (exit status
+// 4), the case is retried with that input frozen (--freeze) to its test
+// value; such passes are marked in the CSV.
+//
+// Known failures live in one list file, one case per line with its reason.
+// The exit status is non-zero if a case fails that is not listed, if a
+// listed case no longer fails, or if a folder passes fewer cases than a
+// --min-pass threshold.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/support/Error.h"
+#include "compiler/support/Process.h"
+#include "frontends/onnx/OnnxLoader.h"
+#include "tools/conformance/Compare.h"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+namespace fs = std::filesystem;
+using namespace mlcc;
+
+namespace {
+
+struct Options {
+  std::string Suite, Mlcc, RuntimeInclude, Driver, Work, Known, Csv;
+  std::string Backend = "c";
+  std::vector<std::string> MlccArgs;
+  std::vector<std::string> Folders = {"node", "simple", "pytorch-converted",
+                                      "pytorch-operator", "light"};
+  std::string Filter;
+  std::vector<std::string> MinPass;
+  int Jobs = 0;
+  int Timeout = 300;
+  bool Verbose = false;
+  bool Keep = false;
+};
+
+enum class Status { Passed, Failed, Unsupported };
+
+struct Result {
+  std::string Folder, Case;
+  Status S = Status::Failed;
+  std::string Detail;
+  std::string Frozen; ///< inputs frozen to make the case compile
+  double Seconds = 0;
+};
+
+const char *statusName(Status s) {
+  switch (s) {
+  case Status::Passed: return "passed";
+  case Status::Failed: return "failed";
+  case Status::Unsupported: return "unsupported";
+  }
+  return "?";
+}
+
+std::string readAll(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string firstLine(const std::string &s) {
+  std::string line = s.substr(0, s.find('\n'));
+  const std::string prefix = "mlcc: error: ";
+  if (line.compare(0, prefix.size(), prefix) == 0)
+    line = line.substr(prefix.size());
+  return line.substr(0, 400);
+}
+
+test::Tolerance toleranceFor(const fs::path &caseDir) {
+  test::Tolerance tol;
+  fs::path json = caseDir / "data.json";
+  if (!fs::exists(json))
+    return tol;
+  std::string text = readAll(json.string());
+  std::smatch m;
+  static const std::regex rtol("\"rtol\"\\s*:\\s*([-+0-9.eE]+)");
+  static const std::regex atol("\"atol\"\\s*:\\s*([-+0-9.eE]+)");
+  if (std::regex_search(text, m, rtol))
+    tol.Rtol = std::stod(m[1]);
+  if (std::regex_search(text, m, atol))
+    tol.Atol = std::stod(m[1]);
+  return tol;
+}
+
+/// Sorted input_N.pb / output_N.pb files of a test data set.
+std::vector<fs::path> dataFiles(const fs::path &set, const std::string &prefix) {
+  std::vector<std::pair<int, fs::path>> files;
+  for (auto &e : fs::directory_iterator(set)) {
+    std::string name = e.path().filename().string();
+    if (name.rfind(prefix, 0) == 0 && name.size() > prefix.size() + 3 &&
+        name.substr(name.size() - 3) == ".pb")
+      files.push_back({std::stoi(name.substr(prefix.size())), e.path()});
+  }
+  std::sort(files.begin(), files.end());
+  std::vector<fs::path> out;
+  for (auto &f : files)
+    out.push_back(f.second);
+  return out;
+}
+
+class Harness {
+public:
+  explicit Harness(Options o) : O(std::move(o)) {}
+
+  int run() {
+    fs::create_directories(O.Work);
+    loadKnown();
+    buildDriver();
+    std::vector<std::pair<std::string, std::string>> cases;
+    for (auto &folder : O.Folders) {
+      fs::path dir = fs::path(O.Suite) / folder;
+      if (!fs::exists(dir))
+        continue;
+      std::vector<std::string> names;
+      for (auto &e : fs::directory_iterator(dir))
+        if (e.is_directory() && fs::exists(e.path() / "model.onnx"))
+          names.push_back(e.path().filename().string());
+      std::sort(names.begin(), names.end());
+      for (auto &n : names)
+        if (O.Filter.empty() || std::regex_search(folder + "/" + n, std::regex(O.Filter)))
+          cases.push_back({folder, n});
+    }
+    Results.resize(cases.size());
+    std::atomic<size_t> next{0};
+    int jobs = O.Jobs > 0 ? O.Jobs : (int)std::max(1u, std::thread::hardware_concurrency());
+    std::vector<std::thread> pool;
+    auto start = std::chrono::steady_clock::now();
+    for (int j = 0; j < jobs; ++j)
+      pool.emplace_back([&] {
+        for (size_t i; (i = next++) < cases.size();) {
+          Results[i] = runCase(cases[i].first, cases[i].second);
+          if (O.Verbose) {
+            std::lock_guard<std::mutex> lock(Mu);
+            std::cerr << statusName(Results[i].S) << " " << cases[i].first << "/"
+                      << cases[i].second << " " << Results[i].Detail << "\n";
+          }
+        }
+      });
+    for (auto &t : pool)
+      t.join();
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return report(secs);
+  }
+
+private:
+  void loadKnown() {
+    if (O.Known.empty())
+      return;
+    std::ifstream in(O.Known);
+    if (!in)
+      fail(ErrorKind::Io) << "cannot read known-failures list " << O.Known;
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.empty() || line[0] == '#')
+        continue;
+      std::istringstream ls(line);
+      std::string id, tag;
+      ls >> id;
+      // Optional backend tag: "node/test_x [llvm] reason".
+      std::string rest;
+      std::getline(ls, rest);
+      size_t p = rest.find_first_not_of(' ');
+      rest = p == std::string::npos ? "" : rest.substr(p);
+      if (rest.size() > 2 && rest[0] == '[') {
+        tag = rest.substr(1, rest.find(']') - 1);
+        if (tag != O.Backend)
+          continue;
+      }
+      Known.insert(id);
+    }
+  }
+
+  void buildDriver() {
+    DriverObj = (fs::path(O.Work) / "driver.o").string();
+    std::string log;
+    int rc = runProcess({"cc", "-std=c99", "-O1", "-Wall", "-Wextra", "-Werror",
+                         "-I", O.RuntimeInclude, "-c", O.Driver, "-o", DriverObj},
+                        &log);
+    if (rc != 0)
+      fail(ErrorKind::Io) << "cannot compile the driver: " << log;
+  }
+
+  std::vector<std::string> timeoutCmd() {
+    return {"timeout", "-k", "5", std::to_string(O.Timeout)};
+  }
+
+  Result runCase(const std::string &folder, const std::string &name) {
+    Result r;
+    r.Folder = folder;
+    r.Case = name;
+    auto start = std::chrono::steady_clock::now();
+    fs::path caseDir = fs::path(O.Suite) / folder / name;
+    fs::path work = fs::path(O.Work) / folder / name;
+    std::error_code ec;
+    fs::remove_all(work, ec);
+    fs::create_directories(work);
+    try {
+      runCaseIn(caseDir, work, r);
+    } catch (const std::exception &e) {
+      r.S = Status::Failed;
+      r.Detail = std::string("harness: ") + e.what();
+    }
+    if (r.S == Status::Passed && !O.Keep)
+      fs::remove_all(work, ec);
+    r.Seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return r;
+  }
+
+  void runCaseIn(const fs::path &caseDir, const fs::path &work, Result &r) {
+    std::vector<fs::path> sets;
+    for (auto &e : fs::directory_iterator(caseDir))
+      if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0)
+        sets.push_back(e.path());
+    std::sort(sets.begin(), sets.end());
+    if (sets.empty()) {
+      r.S = Status::Failed;
+      r.Detail = "harness: case has no test data";
+      return;
+    }
+    std::vector<fs::path> inFiles = dataFiles(sets[0], "input_");
+
+    // Compile, freezing inputs that mlcc needs at compile time.
+    std::string lib = (work / "libm.a").string();
+    std::vector<std::string> frozen;
+    std::string log;
+    int rc = 0;
+    std::vector<std::string> names; // graph input names, once known
+    for (int attempt = 0; attempt < 8; ++attempt) {
+      std::vector<std::string> cmd = timeoutCmd();
+      cmd.insert(cmd.end(), {O.Mlcc, (caseDir / "model.onnx").string(), "-o", lib,
+                             "--name", "m"});
+      cmd.insert(cmd.end(), O.MlccArgs.begin(), O.MlccArgs.end());
+      for (auto &f : frozen)
+        cmd.insert(cmd.end(), {"--freeze", f});
+      log.clear();
+      rc = runProcess(cmd, &log);
+      if (rc != 4)
+        break;
+      // "... freeze it with --freeze NAME=FILE.pb"
+      static const std::regex want("--freeze (.+)=FILE\\.pb");
+      std::smatch m;
+      if (!std::regex_search(log, m, want))
+        break;
+      std::string input = m[1].str();
+      int idx = graphInputIndex(caseDir, input);
+      if (idx < 0 || idx >= (int)inFiles.size())
+        break;
+      frozen.push_back(input + "=" + inFiles[(size_t)idx].string());
+      r.Frozen += (r.Frozen.empty() ? "" : " ") + input;
+    }
+    if (rc == 3 || rc == 4) {
+      r.S = Status::Unsupported;
+      r.Detail = firstLine(log);
+      return;
+    }
+    if (rc != 0) {
+      r.S = Status::Failed;
+      r.Detail = "mlcc exit " + std::to_string(rc) + ": " + firstLine(log);
+      return;
+    }
+
+    // Link the test program.
+    std::string exe = (work / "run").string();
+    log.clear();
+    rc = runProcess({"cc", "-o", exe, DriverObj, lib, "-lm"}, &log);
+    if (rc != 0) {
+      r.S = Status::Failed;
+      r.Detail = "link failed: " + firstLine(log);
+      return;
+    }
+
+    // Inputs the library still takes: the graph inputs minus frozen ones.
+    std::vector<std::string> allInputs = graphInputNames(caseDir);
+    std::vector<std::string> libInputs;
+    for (auto &n : allInputs)
+      if (std::find_if(frozen.begin(), frozen.end(), [&](const std::string &f) {
+            return f.compare(0, n.size() + 1, n + "=") == 0;
+          }) == frozen.end())
+        libInputs.push_back(n);
+
+    for (size_t s = 0; s < sets.size(); ++s) {
+      std::vector<fs::path> ins = dataFiles(sets[s], "input_");
+      std::vector<fs::path> outs = dataFiles(sets[s], "output_");
+      std::vector<std::string> cmd = timeoutCmd();
+      cmd.push_back(exe);
+      for (auto &want : libInputs) {
+        auto it = std::find(allInputs.begin(), allInputs.end(), want);
+        size_t idx = (size_t)(it - allInputs.begin());
+        if (it == allInputs.end() || idx >= ins.size()) {
+          r.S = Status::Failed;
+          r.Detail = "harness: no test data for input '" + want + "'";
+          return;
+        }
+        TensorPtr t = onnx::loadTensorFile(ins[idx].string());
+        std::string bin = (work / ("in" + std::to_string(idx) + ".bin")).string();
+        std::vector<uint8_t> bytes = t->denseBytes();
+        std::ofstream(bin, std::ios::binary)
+            .write((const char *)bytes.data(), (std::streamsize)bytes.size());
+        cmd.push_back(bin);
+      }
+      cmd.push_back("--");
+      for (size_t k = 0; k < outs.size(); ++k)
+        cmd.push_back((work / ("out" + std::to_string(k) + ".bin")).string());
+      log.clear();
+      rc = runProcess(cmd, &log);
+      if (rc != 0) {
+        r.S = Status::Failed;
+        r.Detail = "test program exit " + std::to_string(rc) + ": " + firstLine(log);
+        return;
+      }
+      test::Tolerance tol = toleranceFor(caseDir);
+      for (size_t k = 0; k < outs.size(); ++k) {
+        TensorPtr expected = onnx::loadTensorFile(outs[k].string());
+        std::string actual = readAll((work / ("out" + std::to_string(k) + ".bin")).string());
+        std::string diff = test::compareTensor(*expected, actual, tol);
+        if (!diff.empty()) {
+          r.S = Status::Failed;
+          r.Detail = "output " + std::to_string(k) + ": " + diff;
+          return;
+        }
+      }
+    }
+    r.S = Status::Passed;
+    if (!r.Frozen.empty())
+      r.Detail = "frozen: " + r.Frozen;
+  }
+
+  /// Graph input names (in order, initializers excluded) of a case's model.
+  std::vector<std::string> graphInputNames(const fs::path &caseDir) {
+    std::lock_guard<std::mutex> lock(Mu);
+    auto it = InputNameCache.find(caseDir.string());
+    if (it != InputNameCache.end())
+      return it->second;
+    std::vector<std::string> names = readGraphInputs((caseDir / "model.onnx").string());
+    InputNameCache[caseDir.string()] = names;
+    return names;
+  }
+
+  int graphInputIndex(const fs::path &caseDir, const std::string &name) {
+    std::vector<std::string> names = graphInputNames(caseDir);
+    auto it = std::find(names.begin(), names.end(), name);
+    return it == names.end() ? -1 : (int)(it - names.begin());
+  }
+
+  static std::vector<std::string> readGraphInputs(const std::string &model);
+
+  int report(double seconds) {
+    std::map<std::string, std::array<int, 3>> perFolder;
+    std::array<int, 3> total{0, 0, 0};
+    std::vector<std::string> unexpected, stale;
+    std::set<std::string> seen;
+    for (auto &r : Results) {
+      perFolder[r.Folder][(int)r.S]++;
+      total[(int)r.S]++;
+      std::string id = r.Folder + "/" + r.Case;
+      seen.insert(id);
+      bool known = Known.count(id) > 0;
+      if (r.S == Status::Failed && !known)
+        unexpected.push_back(id + ": " + r.Detail);
+      if (r.S != Status::Failed && known)
+        stale.push_back(id + " (" + statusName(r.S) + ")");
+    }
+    if (!O.Csv.empty()) {
+      std::ofstream csv(O.Csv);
+      csv << "folder,case,backend,status,frozen,seconds,detail\n";
+      for (auto &r : Results) {
+        std::string d = r.Detail;
+        std::replace(d.begin(), d.end(), '"', '\'');
+        csv << r.Folder << "," << r.Case << "," << O.Backend << ","
+            << statusName(r.S) << "," << r.Frozen << "," << r.Seconds << ",\""
+            << d << "\"\n";
+      }
+    }
+    for (auto &folder : O.Folders) {
+      if (!perFolder.count(folder))
+        continue;
+      auto &c = perFolder[folder];
+      std::printf("%-18s %4d passed, %4d failed, %4d unsupported (of %d) [%s]\n",
+                  (folder + ":").c_str(), c[0], c[1], c[2], c[0] + c[1] + c[2],
+                  O.Backend.c_str());
+    }
+    std::printf("conformance: %d passed, %d failed, %d unsupported [%s, %.0f s]\n",
+                total[0], total[1], total[2], O.Backend.c_str(), seconds);
+    int rc = 0;
+    if (!unexpected.empty()) {
+      std::printf("\n%zu unexpected failure(s) (not in %s):\n", unexpected.size(),
+                  O.Known.c_str());
+      for (auto &u : unexpected)
+        std::printf("  %s\n", u.c_str());
+      rc = 1;
+    }
+    if (!stale.empty()) {
+      std::printf("\n%zu case(s) in the known-failures list no longer fail; "
+                  "remove them from the list:\n", stale.size());
+      for (auto &s : stale)
+        std::printf("  %s\n", s.c_str());
+      rc = 1;
+    }
+    for (auto &m : O.MinPass) {
+      auto eq = m.find('=');
+      std::string folder = m.substr(0, eq);
+      int want = std::stoi(m.substr(eq + 1));
+      int got = perFolder.count(folder) ? perFolder[folder][0] : 0;
+      if (got < want) {
+        std::printf("\n%s: %d cases passed, fewer than the required %d\n",
+                    folder.c_str(), got, want);
+        rc = 1;
+      }
+    }
+    return rc;
+  }
+
+  Options O;
+  std::string DriverObj;
+  std::set<std::string> Known;
+  std::vector<Result> Results;
+  std::mutex Mu;
+  std::map<std::string, std::vector<std::string>> InputNameCache;
+};
+
+std::vector<std::string> Harness::readGraphInputs(const std::string &model) {
+  // The loader with every symbolic dimension unbound would fail; read the
+  // names straight from the protobuf instead.
+  return onnx::graphInputNames(model);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options o;
+  CLI::App app{"mlcc ONNX backend conformance harness", "mlcc-conformance"};
+  app.add_option("--suite", o.Suite, "Folder with node/, simple/, ...")->required();
+  app.add_option("--mlcc", o.Mlcc, "The mlcc executable")->required();
+  app.add_option("--runtime-include", o.RuntimeInclude, "Folder of mlcc.h")->required();
+  app.add_option("--driver", o.Driver, "driver.c")->required();
+  app.add_option("--work", o.Work, "Scratch folder")->required();
+  app.add_option("--known-failures", o.Known, "Known-failures list");
+  app.add_option("--csv", o.Csv, "Per-case CSV output");
+  app.add_option("--backend", o.Backend, "Label for the backend (and list tags)");
+  app.add_option("--mlcc-arg", o.MlccArgs, "Extra argument for mlcc (repeatable)");
+  app.add_option("--folders", o.Folders, "Folders to run")->delimiter(',');
+  app.add_option("--filter", o.Filter, "Regex on folder/case");
+  app.add_option("--min-pass", o.MinPass, "FOLDER=N: fail if fewer pass");
+  app.add_option("--jobs", o.Jobs, "Parallel cases (default: cores)");
+  app.add_option("--timeout", o.Timeout, "Seconds per step");
+  app.add_flag("-v,--verbose", o.Verbose, "Print every case");
+  app.add_flag("--keep", o.Keep, "Keep work folders of passing cases");
+  CLI11_PARSE(app, argc, argv);
+  if (!fs::exists(o.Suite)) {
+    std::printf("conformance: suite folder '%s' not found (../shared is "
+                "absent); skipping all conformance cases\n", o.Suite.c_str());
+    return 77;
+  }
+  try {
+    Harness h(o);
+    return h.run();
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "mlcc-conformance: %s\n", e.what());
+    return 1;
+  }
+}

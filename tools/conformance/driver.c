@@ -1,0 +1,106 @@
+/*
+ * driver.c - runs one compiled model on raw input files.
+ *
+ *   driver IN0.bin IN1.bin ... -- OUT0.bin OUT1.bin ...
+ *
+ * Links against a library compiled with --name m. Reads each input as the
+ * raw bytes of a dense tensor (sizes checked against m_info()), runs the
+ * model with a fresh arena, and writes each output's raw bytes. The arena
+ * and the outputs are surrounded by guard bytes: a kernel writing outside its
+ * buffers is reported as a failure instead of passing silently.
+ */
+#include "mlcc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+mlcc_status m_run_ptrs(const void *const *inputs, void *const *outputs,
+                       void *arena, size_t arena_size);
+const mlcc_model_info *m_info(void);
+
+#define GUARD 64
+#define GUARD_BYTE 0xA5
+
+static unsigned char *guarded_alloc(size_t n, size_t align) {
+  size_t total = GUARD + n + GUARD + align;
+  unsigned char *raw = malloc(total);
+  unsigned char *p;
+  if (!raw) return NULL;
+  memset(raw, GUARD_BYTE, total);
+  p = raw + GUARD;
+  p += (align - ((size_t)p % align)) % align;
+  /* Mark the usable region with a different pattern. */
+  memset(p, 0x5A, n);
+  return p;
+}
+
+static int guards_intact(const unsigned char *p, size_t n) {
+  size_t i;
+  for (i = 1; i <= GUARD / 2; ++i)
+    if (p[-(long)i] != GUARD_BYTE) return 0;
+  for (i = 0; i < GUARD / 2; ++i)
+    if (p[n + i] != GUARD_BYTE) return 0;
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  const mlcc_model_info *info = m_info();
+  int sep = 1, i;
+  const void **inputs;
+  void **outputs;
+  unsigned char *arena;
+  mlcc_status st;
+  while (sep < argc && strcmp(argv[sep], "--") != 0) sep++;
+  if (sep - 1 != info->num_inputs || argc - sep - 1 != info->num_outputs) {
+    fprintf(stderr, "driver: model has %d inputs and %d outputs\n",
+            (int)info->num_inputs, (int)info->num_outputs);
+    return 2;
+  }
+  inputs = calloc((size_t)info->num_inputs + 1, sizeof *inputs);
+  outputs = calloc((size_t)info->num_outputs + 1, sizeof *outputs);
+  for (i = 0; i < info->num_inputs; ++i) {
+    size_t n = info->inputs[i].size_bytes;
+    unsigned char *buf = guarded_alloc(n, 64);
+    FILE *f = fopen(argv[1 + i], "rb");
+    long len;
+    if (!f) { fprintf(stderr, "driver: cannot open %s\n", argv[1 + i]); return 2; }
+    fseek(f, 0, SEEK_END);
+    len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    if ((size_t)len != n || (n && fread(buf, 1, n, f) != n)) {
+      fprintf(stderr, "driver: input %d ('%s') needs %zu bytes, file has %ld\n",
+              i, info->inputs[i].name, n, len);
+      return 2;
+    }
+    fclose(f);
+    inputs[i] = buf;
+  }
+  for (i = 0; i < info->num_outputs; ++i)
+    outputs[i] = guarded_alloc(info->outputs[i].size_bytes, 64);
+  arena = guarded_alloc(info->arena_size, info->arena_align);
+  st = m_run_ptrs(inputs, outputs, info->arena_size ? arena : NULL, info->arena_size);
+  if (st != MLCC_OK) {
+    fprintf(stderr, "driver: run failed: %s\n", mlcc_status_string(st));
+    return 3;
+  }
+  if (!guards_intact(arena, info->arena_size)) {
+    fprintf(stderr, "driver: the model wrote outside its arena\n");
+    return 4;
+  }
+  for (i = 0; i < info->num_outputs; ++i) {
+    size_t n = info->outputs[i].size_bytes;
+    FILE *f;
+    if (!guards_intact(outputs[i], n)) {
+      fprintf(stderr, "driver: the model wrote outside output %d\n", i);
+      return 4;
+    }
+    f = fopen(argv[sep + 1 + i], "wb");
+    if (!f || (n && fwrite(outputs[i], 1, n, f) != n)) {
+      fprintf(stderr, "driver: cannot write %s\n", argv[sep + 1 + i]);
+      return 2;
+    }
+    fclose(f);
+  }
+  return 0;
+}

@@ -1,0 +1,91 @@
+//===- main.cpp - The mlcc command line -----------------------------------===//
+//
+//   mlcc model.onnx -o libmodel.a        static library + model.h
+//   mlcc model.onnx -o model.c           C source + model.h
+//   mlcc model.onnx --emit graph -o -    the optimized graph IR on stdout
+//
+// Options become a PipelineOptions and a Driver request; all errors end in
+// one line on stderr and a non-zero exit, with no output file written.
+//
+//===----------------------------------------------------------------------===//
+#include "tools/mlcc/Driver.h"
+
+#include "compiler/pack/Header.h"
+#include "compiler/support/Error.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <new>
+
+int main(int argc, char **argv) {
+  mlcc::DriverOptions o;
+  CLI::App app{"mlcc: compiles an ONNX model into a static library with a C "
+               "interface (no runtime, no malloc).\n\nExamples:\n"
+               "  mlcc model.onnx -o libmodel.a         library + model.h\n"
+               "  mlcc model.onnx -o model.c            portable C99 source + model.h\n"
+               "  mlcc model.onnx --dim batch=1 -o libm.a   bind a symbolic dimension\n"
+               "  mlcc model.onnx --emit graph -o -     print the optimized graph\n",
+               "mlcc"};
+  app.add_option("model", o.Model, "The ONNX model file")->required();
+  app.add_option("-o,--output", o.Output,
+                 "Output file; its extension picks what is written: .a "
+                 "(library), .o (object), .c (C source), .h (header only); "
+                 "'-' writes text outputs to stdout")
+      ->required();
+  app.add_option("--emit", o.Emit,
+                 "What to write instead of what -o's extension implies: "
+                 "lib, obj, c, header, graph, kernels")
+      ->check(CLI::IsMember({"lib", "obj", "c", "header", "graph", "kernels"}));
+  app.add_option("--name", o.Name,
+                 "Prefix of every generated C symbol (default: the output "
+                 "file name without 'lib' and extension)");
+  app.add_option("--dim", o.Dims,
+                 "Bind a symbolic input dimension: NAME=VALUE (repeatable)");
+  app.add_option("--freeze", o.Freeze,
+                 "Make a graph input a compile-time constant: NAME=FILE.pb "
+                 "(a serialized TensorProto; repeatable)");
+  app.add_option("--backend", o.Backend,
+                 "How the library is built: 'c' compiles the generated C "
+                 "with the host C compiler ($CC, default cc)")
+      ->check(CLI::IsMember({"c"}));
+  app.add_option("--dump-ir", o.DumpIr,
+                 "Print the graph IR after passes: after-all, after-change "
+                 "or after-<pass>");
+  app.add_option("--dump-ir-dir", o.DumpIrDir,
+                 "Write --dump-ir output as files NNN_<pass>.txt in this folder");
+  app.add_flag("--time-passes", o.TimePasses, "Print the time of each pass");
+  app.add_flag("-v,--verbose", o.Verbose, "Print a summary of the result");
+  app.footer("Exit status: 0 success; 1 invalid model or I/O error; 2 bad "
+             "usage; 3 the model uses something mlcc does not support; 4 an "
+             "input must be known at compile time (see --freeze); 70 "
+             "internal error.");
+  app.set_version_flag("--version", std::string("mlcc ") + mlcc::pack::mlccVersion());
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    return app.exit(e);
+  }
+
+  try {
+    mlcc::runDriver(o);
+    return 0;
+  } catch (const mlcc::CompileError &e) {
+    std::fprintf(stderr, "mlcc: error: %s\n", e.what());
+    switch (e.kind()) {
+    case mlcc::ErrorKind::Usage: return 2;
+    case mlcc::ErrorKind::Unsupported: return 3;
+    case mlcc::ErrorKind::DataDependent: return 4;
+    case mlcc::ErrorKind::Internal: return 70;
+    default: return 1;
+    }
+  } catch (const std::bad_alloc &) {
+    std::fprintf(stderr, "mlcc: error: out of memory\n");
+    return 1;
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "mlcc: error: internal error: %s\n", e.what());
+    return 70;
+  }
+}
