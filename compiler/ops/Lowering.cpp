@@ -251,6 +251,46 @@ void lowerElementwise(LowerCtx &c, const ScalarFn &fn) {
   });
 }
 
+void lowerReduction(LowerCtx &c, const TensorRef &x, const TensorRef &y,
+                    const std::vector<int64_t> &axes, const Reduction &r) {
+  std::vector<bool> reduced(x.rank(), false);
+  int64_t count = 1;
+  for (int64_t a : axes) {
+    reduced[(size_t)a] = true;
+    count *= x.shape()[(size_t)a];
+  }
+  std::vector<int64_t> outer, inner;
+  for (size_t d = 0; d < x.rank(); ++d)
+    (reduced[d] ? inner : outer).push_back(x.shape()[d]);
+  KernelBuilder &b = c.b();
+  b.loops(outer, [&](const std::vector<Expr> &o) {
+    Local acc = b.local("acc", r.AccType);
+    b.set(acc, r.Init);
+    b.loops(inner, [&](const std::vector<Expr> &in) {
+      std::vector<Expr> idx;
+      size_t io = 0, ii = 0;
+      for (size_t d = 0; d < x.rank(); ++d)
+        idx.push_back(reduced[d] ? in[ii++] : o[io++]);
+      Expr v = cast(r.AccType, x.load(idx));
+      if (r.Map)
+        v = r.Map(v);
+      b.set(acc, r.Combine(acc.get(), v));
+    }, "r");
+    Expr result = r.Finish ? r.Finish(acc.get(), count) : acc.get();
+    // Output index: outer indices, with 0 for kept reduced axes.
+    std::vector<Expr> oidx;
+    size_t io = 0;
+    bool kept = y.rank() == x.rank();
+    for (size_t d = 0; d < x.rank(); ++d) {
+      if (!reduced[d])
+        oidx.push_back(o[io++]);
+      else if (kept)
+        oidx.push_back(indexConst(0));
+    }
+    y.store(oidx, cast(y.computeType(), result));
+  }, "o");
+}
+
 void addElementwise(OpRegistry &R, const std::string &name, int64_t since,
                     ScalarFn fn, std::function<void(ir::Node &)> infer,
                     const std::string &domain) {

@@ -134,6 +134,22 @@ using ScalarFn = std::function<Expr(const std::vector<Expr> &args)>;
 /// the values are in compute type and the result is stored with conversion.
 void lowerElementwise(LowerCtx &c, const ScalarFn &fn);
 
+/// A reduction: for every output element, acc = Init; then for each input
+/// element of the reduced axes acc = Combine(acc, Map(x)); the output is
+/// Finish(acc, count). Values are in the accumulator type `AccType`.
+struct Reduction {
+  DType AccType;
+  Expr Init;
+  std::function<Expr(Expr acc, Expr x)> Combine;
+  std::function<Expr(Expr x)> Map;                   ///< default: identity
+  std::function<Expr(Expr acc, int64_t count)> Finish; ///< default: identity
+};
+
+/// Reduces `x` over `axes` (normalized, any order) into `y`, whose shape is
+/// x's with the reduced axes removed or kept as 1 (both are accepted).
+void lowerReduction(LowerCtx &c, const TensorRef &x, const TensorRef &y,
+                    const std::vector<int64_t> &axes, const Reduction &r);
+
 /// Registers a one-input elementwise op computing `fn`, with `infer`
 /// defaulting to inferSameAsInput.
 void addElementwise(OpRegistry &R, const std::string &name, int64_t since,

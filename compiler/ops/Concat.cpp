@@ -1,0 +1,58 @@
+//===- Concat.cpp - Concat ------------------------------------------------===//
+#include "compiler/ops/Lowering.h"
+
+namespace mlcc::ops {
+
+using namespace kir;
+
+namespace {
+
+int64_t concatAxis(const ir::Node &n) {
+  if (!n.hasAttr("axis") && n.Opset < 4)
+    return 1;
+  return normalizeAxis(n, n.requireInt("axis"), (int64_t)n.inShape(0).size());
+}
+
+void inferConcat(ir::Node &n) {
+  requireSameDTypes(n);
+  int64_t axis = concatAxis(n);
+  Shape out = n.inShape(0);
+  out[(size_t)axis] = 0;
+  for (size_t i = 0; i < n.Inputs.size(); ++i) {
+    const Shape &s = n.inShape(i);
+    if (s.size() != out.size())
+      n.error() << "input " << i << " has rank " << s.size() << ", input 0 has " << out.size();
+    for (size_t d = 0; d < s.size(); ++d)
+      if ((int64_t)d != axis && s[d] != out[d])
+        n.error() << "input " << i << " has shape " << shapeToString(s)
+                  << ", incompatible with " << shapeToString(n.inShape(0))
+                  << " outside axis " << axis;
+    out[(size_t)axis] += s[(size_t)axis];
+  }
+  n.setOutput(0, n.inDType(0), out);
+}
+
+void lowerConcat(LowerCtx &c) {
+  int64_t axis = concatAxis(c.node());
+  TensorRef y = c.out(0);
+  int64_t offset = 0;
+  // One loop nest per input, copying it into its slice of the output.
+  for (size_t i = 0; i < c.node().Inputs.size(); ++i) {
+    TensorRef x = c.in(i);
+    c.b().loops(x.shape(), [&](const std::vector<Expr> &idx) {
+      std::vector<Expr> o = idx;
+      o[(size_t)axis] = o[(size_t)axis] + offset;
+      y.store(o, x.load(idx));
+    });
+    offset += x.shape()[(size_t)axis];
+  }
+}
+
+} // namespace
+
+MLCC_OPS(Concat) {
+  R.add({.Name = "Concat", .SinceVersion = 1, .Fusion = FusionClass::Injective,
+         .Infer = inferConcat, .Lower = lowerConcat});
+}
+
+} // namespace mlcc::ops
