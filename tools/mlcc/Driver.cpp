@@ -8,8 +8,11 @@
 #include "compiler/support/Process.h"
 #include "frontends/onnx/OnnxLoader.h"
 #include "targets/c/CEmitter.h"
+#include "targets/llvm/Targets.h"
 
 #include <cctype>
+#include <chrono>
+#include <optional>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -36,9 +39,13 @@ std::string emitKindFor(const DriverOptions &o) {
     return "c";
   if (ext == ".h")
     return "header";
+  if (ext == ".ll")
+    return "llvm";
+  if (ext == ".s" || ext == ".S")
+    return "asm";
   fail(ErrorKind::Usage) << "cannot tell what to write from the output name '"
                          << o.Output
-                         << "': use an extension .a, .o, .c or .h, or --emit";
+                         << "': use an extension .a, .o, .c, .h, .ll or .s, or --emit";
   return "";
 }
 
@@ -115,11 +122,23 @@ struct TempDir {
   }
 };
 
-/// Compiles the C source with the host compiler into an object file at
-/// `objPath` (a temporary of OutputFiles or a scratch file).
-void compileC(const std::string &source, const std::string &header,
-              const std::string &name, const std::string &objPath,
-              const TempDir &tmp) {
+std::string readBinary(const std::string &path) {
+  FILE *f = std::fopen(path.c_str(), "rb");
+  if (!f)
+    fail(ErrorKind::Io) << "cannot read '" << path << "'";
+  std::string data;
+  char buf[65536];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0)
+    data.append(buf, n);
+  std::fclose(f);
+  return data;
+}
+
+/// Compiles the generated C with the host compiler; returns the object.
+std::string compileC(const std::string &source, const std::string &header,
+                     const std::string &name) {
+  TempDir tmp;
   auto writeFile = [&](const std::string &file, const std::string &text) {
     FILE *f = std::fopen((tmp.Path + "/" + file).c_str(), "wb");
     if (!f || std::fwrite(text.data(), 1, text.size(), f) != text.size())
@@ -138,23 +157,96 @@ void compileC(const std::string &source, const std::string &header,
     fail(ErrorKind::Internal) << "internal error: the C compiler '" << compiler
                               << "' failed on the generated code (exit " << rc
                               << "): " << log.substr(0, 2000);
-  std::error_code ec;
-  std::filesystem::copy_file(tmp.Path + "/" + name + ".o", objPath,
-                             std::filesystem::copy_options::overwrite_existing, ec);
-  if (ec)
-    fail(ErrorKind::Io) << "cannot write object file: " << ec.message();
+  return readBinary(tmp.Path + "/" + name + ".o");
+}
+
+std::string jsonString(const std::string &s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    if ((unsigned char)c < 32)
+      continue;
+    out += c;
+  }
+  return out + "\"";
+}
+
+/// The --report JSON and the -v table.
+void report(const DriverOptions &o, const kir::Program &p,
+            const llvmgen::TargetSpec &t, const llvmgen::ObjectStats *stats,
+            pack::OutputFiles &out) {
+  if (o.Verbose) {
+    std::fprintf(stderr, "mlcc: %-14s %s (%s%s%s)\n", "target", t.Name.c_str(),
+                 t.Triple.c_str(), t.Cpu.empty() ? "" : ", cpu ", t.Cpu.c_str());
+    std::fprintf(stderr, "mlcc: %-14s %zu (%zu calls)\n", "kernels", p.Kernels.size(),
+                 p.Calls.size());
+    if (stats)
+      std::fprintf(stderr, "mlcc: %-14s %lld bytes\n", "code", (long long)stats->CodeBytes);
+    std::fprintf(stderr, "mlcc: %-14s %lld bytes\n", "weights", (long long)p.weightBytes());
+    std::fprintf(stderr, "mlcc: %-14s %lld bytes (align %lld)\n", "arena",
+                 (long long)p.ArenaSize, (long long)p.ArenaAlign);
+    if (stats) {
+      std::string u;
+      for (auto &s : stats->Undefined)
+        u += (u.empty() ? "" : " ") + s;
+      std::fprintf(stderr, "mlcc: %-14s %s\n", "undefined", u.empty() ? "(none)" : u.c_str());
+    }
+  }
+  if (o.Report.empty())
+    return;
+  std::string j = "{\n";
+  j += "  \"model\": " + jsonString(o.Model) + ",\n";
+  j += "  \"name\": " + jsonString(p.Name) + ",\n";
+  j += "  \"target\": " + jsonString(t.Name) + ",\n";
+  j += "  \"triple\": " + jsonString(t.Triple) + ",\n";
+  j += "  \"cpu\": " + jsonString(t.Cpu) + ",\n";
+  j += "  \"backend\": " + jsonString(o.Backend) + ",\n";
+  j += "  \"kernels\": " + std::to_string(p.Kernels.size()) + ",\n";
+  j += "  \"calls\": " + std::to_string(p.Calls.size()) + ",\n";
+  if (stats) {
+    j += "  \"code_bytes\": " + std::to_string(stats->CodeBytes) + ",\n";
+    j += "  \"data_bytes\": " + std::to_string(stats->DataBytes) + ",\n";
+    j += "  \"writable_bytes\": " + std::to_string(stats->WritableBytes) + ",\n";
+  }
+  j += "  \"weight_bytes\": " + std::to_string(p.weightBytes()) + ",\n";
+  j += "  \"arena_bytes\": " + std::to_string(p.ArenaSize) + ",\n";
+  j += "  \"arena_align\": " + std::to_string(p.ArenaAlign) + ",\n";
+  j += "  \"undefined_symbols\": [";
+  if (stats)
+    for (size_t i = 0; i < stats->Undefined.size(); ++i)
+      j += (i ? ", " : "") + jsonString(stats->Undefined[i]);
+  j += "]\n}\n";
+  out.write(o.Report, j);
 }
 
 } // namespace
+
+void listTargets() {
+  std::printf("%-16s %-32s %-14s %s\n", "TARGET", "TRIPLE", "CPU", "DESCRIPTION");
+  for (auto &t : llvmgen::targetPresets())
+    std::printf("%-16s %-32s %-14s %s\n", t.Name.c_str(), t.Triple.c_str(),
+                t.Name == "host" ? "(this CPU)" : t.Cpu.c_str(), t.Description.c_str());
+  std::printf("\nAny other LLVM triple is accepted too (normalized), with --cpu and "
+              "--features.\n");
+}
 
 void runDriver(const DriverOptions &o) {
   std::string kind = emitKindFor(o);
   bool toStdout = o.Output == "-";
   if (toStdout && kind != "graph" && kind != "kernels" && kind != "c" &&
-      kind != "header")
+      kind != "header" && kind != "llvm" && kind != "asm")
     fail(ErrorKind::Usage) << "--emit " << kind << " cannot be written to stdout";
   if (!toStdout)
     pack::OutputFiles::checkWritable(o.Output);
+  if (!o.Report.empty())
+    pack::OutputFiles::checkWritable(o.Report);
+  if (o.Backend == "c" && o.Target != "host")
+    fail(ErrorKind::Usage) << "--backend c builds for the host only; use the "
+                              "default LLVM backend for --target " << o.Target;
+  if (o.OptLevel < 0 || o.OptLevel > 3)
+    fail(ErrorKind::Usage) << "-O" << o.OptLevel << " is not an optimization level (0-3)";
+  llvmgen::TargetSpec target = llvmgen::resolveTarget(o.Target, o.Cpu, o.Features);
 
   std::string name = modelName(o);
   onnx::LoadOptions lo = loadOptions(o);
@@ -179,6 +271,20 @@ void runDriver(const DriverOptions &o) {
   std::string header;
   if (kind != "graph" && kind != "kernels")
     header = pack::writeHeader(program, o.Model);
+  llvmgen::CodegenOptions cg;
+  cg.OptLevel = o.OptLevel;
+  cg.SizeOpt = o.SizeOpt;
+  std::optional<llvmgen::ObjectStats> stats;
+
+  auto timed = [&](const char *what, auto fn) {
+    auto start = std::chrono::steady_clock::now();
+    auto result = fn();
+    if (o.TimePasses)
+      std::fprintf(stderr, "mlcc: pass %-22s %8.2f ms\n", what,
+                   std::chrono::duration<double, std::milli>(
+                       std::chrono::steady_clock::now() - start).count());
+    return result;
+  };
 
   if (kind == "graph") {
     emitText(ir::printGraph(*graph));
@@ -190,35 +296,28 @@ void runDriver(const DriverOptions &o) {
     emitText(cgen::emitC(program, name + ".h"));
     if (!toStdout)
       out.write(headerPath, header);
+  } else if (kind == "llvm" || kind == "asm") {
+    emitText(timed("llvm-codegen", [&] {
+      return llvmgen::compileProgram(program, target, cg,
+                                     kind == "llvm" ? llvmgen::OutputKind::LlvmIr
+                                                    : llvmgen::OutputKind::Assembly);
+    }));
   } else if (kind == "obj" || kind == "lib") {
-    TempDir tmp;
-    std::string source = cgen::emitC(program, name + ".h");
-    if (kind == "obj") {
-      compileC(source, header, name, out.temporaryFor(o.Output), tmp);
-    } else {
-      std::string obj = tmp.Path + "/" + name + ".o.copy";
-      compileC(source, header, name, obj, tmp);
-      // Deterministic archive (D: zero timestamps and ids).
-      std::string archive =
-          std::filesystem::absolute(out.temporaryFor(o.Output)).string();
-      std::filesystem::copy_file(obj, tmp.Path + "/" + name + "_model.o");
-      std::string log;
-      int rc = runProcess({"ar", "rcsD", archive, name + "_model.o"}, &log,
-                          tmp.Path);
-      if (rc != 0)
-        fail(ErrorKind::Io) << "cannot create the archive: " << log;
-    }
+    std::string obj = timed("codegen", [&] {
+      return o.Backend == "c" ? compileC(cgen::emitC(program, name + ".h"), header, name)
+                              : llvmgen::compileProgram(program, target, cg,
+                                                        llvmgen::OutputKind::Object);
+    });
+    stats = llvmgen::inspectObject(obj);
+    if (kind == "obj")
+      out.write(o.Output, obj);
+    else
+      out.write(o.Output, llvmgen::makeArchive({{name + ".o", obj}}));
     out.write(headerPath, header);
   }
+  if (kind != "graph")
+    report(o, program, target, stats ? &*stats : nullptr, out);
   out.commit();
-
-  if (o.Verbose && kind != "graph") {
-    std::fprintf(stderr,
-                 "mlcc: %s: %zu kernels, %zu calls, weights %lld bytes, arena "
-                 "%lld bytes\n",
-                 name.c_str(), program.Kernels.size(), program.Calls.size(),
-                 (long long)program.weightBytes(), (long long)program.ArenaSize);
-  }
 }
 
 } // namespace mlcc

@@ -13,11 +13,19 @@ struct DriverOptions {
   std::string Name;
   std::vector<std::string> Dims;   ///< NAME=VALUE
   std::vector<std::string> Freeze; ///< NAME=FILE.pb
-  std::string Backend = "c";
+  std::string Backend = "llvm"; ///< llvm, or c (host C compiler)
+  std::string Target = "host";
+  std::string Cpu, Features;
+  int OptLevel = 3;
+  bool SizeOpt = false;
+  std::string Report; ///< --report FILE.json
   std::string DumpIr, DumpIrDir;
   bool TimePasses = false;
   bool Verbose = false;
 };
+
+/// Prints the target presets (--list-targets).
+void listTargets();
 
 /// Compiles and writes the outputs; throws CompileError on any problem
 /// (and then leaves no output file behind).

@@ -28,16 +28,17 @@ int main(int argc, char **argv) {
                "  mlcc model.onnx --dim batch=1 -o libm.a   bind a symbolic dimension\n"
                "  mlcc model.onnx --emit graph -o -     print the optimized graph\n",
                "mlcc"};
-  app.add_option("model", o.Model, "The ONNX model file")->required();
+  bool list = false;
+  app.add_flag("--list-targets", list, "List the target presets and exit");
+  app.add_option("model", o.Model, "The ONNX model file");
   app.add_option("-o,--output", o.Output,
                  "Output file; its extension picks what is written: .a "
                  "(library), .o (object), .c (C source), .h (header only); "
-                 "'-' writes text outputs to stdout")
-      ->required();
+                 "'-' writes text outputs to stdout");
   app.add_option("--emit", o.Emit,
                  "What to write instead of what -o's extension implies: "
-                 "lib, obj, c, header, graph, kernels")
-      ->check(CLI::IsMember({"lib", "obj", "c", "header", "graph", "kernels"}));
+                 "lib, obj, c, header, graph, kernels, llvm, asm")
+      ->check(CLI::IsMember({"lib", "obj", "c", "header", "graph", "kernels", "llvm", "asm"}));
   app.add_option("--name", o.Name,
                  "Prefix of every generated C symbol (default: the output "
                  "file name without 'lib' and extension)");
@@ -46,17 +47,30 @@ int main(int argc, char **argv) {
   app.add_option("--freeze", o.Freeze,
                  "Make a graph input a compile-time constant: NAME=FILE.pb "
                  "(a serialized TensorProto; repeatable)");
+  app.add_option("--target", o.Target,
+                 "A preset (see --list-targets: host, aarch64-linux, cortex-m4, "
+                 "riscv64-linux, ...) or any LLVM triple (default: host)");
+  app.add_option("--cpu", o.Cpu, "Override the target CPU (LLVM CPU name)");
+  app.add_option("--features", o.Features,
+                 "Extra target features, LLVM syntax: +neon,-fp64");
+  app.add_option("-O", o.OptLevel, "Optimization level 0-3 (default 3)");
+  app.add_flag("--Os", o.SizeOpt, "Optimize for code size");
   app.add_option("--backend", o.Backend,
-                 "How the library is built: 'c' compiles the generated C "
-                 "with the host C compiler ($CC, default cc)")
-      ->check(CLI::IsMember({"c"}));
+                 "How object code is made: 'llvm' (default, any target) or 'c' "
+                 "(compile the generated C with the host C compiler $CC)")
+      ->check(CLI::IsMember({"llvm", "c"}));
+  app.add_option("--report", o.Report,
+                 "Write a JSON report: code, weight and arena bytes, undefined "
+                 "symbols of the library");
   app.add_option("--dump-ir", o.DumpIr,
                  "Print the graph IR after passes: after-all, after-change "
                  "or after-<pass>");
   app.add_option("--dump-ir-dir", o.DumpIrDir,
                  "Write --dump-ir output as files NNN_<pass>.txt in this folder");
   app.add_flag("--time-passes", o.TimePasses, "Print the time of each pass");
-  app.add_flag("-v,--verbose", o.Verbose, "Print a summary of the result");
+  app.add_flag("-v,--verbose", o.Verbose,
+               "Print a summary: target, kernels, code/weight/arena bytes, "
+               "undefined symbols");
   app.footer("Exit status: 0 success; 1 invalid model or I/O error; 2 bad "
              "usage; 3 the model uses something mlcc does not support; 4 an "
              "input must be known at compile time (see --freeze); 70 "
@@ -70,6 +84,13 @@ int main(int argc, char **argv) {
   }
 
   try {
+    if (list) {
+      mlcc::listTargets();
+      return 0;
+    }
+    if (o.Model.empty() || o.Output.empty())
+      mlcc::fail(mlcc::ErrorKind::Usage)
+          << "need a model and -o OUTPUT (see mlcc --help)";
     mlcc::runDriver(o);
     return 0;
   } catch (const mlcc::CompileError &e) {

@@ -1,0 +1,670 @@
+#include "targets/llvm/LLVMEmitter.h"
+
+#include "compiler/pack/Header.h"
+#include "compiler/support/Error.h"
+#include "compiler/support/Float16.h"
+
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/DataLayout.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/MDBuilder.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <map>
+
+namespace mlcc::llvmgen {
+
+using namespace kir;
+using llvm::IRBuilder;
+using llvm::Value;
+
+namespace {
+
+/// Module-wide state: types, helper functions, libm declarations.
+class ModuleEmitter {
+public:
+  ModuleEmitter(llvm::LLVMContext &ctx, llvm::Module &m,
+                const llvm::DataLayout &dl)
+      : Ctx(ctx), M(m), DL(dl) {
+    IndexTy = llvm::IntegerType::get(Ctx, DL.getPointerSizeInBits(0));
+    PtrTy = llvm::PointerType::get(Ctx, 0);
+  }
+
+  llvm::LLVMContext &Ctx;
+  llvm::Module &M;
+  const llvm::DataLayout &DL;
+  llvm::IntegerType *IndexTy;
+  llvm::PointerType *PtrTy;
+
+  /// Type of a value of `t` in registers.
+  llvm::Type *valueType(DType t) {
+    switch (t) {
+    case DType::F32: return llvm::Type::getFloatTy(Ctx);
+    case DType::F64: return llvm::Type::getDoubleTy(Ctx);
+    case DType::F16:
+    case DType::BF16: return llvm::Type::getInt16Ty(Ctx);
+    case DType::Bool: return llvm::Type::getInt1Ty(Ctx);
+    case DType::I8:
+    case DType::U8: return llvm::Type::getInt8Ty(Ctx);
+    case DType::I16:
+    case DType::U16: return llvm::Type::getInt16Ty(Ctx);
+    case DType::I32:
+    case DType::U32: return llvm::Type::getInt32Ty(Ctx);
+    case DType::I64:
+    case DType::U64: return llvm::Type::getInt64Ty(Ctx);
+    case DType::Index: return IndexTy;
+    default:
+      MLCC_CHECK(false, "no LLVM type for " << dtypeName(t));
+    }
+    return nullptr;
+  }
+
+  /// Type of an element of `t` in memory (Bool is a byte).
+  llvm::Type *memoryType(DType t) {
+    return t == DType::Bool ? llvm::Type::getInt8Ty(Ctx) : valueType(t);
+  }
+
+  /// A libm function `name` of signature T(T[, T]).
+  llvm::FunctionCallee libm(const std::string &name, llvm::Type *t, int args) {
+    std::vector<llvm::Type *> params((size_t)args, t);
+    auto *fty = llvm::FunctionType::get(t, params, false);
+    llvm::FunctionCallee f = M.getOrInsertFunction(name, fty);
+    if (auto *fn = llvm::dyn_cast<llvm::Function>(f.getCallee())) {
+      fn->setDoesNotThrow();
+      fn->setOnlyAccessesInaccessibleMemory(); // errno at most
+    }
+    return f;
+  }
+
+  llvm::Function *halfToFloat() { return helper("mlcc.h2f", true, false); }
+  llvm::Function *floatToHalf() { return helper("mlcc.f2h", false, false); }
+  llvm::Function *bf16ToFloat() { return helper("mlcc.bf2f", true, true); }
+  llvm::Function *floatToBf16() { return helper("mlcc.f2bf", false, true); }
+
+private:
+  /// 16-bit float conversions as small internal functions (always inlined).
+  llvm::Function *helper(const std::string &name, bool toFloat, bool bf16) {
+    if (auto *f = M.getFunction(name))
+      return f;
+    llvm::Type *f32 = llvm::Type::getFloatTy(Ctx), *i16 = llvm::Type::getInt16Ty(Ctx),
+               *i32 = llvm::Type::getInt32Ty(Ctx);
+    auto *fty = llvm::FunctionType::get(toFloat ? f32 : i16, {toFloat ? i16 : f32}, false);
+    auto *f = llvm::Function::Create(fty, llvm::GlobalValue::InternalLinkage, name, M);
+    f->addFnAttr(llvm::Attribute::AlwaysInline);
+    f->addFnAttr(llvm::Attribute::NoUnwind);
+    auto *bb = llvm::BasicBlock::Create(Ctx, "entry", f);
+    IRBuilder<> b(bb);
+    Value *arg = f->getArg(0);
+    auto c32 = [&](uint32_t v) { return llvm::ConstantInt::get(i32, v); };
+    if (bf16 && toFloat) {
+      Value *x = b.CreateShl(b.CreateZExt(arg, i32), 16);
+      b.CreateRet(b.CreateBitCast(x, f32));
+      return f;
+    }
+    if (bf16) {
+      Value *x = b.CreateBitCast(arg, i32);
+      Value *isNan = b.CreateICmpUGT(b.CreateAnd(x, c32(0x7fffffffu)), c32(0x7f800000u));
+      Value *nan = b.CreateOr(b.CreateLShr(x, 16), c32(0x40u));
+      Value *lsb = b.CreateAnd(b.CreateLShr(x, 16), c32(1));
+      Value *rounded = b.CreateLShr(b.CreateAdd(b.CreateAdd(x, c32(0x7fffu)), lsb), 16);
+      b.CreateRet(b.CreateTrunc(b.CreateSelect(isNan, nan, rounded), i16));
+      return f;
+    }
+    if (toFloat) {
+      Value *h = b.CreateZExt(arg, i32);
+      Value *sign = b.CreateShl(b.CreateAnd(h, c32(0x8000u)), 16);
+      Value *e = b.CreateAnd(b.CreateLShr(h, 10), c32(0x1fu));
+      Value *m = b.CreateAnd(h, c32(0x3ffu));
+      Value *special = b.CreateOr(b.CreateOr(sign, c32(0x7f800000u)), b.CreateShl(m, 13));
+      Value *normal = b.CreateOr(
+          b.CreateOr(sign, b.CreateShl(b.CreateAdd(e, c32(112)), 23)), b.CreateShl(m, 13));
+      Value *sub = b.CreateFMul(b.CreateUIToFP(m, f32),
+                                llvm::ConstantFP::get(f32, 1.0 / 16777216.0));
+      sub = b.CreateSelect(b.CreateICmpNE(sign, c32(0)), b.CreateFNeg(sub), sub);
+      Value *bits = b.CreateSelect(b.CreateICmpEQ(e, c32(0x1f)), special, normal);
+      Value *asFloat = b.CreateBitCast(bits, f32);
+      b.CreateRet(b.CreateSelect(b.CreateICmpEQ(e, c32(0)), sub, asFloat));
+      return f;
+    }
+    // float -> half, round to nearest even.
+    Value *x = b.CreateBitCast(arg, i32);
+    Value *sign = b.CreateAnd(b.CreateLShr(x, 16), c32(0x8000u));
+    Value *ax = b.CreateAnd(x, c32(0x7fffffffu));
+    Value *infNan = b.CreateOr(
+        b.CreateOr(sign, c32(0x7c00u)),
+        b.CreateSelect(b.CreateICmpUGT(ax, c32(0x7f800000u)), c32(0x200u), c32(0)));
+    Value *overflow = b.CreateOr(sign, c32(0x7c00u));
+    // Subnormal: scale to units of 2^-24 and round half to even.
+    Value *a = b.CreateFMul(b.CreateBitCast(ax, f32), llvm::ConstantFP::get(f32, 16777216.0));
+    Value *n = b.CreateFPToUI(b.CreateSelect(b.CreateICmpULT(ax, c32(0x38800000u)), a,
+                                             llvm::ConstantFP::get(f32, 0.0)),
+                              i32);
+    Value *r = b.CreateFSub(a, b.CreateUIToFP(n, f32));
+    Value *half = llvm::ConstantFP::get(f32, 0.5);
+    Value *up = b.CreateOr(b.CreateFCmpOGT(r, half),
+                           b.CreateAnd(b.CreateFCmpOEQ(r, half),
+                                       b.CreateICmpNE(b.CreateAnd(n, c32(1)), c32(0))));
+    Value *subnormal = b.CreateOr(sign, b.CreateAdd(n, b.CreateZExt(up, i32)));
+    // Normal.
+    Value *hn = b.CreateOr(b.CreateShl(b.CreateSub(b.CreateLShr(ax, 23), c32(112)), 10),
+                           b.CreateLShr(b.CreateAnd(ax, c32(0x7fffffu)), 13));
+    Value *rest = b.CreateAnd(ax, c32(0x1fffu));
+    Value *upN = b.CreateOr(b.CreateICmpUGT(rest, c32(0x1000u)),
+                            b.CreateAnd(b.CreateICmpEQ(rest, c32(0x1000u)),
+                                        b.CreateICmpNE(b.CreateAnd(hn, c32(1)), c32(0))));
+    Value *normal = b.CreateOr(sign, b.CreateAdd(hn, b.CreateZExt(upN, i32)));
+    Value *res = b.CreateSelect(b.CreateICmpULT(ax, c32(0x38800000u)), subnormal, normal);
+    res = b.CreateSelect(b.CreateICmpUGE(ax, c32(0x477ff000u)), overflow, res);
+    res = b.CreateSelect(b.CreateICmpUGE(ax, c32(0x7f800000u)), infNan, res);
+    b.CreateRet(b.CreateTrunc(res, i16));
+    return f;
+  }
+};
+
+/// Translates one kernel into a function.
+class KernelEmitter {
+public:
+  KernelEmitter(ModuleEmitter &me, llvm::Function *f, llvm::BasicBlock *entry)
+      : ME(me), F(f), B(me.Ctx), Entry(entry) {}
+
+  void bindParam(const BufferNode *buf, Value *ptr) { Buffers[buf] = ptr; }
+
+  void stmt(const Stmt &s) {
+    switch (s->Kind) {
+    case StmtKind::Block:
+      for (auto &c : s->Body)
+        stmt(c);
+      return;
+    case StmtKind::For:
+      forLoop(*s);
+      return;
+    case StmtKind::Store: {
+      Value *v = expr(s->Value);
+      if (s->Buf->Type == DType::Bool)
+        v = B.CreateZExt(v, B.getInt8Ty());
+      B.CreateStore(v, address(s->Buf.get(), expr(s->Index)));
+      return;
+    }
+    case StmtKind::If: {
+      Value *c = expr(s->Cond);
+      auto *thenBB = llvm::BasicBlock::Create(ME.Ctx, "then", F);
+      auto *elseBB = s->Else ? llvm::BasicBlock::Create(ME.Ctx, "else", F) : nullptr;
+      auto *merge = llvm::BasicBlock::Create(ME.Ctx, "endif", F);
+      B.CreateCondBr(c, thenBB, elseBB ? elseBB : merge);
+      B.SetInsertPoint(thenBB);
+      stmt(s->Inner);
+      B.CreateBr(merge);
+      if (elseBB) {
+        B.SetInsertPoint(elseBB);
+        stmt(s->Else);
+        B.CreateBr(merge);
+      }
+      B.SetInsertPoint(merge);
+      return;
+    }
+    case StmtKind::Alloc: {
+      // Stack slots live in the entry block so that SROA promotes them.
+      IRBuilder<> eb(Entry, Entry->begin());
+      llvm::Type *t = ME.memoryType(s->Buf->Type);
+      Value *slot = eb.CreateAlloca(t, llvm::ConstantInt::get(ME.IndexTy, s->Buf->Size),
+                                    s->Buf->Name);
+      Buffers[s->Buf.get()] = slot;
+      stmt(s->Inner);
+      Buffers.erase(s->Buf.get());
+      return;
+    }
+    }
+  }
+
+  IRBuilder<> &builder() { return B; }
+
+private:
+  Value *address(const BufferNode *buf, Value *index) {
+    auto it = Buffers.find(buf);
+    MLCC_CHECK(it != Buffers.end(), "buffer " << buf->Name << " not bound");
+    return B.CreateInBoundsGEP(ME.memoryType(buf->Type), it->second, index);
+  }
+
+  void forLoop(const StmtNode &s) {
+    Value *begin = expr(s.Begin), *end = expr(s.End);
+    llvm::BasicBlock *pre = B.GetInsertBlock();
+    auto *header = llvm::BasicBlock::Create(ME.Ctx, "loop", F);
+    auto *body = llvm::BasicBlock::Create(ME.Ctx, "body", F);
+    auto *exit = llvm::BasicBlock::Create(ME.Ctx, "endloop", F);
+    B.CreateBr(header);
+    B.SetInsertPoint(header);
+    llvm::PHINode *i = B.CreatePHI(ME.IndexTy, 2, s.LoopVar->Name);
+    i->addIncoming(begin, pre);
+    B.CreateCondBr(B.CreateICmpSLT(i, end), body, exit);
+    B.SetInsertPoint(body);
+    Vars[s.LoopVar.get()] = i;
+    stmt(s.Inner);
+    Vars.erase(s.LoopVar.get());
+    Value *next = B.CreateAdd(i, llvm::ConstantInt::get(ME.IndexTy, 1), "", true, true);
+    llvm::BranchInst *back = B.CreateBr(header);
+    i->addIncoming(next, B.GetInsertBlock());
+    if (s.Loop == LoopKind::Vectorized || s.Loop == LoopKind::Unrolled) {
+      llvm::MDNode *hint = llvm::MDNode::get(
+          ME.Ctx, {llvm::MDString::get(ME.Ctx, s.Loop == LoopKind::Vectorized
+                                                   ? "llvm.loop.vectorize.enable"
+                                                   : "llvm.loop.unroll.full"),
+                   llvm::ConstantAsMetadata::get(B.getTrue())});
+      llvm::MDNode *self = llvm::MDNode::getDistinct(ME.Ctx, {nullptr, hint});
+      self->replaceOperandWith(0, self);
+      back->setMetadata(llvm::LLVMContext::MD_loop, self);
+    }
+    B.SetInsertPoint(exit);
+  }
+
+  llvm::Constant *constant(const ExprNode &e) {
+    llvm::Type *t = ME.valueType(e.Type);
+    switch (e.Type) {
+    case DType::F32:
+    case DType::F64:
+      return llvm::ConstantFP::get(t, e.FloatValue);
+    case DType::F16:
+      return llvm::ConstantInt::get(t, floatToHalf((float)e.FloatValue));
+    case DType::BF16:
+      return llvm::ConstantInt::get(t, floatToBfloat16((float)e.FloatValue));
+    default:
+      return llvm::ConstantInt::get(t, (uint64_t)e.IntValue, isSignedInt(e.Type));
+    }
+  }
+
+  Value *expr(const Expr &e) {
+    switch (e->Kind) {
+    case ExprKind::Const:
+      return constant(*e);
+    case ExprKind::VarRef: {
+      auto it = Vars.find(e->V.get());
+      MLCC_CHECK(it != Vars.end(), "variable " << e->V->Name << " not bound");
+      return it->second;
+    }
+    case ExprKind::Load: {
+      Value *v = B.CreateLoad(ME.memoryType(e->Buf->Type),
+                              address(e->Buf.get(), expr(e->A)));
+      if (e->Buf->Type == DType::Bool)
+        v = B.CreateICmpNE(v, B.getInt8(0));
+      return v;
+    }
+    case ExprKind::Unary:
+      return unary(e->Un, e->A->Type, expr(e->A));
+    case ExprKind::Binary:
+      return binary(e->Bin, e->A->Type, expr(e->A), expr(e->B));
+    case ExprKind::Select:
+      return B.CreateSelect(expr(e->A), expr(e->B), expr(e->C));
+    case ExprKind::Cast:
+      return castValue(e->Type, e->A->Type, expr(e->A));
+    }
+    return nullptr;
+  }
+
+  Value *intrinsic(llvm::Intrinsic::ID id, Value *a, Value *b = nullptr) {
+    std::vector<Value *> args = {a};
+    if (b)
+      args.push_back(b);
+    return B.CreateIntrinsic(id, {a->getType()}, args);
+  }
+
+  Value *libcall(const char *name, DType t, Value *a, Value *b = nullptr) {
+    std::string n = name;
+    if (t == DType::F32)
+      n += "f";
+    llvm::FunctionCallee f = ME.libm(n, a->getType(), b ? 2 : 1);
+    return b ? B.CreateCall(f, {a, b}) : B.CreateCall(f, {a});
+  }
+
+  Value *unary(UnOp op, DType t, Value *a) {
+    if (isFloat(t)) {
+      using namespace llvm;
+      switch (op) {
+      case UnOp::Neg: return B.CreateFNeg(a);
+      case UnOp::Abs: return intrinsic(Intrinsic::fabs, a);
+      case UnOp::Sqrt: return intrinsic(Intrinsic::sqrt, a);
+      case UnOp::Exp: return intrinsic(Intrinsic::exp, a);
+      case UnOp::Log: return intrinsic(Intrinsic::log, a);
+      case UnOp::Sin: return intrinsic(Intrinsic::sin, a);
+      case UnOp::Cos: return intrinsic(Intrinsic::cos, a);
+      case UnOp::Floor: return intrinsic(Intrinsic::floor, a);
+      case UnOp::Ceil: return intrinsic(Intrinsic::ceil, a);
+      case UnOp::Round: return intrinsic(Intrinsic::rint, a);
+      case UnOp::Trunc: return intrinsic(Intrinsic::trunc, a);
+      case UnOp::Tan: return libcall("tan", t, a);
+      case UnOp::Asin: return libcall("asin", t, a);
+      case UnOp::Acos: return libcall("acos", t, a);
+      case UnOp::Atan: return libcall("atan", t, a);
+      case UnOp::Sinh: return libcall("sinh", t, a);
+      case UnOp::Cosh: return libcall("cosh", t, a);
+      case UnOp::Tanh: return libcall("tanh", t, a);
+      case UnOp::Asinh: return libcall("asinh", t, a);
+      case UnOp::Acosh: return libcall("acosh", t, a);
+      case UnOp::Atanh: return libcall("atanh", t, a);
+      case UnOp::Erf: return libcall("erf", t, a);
+      case UnOp::IsNaN: return B.CreateFCmpUNO(a, a);
+      case UnOp::IsInf:
+        return B.CreateFCmpOEQ(intrinsic(Intrinsic::fabs, a),
+                               llvm::ConstantFP::getInfinity(a->getType()));
+      default:
+        MLCC_CHECK(false, "unary " << unOpName(op) << " on float");
+      }
+    }
+    switch (op) {
+    case UnOp::Neg: return B.CreateNeg(a);
+    case UnOp::Not: return B.CreateNot(a);
+    case UnOp::BitNot: return B.CreateNot(a);
+    case UnOp::Abs:
+      if (isUnsignedInt(t))
+        return a;
+      return B.CreateSelect(B.CreateICmpSLT(a, llvm::ConstantInt::get(a->getType(), 0)),
+                            B.CreateNeg(a), a);
+    default:
+      MLCC_CHECK(false, "unary " << unOpName(op) << " on " << dtypeName(t));
+    }
+    return nullptr;
+  }
+
+  Value *binary(BinOp op, DType t, Value *a, Value *b) {
+    if (isFloat(t)) {
+      switch (op) {
+      case BinOp::Add: return B.CreateFAdd(a, b);
+      case BinOp::Sub: return B.CreateFSub(a, b);
+      case BinOp::Mul: return B.CreateFMul(a, b);
+      case BinOp::Div: return B.CreateFDiv(a, b);
+      case BinOp::Rem: return libcall("fmod", t, a, b);
+      case BinOp::Pow: return intrinsic(llvm::Intrinsic::pow, a, b);
+      case BinOp::Min:
+        return B.CreateSelect(B.CreateOr(B.CreateFCmpUNO(a, a), B.CreateFCmpOLT(a, b)), a, b);
+      case BinOp::Max:
+        return B.CreateSelect(B.CreateOr(B.CreateFCmpUNO(a, a), B.CreateFCmpOGT(a, b)), a, b);
+      case BinOp::Eq: return B.CreateFCmpOEQ(a, b);
+      case BinOp::Ne: return B.CreateFCmpUNE(a, b);
+      case BinOp::Lt: return B.CreateFCmpOLT(a, b);
+      case BinOp::Le: return B.CreateFCmpOLE(a, b);
+      case BinOp::Gt: return B.CreateFCmpOGT(a, b);
+      case BinOp::Ge: return B.CreateFCmpOGE(a, b);
+      default:
+        MLCC_CHECK(false, "binary " << binOpName(op) << " on float");
+      }
+    }
+    bool uns = isUnsignedInt(t);
+    unsigned width = a->getType()->getIntegerBitWidth();
+    auto zero = llvm::ConstantInt::get(a->getType(), 0);
+    switch (op) {
+    case BinOp::Add: return B.CreateAdd(a, b);
+    case BinOp::Sub: return B.CreateSub(a, b);
+    case BinOp::Mul: return B.CreateMul(a, b);
+    case BinOp::Div: return uns ? B.CreateUDiv(a, b) : B.CreateSDiv(a, b);
+    case BinOp::Rem: return uns ? B.CreateURem(a, b) : B.CreateSRem(a, b);
+    case BinOp::Min:
+      return B.CreateSelect(uns ? B.CreateICmpULT(a, b) : B.CreateICmpSLT(a, b), a, b);
+    case BinOp::Max:
+      return B.CreateSelect(uns ? B.CreateICmpUGT(a, b) : B.CreateICmpSGT(a, b), a, b);
+    case BinOp::And: return B.CreateAnd(a, b);
+    case BinOp::Or: return B.CreateOr(a, b);
+    case BinOp::Xor: return B.CreateXor(a, b);
+    case BinOp::BitAnd: return B.CreateAnd(a, b);
+    case BinOp::BitOr: return B.CreateOr(a, b);
+    case BinOp::BitXor: return B.CreateXor(a, b);
+    case BinOp::Shl:
+    case BinOp::Shr: {
+      // Shifts by >= width are defined (0, or -1 for negative signed >>).
+      Value *big = B.CreateICmpUGE(b, llvm::ConstantInt::get(b->getType(), width));
+      Value *safe = B.CreateSelect(big, zero, b);
+      Value *r, *overflow = zero;
+      if (op == BinOp::Shl) {
+        r = B.CreateShl(a, safe);
+      } else if (uns) {
+        r = B.CreateLShr(a, safe);
+      } else {
+        r = B.CreateAShr(a, safe);
+        overflow = B.CreateSelect(B.CreateICmpSLT(a, zero),
+                                  llvm::ConstantInt::getSigned(a->getType(), -1), zero);
+      }
+      return B.CreateSelect(big, overflow, r);
+    }
+    case BinOp::Eq: return B.CreateICmpEQ(a, b);
+    case BinOp::Ne: return B.CreateICmpNE(a, b);
+    case BinOp::Lt: return uns ? B.CreateICmpULT(a, b) : B.CreateICmpSLT(a, b);
+    case BinOp::Le: return uns ? B.CreateICmpULE(a, b) : B.CreateICmpSLE(a, b);
+    case BinOp::Gt: return uns ? B.CreateICmpUGT(a, b) : B.CreateICmpSGT(a, b);
+    case BinOp::Ge: return uns ? B.CreateICmpUGE(a, b) : B.CreateICmpSGE(a, b);
+    default:
+      MLCC_CHECK(false, "binary " << binOpName(op) << " on " << dtypeName(t));
+    }
+    return nullptr;
+  }
+
+  Value *castValue(DType to, DType from, Value *a) {
+    if (to == from)
+      return a;
+    if (from == DType::F16)
+      return castValue(to, DType::F32, B.CreateCall(ME.halfToFloat(), {a}));
+    if (from == DType::BF16)
+      return castValue(to, DType::F32, B.CreateCall(ME.bf16ToFloat(), {a}));
+    if (to == DType::F16)
+      return B.CreateCall(ME.floatToHalf(), {castValue(DType::F32, from, a)});
+    if (to == DType::BF16)
+      return B.CreateCall(ME.floatToBf16(), {castValue(DType::F32, from, a)});
+    llvm::Type *t = ME.valueType(to);
+    if (to == DType::Bool) {
+      if (isFloat(from))
+        return B.CreateFCmpUNE(a, llvm::ConstantFP::get(a->getType(), 0.0));
+      return B.CreateICmpNE(a, llvm::ConstantInt::get(a->getType(), 0));
+    }
+    if (isFloat(to)) {
+      if (isFloat(from))
+        return B.CreateFPCast(a, t);
+      if (from == DType::Bool || isUnsignedInt(from))
+        return B.CreateUIToFP(a, t);
+      return B.CreateSIToFP(a, t);
+    }
+    if (isFloat(from)) {
+      auto id = isUnsignedInt(to) ? llvm::Intrinsic::fptoui_sat : llvm::Intrinsic::fptosi_sat;
+      return B.CreateIntrinsic(id, {t, a->getType()}, {a});
+    }
+    // Integer to integer: extend by the source's signedness.
+    bool srcSigned = isSignedInt(from);
+    return B.CreateIntCast(a, t, srcSigned);
+  }
+
+  ModuleEmitter &ME;
+  llvm::Function *F;
+  IRBuilder<> B;
+  llvm::BasicBlock *Entry;
+  std::map<const BufferNode *, Value *> Buffers;
+  std::map<const VarNode *, Value *> Vars;
+};
+
+} // namespace
+
+std::unique_ptr<llvm::Module> emitModule(const Program &p, llvm::LLVMContext &ctx,
+                                         const std::string &triple,
+                                         const llvm::DataLayout &layout) {
+  auto mod = std::make_unique<llvm::Module>(p.Name, ctx);
+  mod->setTargetTriple(triple);
+  mod->setDataLayout(layout);
+  ModuleEmitter me(ctx, *mod, layout);
+  llvm::Type *i8 = llvm::Type::getInt8Ty(ctx), *i32 = llvm::Type::getInt32Ty(ctx),
+             *i64 = llvm::Type::getInt64Ty(ctx);
+  llvm::Type *ptr = me.PtrTy, *size = me.IndexTy;
+
+  // Constant data.
+  std::vector<llvm::GlobalVariable *> consts;
+  for (auto &c : p.Constants) {
+    llvm::Type *et = me.memoryType(c.Type);
+    size_t n = std::max<size_t>((size_t)c.Count, 1);
+    std::string bytes(c.Bytes.begin(), c.Bytes.end());
+    bytes.resize(n * dtypeSize(c.Type), '\0');
+    MLCC_CHECK(et->isFloatTy() || et->isDoubleTy() || et->isIntegerTy(),
+               "constant of type " << dtypeName(c.Type));
+    llvm::Constant *init = llvm::ConstantDataArray::getRaw(bytes, n, et);
+    auto *g = new llvm::GlobalVariable(*mod, init->getType(), true,
+                                       llvm::GlobalValue::InternalLinkage, init, c.Name);
+    g->setAlignment(llvm::Align(64));
+    g->setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
+    consts.push_back(g);
+  }
+
+  // Kernels.
+  std::vector<llvm::Function *> kernels;
+  for (auto &k : p.Kernels) {
+    std::vector<llvm::Type *> params(k.Params.size(), ptr);
+    auto *fty = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), params, false);
+    auto *f = llvm::Function::Create(fty, llvm::GlobalValue::InternalLinkage, k.Name, *mod);
+    f->addFnAttr(llvm::Attribute::NoUnwind);
+    f->addFnAttr(llvm::Attribute::NoInline);
+    for (size_t i = 0; i < k.Params.size(); ++i) {
+      f->addParamAttr((unsigned)i, llvm::Attribute::NoAlias);
+      f->addParamAttr((unsigned)i, llvm::Attribute::NoCapture);
+      f->getArg((unsigned)i)->setName(k.Params[i]->Name);
+    }
+    auto *entry = llvm::BasicBlock::Create(ctx, "entry", f);
+    auto *start = llvm::BasicBlock::Create(ctx, "start", f);
+    KernelEmitter ke(me, f, entry);
+    for (size_t i = 0; i < k.Params.size(); ++i)
+      ke.bindParam(k.Params[i].get(), f->getArg((unsigned)i));
+    ke.builder().SetInsertPoint(start);
+    ke.stmt(k.Body);
+    ke.builder().CreateRetVoid();
+    IRBuilder<> eb(entry);
+    eb.CreateBr(start);
+    kernels.push_back(f);
+  }
+
+  // NAME_run(in, out, arena, arena_size).
+  auto *runTy = llvm::FunctionType::get(i32, {ptr, ptr, ptr, size}, false);
+  auto *run = llvm::Function::Create(runTy, llvm::GlobalValue::ExternalLinkage,
+                                     p.Name + "_run", *mod);
+  run->addFnAttr(llvm::Attribute::NoUnwind);
+  {
+    IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", run));
+    Value *in = run->getArg(0), *out = run->getArg(1), *arena = run->getArg(2),
+          *arenaSize = run->getArg(3);
+    auto check = [&](Value *bad, int status) {
+      auto *err = llvm::BasicBlock::Create(ctx, "error", run);
+      auto *ok = llvm::BasicBlock::Create(ctx, "ok", run);
+      b.CreateCondBr(bad, err, ok);
+      b.SetInsertPoint(err);
+      b.CreateRet(llvm::ConstantInt::get(i32, status));
+      b.SetInsertPoint(ok);
+    };
+    auto isNull = [&](Value *v) { return b.CreateIsNull(v); };
+    check(b.CreateOr(isNull(in), isNull(out)), 1);
+    std::vector<Value *> inPtrs, outPtrs;
+    for (size_t i = 0; i < p.Inputs.size(); ++i) {
+      Value *slot = b.CreateConstInBoundsGEP1_64(ptr, in, i);
+      inPtrs.push_back(b.CreateLoad(ptr, slot, p.Inputs[i].CName));
+      check(isNull(inPtrs.back()), 1);
+    }
+    for (size_t i = 0; i < p.Outputs.size(); ++i) {
+      Value *slot = b.CreateConstInBoundsGEP1_64(ptr, out, i);
+      outPtrs.push_back(b.CreateLoad(ptr, slot, p.Outputs[i].CName));
+      check(isNull(outPtrs.back()), 1);
+    }
+    if (p.ArenaSize > 0) {
+      check(isNull(arena), 2);
+      check(b.CreateICmpULT(arenaSize, llvm::ConstantInt::get(size, (uint64_t)p.ArenaSize)), 3);
+      Value *addr = b.CreatePtrToInt(arena, size);
+      check(b.CreateICmpNE(b.CreateAnd(addr, llvm::ConstantInt::get(size, (uint64_t)p.ArenaAlign - 1)),
+                           llvm::ConstantInt::get(size, 0)),
+            4);
+    }
+    for (auto &c : p.Calls) {
+      std::vector<Value *> args;
+      for (auto &s : c.Args) {
+        switch (s.Kind) {
+        case StorageKind::Input: args.push_back(inPtrs[s.Index]); break;
+        case StorageKind::Output: args.push_back(outPtrs[s.Index]); break;
+        case StorageKind::Constant: args.push_back(consts[s.Index]); break;
+        case StorageKind::Arena:
+          args.push_back(b.CreateConstInBoundsGEP1_64(
+              i8, arena, (uint64_t)p.ArenaBuffers[s.Index].Offset));
+          break;
+        }
+      }
+      b.CreateCall(kernels[c.KernelIndex], args);
+    }
+    b.CreateRet(llvm::ConstantInt::get(i32, 0));
+  }
+
+  // NAME_run_ptrs: the structs are arrays of pointers, so this forwards.
+  auto *runPtrs = llvm::Function::Create(runTy, llvm::GlobalValue::ExternalLinkage,
+                                         p.Name + "_run_ptrs", *mod);
+  runPtrs->addFnAttr(llvm::Attribute::NoUnwind);
+  {
+    IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", runPtrs));
+    std::vector<Value *> args;
+    for (auto &a : runPtrs->args())
+      args.push_back(&a);
+    b.CreateRet(b.CreateCall(run, args));
+  }
+
+  // NAME_info(): constant structs laid out by the target's data layout.
+  auto *tensorInfoTy = llvm::StructType::create(ctx, {ptr, i32, i32, ptr, size}, "mlcc_tensor_info");
+  auto *modelInfoTy = llvm::StructType::create(
+      ctx, {ptr, ptr, i32, ptr, i32, ptr, size, size, size}, "mlcc_model_info");
+  auto cstr = [&](const std::string &s, const std::string &name) -> llvm::Constant * {
+    auto *init = llvm::ConstantDataArray::getString(ctx, s, true);
+    auto *g = new llvm::GlobalVariable(*mod, init->getType(), true,
+                                       llvm::GlobalValue::PrivateLinkage, init, name);
+    g->setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
+    return g;
+  };
+  auto table = [&](const std::vector<IoTensor> &ts, const std::string &kind) -> llvm::Constant * {
+    if (ts.empty())
+      return llvm::ConstantPointerNull::get(me.PtrTy);
+    std::vector<llvm::Constant *> rows;
+    for (size_t i = 0; i < ts.size(); ++i) {
+      std::vector<llvm::Constant *> dims;
+      for (int64_t d : ts[i].Dims)
+        dims.push_back(llvm::ConstantInt::get(i64, (uint64_t)d));
+      if (dims.empty())
+        dims.push_back(llvm::ConstantInt::get(i64, 0));
+      auto *shapeInit = llvm::ConstantArray::get(llvm::ArrayType::get(i64, dims.size()), dims);
+      auto *shape = new llvm::GlobalVariable(*mod, shapeInit->getType(), true,
+                                             llvm::GlobalValue::PrivateLinkage, shapeInit,
+                                             p.Name + "_" + kind + std::to_string(i) + "_shape");
+      rows.push_back(llvm::ConstantStruct::get(
+          tensorInfoTy,
+          {cstr(ts[i].Name, p.Name + "_" + kind + std::to_string(i) + "_name"),
+           llvm::ConstantInt::get(i32, (uint64_t)ts[i].Type),
+           llvm::ConstantInt::get(i32, ts[i].Dims.size()), shape,
+           llvm::ConstantInt::get(size, (uint64_t)ts[i].bytes())}));
+    }
+    auto *init = llvm::ConstantArray::get(llvm::ArrayType::get(tensorInfoTy, rows.size()), rows);
+    return new llvm::GlobalVariable(*mod, init->getType(), true,
+                                    llvm::GlobalValue::PrivateLinkage, init,
+                                    p.Name + "_" + kind + "_info");
+  };
+  llvm::Constant *infoInit = llvm::ConstantStruct::get(
+      modelInfoTy,
+      {cstr(p.Name, p.Name + "_name"), cstr(pack::mlccVersion(), p.Name + "_version"),
+       llvm::ConstantInt::get(i32, p.Inputs.size()), table(p.Inputs, "input"),
+       llvm::ConstantInt::get(i32, p.Outputs.size()), table(p.Outputs, "output"),
+       llvm::ConstantInt::get(size, (uint64_t)p.ArenaSize),
+       llvm::ConstantInt::get(size, (uint64_t)p.ArenaAlign),
+       llvm::ConstantInt::get(size, (uint64_t)p.weightBytes())});
+  auto *infoVar = new llvm::GlobalVariable(*mod, modelInfoTy, true,
+                                           llvm::GlobalValue::PrivateLinkage, infoInit,
+                                           p.Name + "_model_info");
+  auto *infoFn = llvm::Function::Create(llvm::FunctionType::get(ptr, {}, false),
+                                        llvm::GlobalValue::ExternalLinkage,
+                                        p.Name + "_info", *mod);
+  infoFn->addFnAttr(llvm::Attribute::NoUnwind);
+  {
+    IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", infoFn));
+    b.CreateRet(infoVar);
+  }
+
+  std::string err;
+  llvm::raw_string_ostream es(err);
+  if (llvm::verifyModule(*mod, &es))
+    fail(ErrorKind::Internal) << "internal error: invalid LLVM module: " << es.str().substr(0, 1000);
+  return mod;
+}
+
+} // namespace mlcc::llvmgen

@@ -1,0 +1,31 @@
+//===- LLVMEmitter.h - Kernel IR to LLVM IR -------------------------------===//
+//
+// Translates a program (kernels, constants, calls, model info) into an LLVM
+// module for a given target data layout. Like the C emitter it knows kernel
+// IR only. Index arithmetic uses the target's pointer width; 16-bit floats
+// are converted with bit operations emitted in the module, so the library
+// needs no compiler runtime helpers.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "compiler/kernel/Program.h"
+
+#include <memory>
+
+namespace llvm {
+class LLVMContext;
+class Module;
+class DataLayout;
+} // namespace llvm
+
+namespace mlcc::llvmgen {
+
+/// Builds the module for `p`. `triple` and `layout` come from the target
+/// machine so that struct layouts (the model info) match the target's C ABI.
+std::unique_ptr<llvm::Module> emitModule(const kir::Program &p,
+                                         llvm::LLVMContext &ctx,
+                                         const std::string &triple,
+                                         const llvm::DataLayout &layout);
+
+} // namespace mlcc::llvmgen

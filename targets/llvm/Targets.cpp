@@ -1,0 +1,300 @@
+#include "targets/llvm/Targets.h"
+
+#include "compiler/support/Error.h"
+#include "targets/llvm/LLVMEmitter.h"
+
+#include <llvm/ADT/StringMap.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/MC/MCSubtargetInfo.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Object/ArchiveWriter.h>
+#include <llvm/Object/ObjectFile.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/Target/TargetOptions.h>
+#include <llvm/TargetParser/Host.h>
+#include <llvm/TargetParser/Triple.h>
+
+#include <algorithm>
+#include <mutex>
+#include <set>
+
+namespace mlcc::llvmgen {
+
+namespace {
+
+void initLlvm() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeAllTargetInfos();
+    llvm::InitializeAllTargets();
+    llvm::InitializeAllTargetMCs();
+    llvm::InitializeAllAsmPrinters();
+  });
+}
+
+std::string hostFeatures() {
+  std::vector<std::string> on;
+  for (auto &f : llvm::sys::getHostCPUFeatures())
+    if (f.second)
+      on.push_back("+" + f.first().str());
+  std::sort(on.begin(), on.end());
+  std::string s;
+  for (auto &f : on)
+    s += (s.empty() ? "" : ",") + f;
+  return s;
+}
+
+TargetSpec preset(std::string name, std::string triple, std::string cpu,
+                  std::string features, std::string abi, bool hardFloat, bool pic,
+                  std::string description) {
+  TargetSpec t;
+  t.Name = std::move(name);
+  t.Triple = llvm::Triple::normalize(triple);
+  t.Cpu = std::move(cpu);
+  t.Features = std::move(features);
+  t.Abi = std::move(abi);
+  t.HardFloat = hardFloat;
+  t.Pic = pic;
+  t.Description = std::move(description);
+  return t;
+}
+
+} // namespace
+
+std::vector<TargetSpec> targetPresets() {
+  return {
+      preset("host", llvm::sys::getDefaultTargetTriple(), "", "", "", false, true,
+             "this machine: its CPU and all its features"),
+      preset("x86_64", "x86_64-unknown-linux-gnu", "x86-64", "", "", false, true,
+             "portable x86-64 Linux (baseline SSE2)"),
+      preset("x86_64-v3", "x86_64-unknown-linux-gnu", "x86-64-v3", "", "", false, true,
+             "x86-64 Linux with AVX2/FMA (Haswell and newer)"),
+      preset("aarch64-linux", "aarch64-unknown-linux-gnu", "cortex-a72", "+neon", "",
+             false, true, "64-bit Arm Linux, Cortex-A72 class with NEON"),
+      preset("cortex-m0plus", "thumbv6m-none-eabi", "cortex-m0plus", "", "", false, false,
+             "Arm Cortex-M0+ bare metal, no FPU (soft float)"),
+      preset("cortex-m4", "thumbv7em-none-eabihf", "cortex-m4", "", "", true, false,
+             "Arm Cortex-M4F bare metal, FPv4-SP-D16, hard-float ABI"),
+      preset("cortex-m7", "thumbv7em-none-eabihf", "cortex-m7", "", "", true, false,
+             "Arm Cortex-M7 bare metal, FPv5-D16, hard-float ABI"),
+      preset("cortex-m55", "thumbv8.1m.main-none-eabihf", "cortex-m55", "", "", true, false,
+             "Arm Cortex-M55 bare metal, Helium (MVE) with float, hard-float ABI"),
+      preset("riscv64-linux", "riscv64-unknown-linux-gnu", "generic-rv64",
+             "+m,+a,+f,+d,+c", "lp64d", false, true, "RISC-V 64 Linux, rv64gc"),
+      preset("riscv64-linux-v", "riscv64-unknown-linux-gnu", "generic-rv64",
+             "+m,+a,+f,+d,+c,+v", "lp64d", false, true,
+             "RISC-V 64 Linux, rv64gcv (vector extension)"),
+      preset("riscv32", "riscv32-unknown-none-elf", "generic-rv32", "+m,+a,+c", "ilp32",
+             false, false, "RISC-V 32 bare metal, rv32imac (soft float)"),
+      preset("riscv32f", "riscv32-unknown-none-elf", "generic-rv32", "+m,+a,+f,+c",
+             "ilp32f", false, false, "RISC-V 32 bare metal, rv32imafc (hard single float)"),
+  };
+}
+
+TargetSpec resolveTarget(const std::string &target, const std::string &cpu,
+                         const std::string &features) {
+  initLlvm();
+  TargetSpec t;
+  bool found = false;
+  for (auto &p : targetPresets())
+    if (p.Name == target) {
+      t = p;
+      found = true;
+    }
+  if (!found) {
+    if (target.find('-') == std::string::npos)
+      fail(ErrorKind::Usage) << "unknown target '" << target
+                             << "': use a preset (see --list-targets) or an LLVM triple";
+    t.Name = target;
+    t.Triple = llvm::Triple::normalize(target);
+    llvm::Triple tr(t.Triple);
+    t.HardFloat = tr.getEnvironment() == llvm::Triple::EABIHF ||
+                  tr.getEnvironment() == llvm::Triple::GNUEABIHF ||
+                  tr.getEnvironment() == llvm::Triple::MuslEABIHF;
+    t.Pic = tr.getOS() != llvm::Triple::UnknownOS;
+    t.Cpu = "generic";
+  }
+  if (t.Name == "host") {
+    t.Cpu = llvm::sys::getHostCPUName().str();
+    t.Features = hostFeatures();
+  }
+  if (!cpu.empty())
+    t.Cpu = cpu;
+  if (!features.empty())
+    t.Features = t.Features.empty() ? features : t.Features + "," + features;
+  llvm::Triple tr(t.Triple);
+  if (tr.isRISCV() && t.Abi.empty()) {
+    bool d = t.Features.find("+d") != std::string::npos;
+    bool f = t.Features.find("+f") != std::string::npos;
+    t.Abi = std::string(tr.isArch64Bit() ? "lp64" : "ilp32") + (d ? "d" : f ? "f" : "");
+  }
+  std::string err;
+  const llvm::Target *target_ = llvm::TargetRegistry::lookupTarget(t.Triple, err);
+  if (!target_)
+    fail(ErrorKind::Usage) << "target '" << target << "' (" << t.Triple
+                           << ") is not available: " << err;
+  return t;
+}
+
+namespace {
+
+std::unique_ptr<llvm::TargetMachine> makeMachine(const TargetSpec &t,
+                                                 const CodegenOptions &o) {
+  initLlvm();
+  std::string err;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(t.Triple, err);
+  if (!target)
+    fail(ErrorKind::Usage) << "target " << t.Triple << " is not available: " << err;
+  llvm::TargetOptions opts;
+  if (llvm::Triple(t.Triple).isARM() || llvm::Triple(t.Triple).isThumb())
+    opts.FloatABIType = t.HardFloat ? llvm::FloatABI::Hard : llvm::FloatABI::Soft;
+  opts.MCOptions.ABIName = t.Abi;
+  opts.FunctionSections = false;
+  auto level = o.OptLevel <= 0   ? llvm::CodeGenOptLevel::None
+               : o.OptLevel == 1 ? llvm::CodeGenOptLevel::Less
+               : o.OptLevel == 2 ? llvm::CodeGenOptLevel::Default
+                                 : llvm::CodeGenOptLevel::Aggressive;
+  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
+      t.Triple, t.Cpu, t.Features, opts,
+      t.Pic ? llvm::Reloc::PIC_ : llvm::Reloc::Static, std::nullopt, level));
+  if (!tm)
+    fail(ErrorKind::Usage) << "cannot create a code generator for " << t.Triple
+                           << " (cpu '" << t.Cpu << "')";
+  // An unknown CPU name only warns inside LLVM; reject it clearly.
+  if (!t.Cpu.empty() && t.Cpu != "generic" &&
+      !tm->getMCSubtargetInfo()->isCPUStringValid(t.Cpu))
+    fail(ErrorKind::Usage) << "unknown CPU '" << t.Cpu << "' for " << t.Triple;
+  return tm;
+}
+
+void optimize(llvm::Module &m, llvm::TargetMachine &tm, const CodegenOptions &o) {
+  if (o.OptLevel <= 0)
+    return;
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PipelineTuningOptions pto;
+  pto.LoopVectorization = o.OptLevel >= 2;
+  pto.SLPVectorization = o.OptLevel >= 2;
+  llvm::PassBuilder pb(&tm, pto);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::OptimizationLevel level = o.SizeOpt          ? llvm::OptimizationLevel::Os
+                                  : o.OptLevel == 1  ? llvm::OptimizationLevel::O1
+                                  : o.OptLevel == 2  ? llvm::OptimizationLevel::O2
+                                                     : llvm::OptimizationLevel::O3;
+  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(level);
+  mpm.run(m, mam);
+}
+
+} // namespace
+
+std::string compileProgram(const kir::Program &p, const TargetSpec &t,
+                           const CodegenOptions &o, OutputKind kind) {
+  std::unique_ptr<llvm::TargetMachine> tm = makeMachine(t, o);
+  llvm::LLVMContext ctx;
+  std::unique_ptr<llvm::Module> m =
+      emitModule(p, ctx, t.Triple, tm->createDataLayout());
+  if (!t.Abi.empty())
+    m->addModuleFlag(llvm::Module::Error, "target-abi", llvm::MDString::get(ctx, t.Abi));
+  // Every function gets the target's CPU and features.
+  for (auto &f : *m) {
+    if (f.isDeclaration())
+      continue;
+    if (!t.Cpu.empty())
+      f.addFnAttr("target-cpu", t.Cpu);
+    if (!t.Features.empty())
+      f.addFnAttr("target-features", t.Features);
+    if (o.SizeOpt)
+      f.addFnAttr(llvm::Attribute::OptimizeForSize);
+  }
+  optimize(*m, *tm, o);
+
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  if (kind == OutputKind::LlvmIr) {
+    m->print(os, nullptr);
+    os.flush();
+    return out;
+  }
+  llvm::SmallVector<char, 0> buffer;
+  llvm::raw_svector_ostream bos(buffer);
+  llvm::legacy::PassManager pm;
+  auto fileType = kind == OutputKind::Object ? llvm::CodeGenFileType::ObjectFile
+                                             : llvm::CodeGenFileType::AssemblyFile;
+  if (tm->addPassesToEmitFile(pm, bos, nullptr, fileType))
+    fail(ErrorKind::Internal) << "internal error: " << t.Triple
+                              << " cannot emit this kind of file";
+  pm.run(*m);
+  return std::string(buffer.begin(), buffer.end());
+}
+
+std::string makeArchive(const std::vector<std::pair<std::string, std::string>> &members) {
+  initLlvm();
+  std::vector<llvm::NewArchiveMember> ms;
+  for (auto &[name, bytes] : members) {
+    llvm::NewArchiveMember m(llvm::MemoryBufferRef(bytes, name));
+    ms.push_back(std::move(m));
+  }
+  auto result = llvm::writeArchiveToBuffer(ms, llvm::SymtabWritingMode::NormalSymtab,
+                                           llvm::object::Archive::K_GNU,
+                                           /*Deterministic=*/true, /*Thin=*/false);
+  if (!result)
+    fail(ErrorKind::Internal) << "internal error: cannot write the archive: "
+                              << llvm::toString(result.takeError());
+  return std::string((*result)->getBuffer());
+}
+
+ObjectStats inspectObject(const std::string &bytes) {
+  initLlvm();
+  ObjectStats s;
+  auto obj = llvm::object::ObjectFile::createObjectFile(
+      llvm::MemoryBufferRef(bytes, "object"));
+  if (!obj) {
+    llvm::consumeError(obj.takeError());
+    return s;
+  }
+  for (const llvm::object::SectionRef &sec : (*obj)->sections()) {
+    if (!sec.isText() && !sec.isData() && !sec.isBSS())
+      continue;
+    auto name = sec.getName();
+    std::string n = name ? name->str() : "";
+    if (sec.isText())
+      s.CodeBytes += (int64_t)sec.getSize();
+    else if (sec.isBSS() || (n.rfind(".data", 0) == 0 && n.rfind(".data.rel.ro", 0) != 0))
+      s.WritableBytes += (int64_t)sec.getSize(), s.DataBytes += (int64_t)sec.getSize();
+    else
+      s.DataBytes += (int64_t)sec.getSize();
+    if (!name)
+      llvm::consumeError(name.takeError());
+  }
+  std::set<std::string> undef;
+  for (const llvm::object::SymbolRef &sym : (*obj)->symbols()) {
+    auto flags = sym.getFlags();
+    if (!flags) {
+      llvm::consumeError(flags.takeError());
+      continue;
+    }
+    if (!(*flags & llvm::object::SymbolRef::SF_Undefined))
+      continue;
+    auto name = sym.getName();
+    if (name && !name->empty())
+      undef.insert(name->str());
+    else if (!name)
+      llvm::consumeError(name.takeError());
+  }
+  s.Undefined.assign(undef.begin(), undef.end());
+  return s;
+}
+
+} // namespace mlcc::llvmgen

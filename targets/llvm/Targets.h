@@ -1,0 +1,60 @@
+//===- Targets.h - Target presets and LLVM code generation ----------------===//
+//
+// `--target` accepts a preset name (host, x86_64, aarch64-linux, cortex-m4,
+// ...) or any LLVM triple, which is normalized. A preset fixes the CPU, the
+// features, the float ABI and the relocation model a firmware or Linux
+// engineer would expect; --cpu and --features override them.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "compiler/kernel/Program.h"
+
+#include <string>
+#include <vector>
+
+namespace mlcc::llvmgen {
+
+struct TargetSpec {
+  std::string Name;        ///< preset name, or the triple
+  std::string Triple;      ///< normalized
+  std::string Cpu;
+  std::string Features;    ///< "+neon,+fp-armv8"
+  std::string Abi;         ///< RISC-V ABI name (lp64d, ilp32f, ...), or empty
+  bool HardFloat = false;  ///< ARM hard-float calling convention
+  bool Pic = true;         ///< position-independent (Linux) or static (bare metal)
+  std::string Description; ///< for --list-targets
+};
+
+/// The named presets, in the order --list-targets prints them.
+std::vector<TargetSpec> targetPresets();
+
+/// Resolves --target/--cpu/--features; a Usage error names an unknown
+/// target or CPU.
+TargetSpec resolveTarget(const std::string &target, const std::string &cpu,
+                         const std::string &features);
+
+enum class OutputKind { Object, Assembly, LlvmIr };
+
+struct CodegenOptions {
+  int OptLevel = 3; ///< 0..3
+  bool SizeOpt = false; ///< -Os
+};
+
+/// Compiles a program to an object file, assembly text or LLVM IR text.
+std::string compileProgram(const kir::Program &p, const TargetSpec &t,
+                           const CodegenOptions &o, OutputKind kind);
+
+/// A deterministic GNU archive (ar) of the given members.
+std::string makeArchive(const std::vector<std::pair<std::string, std::string>> &members);
+
+/// What an object file contains, for the report.
+struct ObjectStats {
+  int64_t CodeBytes = 0;  ///< executable sections
+  int64_t DataBytes = 0;  ///< read-only and writable data sections
+  int64_t WritableBytes = 0; ///< .data/.bss (mutable state: should be 0)
+  std::vector<std::string> Undefined; ///< symbols the library needs
+};
+ObjectStats inspectObject(const std::string &objectBytes);
+
+} // namespace mlcc::llvmgen
