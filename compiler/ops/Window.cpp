@@ -37,8 +37,12 @@ Window computeWindow(const ir::Node &n, const Shape &in,
       w.Out[i] = out;
       continue;
     }
+    bool useCeil = ceilMode;
     if (autoPad == "VALID") {
+      // ceil((in - dk + 1) / s) == floor((in - dk) / s) + 1: ceil_mode has
+      // no effect without padding.
       w.PadBegin[i] = w.PadEnd[i] = 0;
+      useCeil = false;
     } else if (autoPad != "NOTSET") {
       n.error() << "unknown auto_pad '" << autoPad << "'";
     }
@@ -46,9 +50,9 @@ Window computeWindow(const ir::Node &n, const Shape &in,
     if (span < 0)
       n.error() << "the kernel (" << dk << ") is larger than the padded input ("
                 << in[i] + w.PadBegin[i] + w.PadEnd[i] << ")";
-    int64_t out = ceilMode ? (span + s - 1) / s + 1 : span / s + 1;
+    int64_t out = useCeil ? (span + s - 1) / s + 1 : span / s + 1;
     // A window must start inside the input or its leading padding.
-    if (ceilMode && (out - 1) * s >= in[i] + w.PadBegin[i])
+    if (useCeil && (out - 1) * s >= in[i] + w.PadBegin[i])
       --out;
     w.Out[i] = out;
   }

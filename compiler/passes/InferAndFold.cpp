@@ -124,6 +124,25 @@ void foldNode(ir::Node &n, const ops::OpSchema &schema,
   folded = true;
 }
 
+/// True when the node's kernel reads no non-constant input: Shape, Size,
+/// EyeLike... compute their outputs from types and attributes alone, so
+/// they fold even when their input is only known at run time.
+bool readsOnlyConstants(const ir::Node &n, const ops::OpSchema &schema) {
+  if (schema.Fusion == ops::FusionClass::View || !schema.Lower)
+    return false;
+  kir::KernelBuilder b("probe_" + n.OpType);
+  ops::LowerCtx ctx(n, b);
+  try {
+    schema.Lower(ctx);
+  } catch (const CompileError &) {
+    return false; // reported when (if) the node is lowered for real
+  }
+  for (auto &pb : ctx.bindings())
+    if (pb.K == ops::ParamBinding::Input && !n.Inputs[pb.Index]->Const)
+      return false;
+  return true;
+}
+
 } // namespace
 
 void inferAndFold(ir::Graph &g, const FoldOptions &options) {
@@ -150,6 +169,8 @@ void inferAndFold(ir::Graph &g, const FoldOptions &options) {
     for (auto *in : n.Inputs)
       if (in && !in->Const)
         allConst = false;
+    if (!allConst && schema.Foldable)
+      allConst = readsOnlyConstants(n, schema);
     if (!allConst)
       continue;
     bool folded = false;

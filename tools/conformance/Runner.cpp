@@ -53,6 +53,10 @@ struct Options {
                                       "pytorch-operator", "light"};
   std::string Filter;
   std::vector<std::string> MinPass;
+  std::string Cc = "cc";            ///< compiles the driver and links
+  std::string RunPrefix;            ///< e.g. "qemu-aarch64 -L /usr/aarch64-linux-gnu"
+  std::string SamplePassed;         ///< CSV of a host run: sample its passed cases
+  int Sample = 0;                   ///< how many cases to sample evenly
   int Jobs = 0;
   int Timeout = 300;
   bool Verbose = false;
@@ -147,6 +151,8 @@ public:
         if (O.Filter.empty() || std::regex_search(folder + "/" + n, std::regex(O.Filter)))
           cases.push_back({folder, n});
     }
+    if (!O.SamplePassed.empty())
+      cases = sampleCases(cases);
     Results.resize(cases.size());
     std::atomic<size_t> next{0};
     int jobs = O.Jobs > 0 ? O.Jobs : (int)std::max(1u, std::thread::hardware_concurrency());
@@ -197,10 +203,47 @@ private:
     }
   }
 
+  /// An even sample of the cases that passed in an earlier (host) run.
+  std::vector<std::pair<std::string, std::string>>
+  sampleCases(const std::vector<std::pair<std::string, std::string>> &all) {
+    std::ifstream in(O.SamplePassed);
+    if (!in)
+      fail(ErrorKind::Io) << "cannot read " << O.SamplePassed
+                          << " (run the host conformance test first)";
+    std::set<std::string> passed;
+    std::string line;
+    while (std::getline(in, line)) {
+      std::vector<std::string> f;
+      std::stringstream ls(line);
+      std::string cell;
+      for (int i = 0; i < 4 && std::getline(ls, cell, ','); ++i)
+        f.push_back(cell);
+      if (f.size() == 4 && f[3] == "passed")
+        passed.insert(f[0] + "/" + f[1]);
+    }
+    std::vector<std::pair<std::string, std::string>> pool, out;
+    for (auto &c : all)
+      if (passed.count(c.first + "/" + c.second))
+        pool.push_back(c);
+    size_t n = O.Sample > 0 ? std::min<size_t>((size_t)O.Sample, pool.size()) : pool.size();
+    for (size_t i = 0; i < n; ++i)
+      out.push_back(pool[i * pool.size() / n]);
+    return out;
+  }
+
+  std::vector<std::string> split(const std::string &s) {
+    std::vector<std::string> out;
+    std::istringstream is(s);
+    std::string w;
+    while (is >> w)
+      out.push_back(w);
+    return out;
+  }
+
   void buildDriver() {
     DriverObj = (fs::path(O.Work) / "driver.o").string();
     std::string log;
-    int rc = runProcess({"cc", "-std=c99", "-O1", "-Wall", "-Wextra", "-Werror",
+    int rc = runProcess({O.Cc, "-std=c99", "-O1", "-Wall", "-Wextra", "-Werror",
                          "-I", O.RuntimeInclude, "-c", O.Driver, "-o", DriverObj},
                         &log);
     if (rc != 0)
@@ -289,7 +332,7 @@ private:
     // Link the test program.
     std::string exe = (work / "run").string();
     log.clear();
-    rc = runProcess({"cc", "-o", exe, DriverObj, lib, "-lm"}, &log);
+    rc = runProcess({O.Cc, "-o", exe, DriverObj, lib, "-lm"}, &log);
     if (rc != 0) {
       r.S = Status::Failed;
       r.Detail = "link failed: " + firstLine(log);
@@ -309,6 +352,8 @@ private:
       std::vector<fs::path> ins = dataFiles(sets[s], "input_");
       std::vector<fs::path> outs = dataFiles(sets[s], "output_");
       std::vector<std::string> cmd = timeoutCmd();
+      for (auto &w : split(O.RunPrefix))
+        cmd.push_back(w);
       cmd.push_back(exe);
       for (auto &want : libInputs) {
         auto it = std::find(allInputs.begin(), allInputs.end(), want);
@@ -468,6 +513,10 @@ int main(int argc, char **argv) {
   app.add_option("--folders", o.Folders, "Folders to run")->delimiter(',');
   app.add_option("--filter", o.Filter, "Regex on folder/case");
   app.add_option("--min-pass", o.MinPass, "FOLDER=N: fail if fewer pass");
+  app.add_option("--cc", o.Cc, "C compiler for the driver and the link (cross gcc)");
+  app.add_option("--run-prefix", o.RunPrefix, "Command prefix to run test programs (qemu)");
+  app.add_option("--sample-passed", o.SamplePassed, "CSV of an earlier run: only its passed cases");
+  app.add_option("--sample", o.Sample, "With --sample-passed: this many, evenly spaced");
   app.add_option("--jobs", o.Jobs, "Parallel cases (default: cores)");
   app.add_option("--timeout", o.Timeout, "Seconds per step");
   app.add_flag("-v,--verbose", o.Verbose, "Print every case");

@@ -1,0 +1,88 @@
+//===- Cast.cpp - Cast and CastLike ---------------------------------------===//
+//
+// Conversions between the storable types (floats, integers, bool). Float to
+// integer conversion truncates toward zero and saturates (NaN -> 0), integer
+// to integer wraps, anything to bool tests for non-zero. Strings, float8 and
+// sub-byte types are not supported; `saturate` only concerns float8 and is
+// therefore ignored.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/ops/Lowering.h"
+
+namespace mlcc::ops {
+
+using namespace kir;
+
+namespace {
+
+/// The target type of a Cast: an integer code from opset 6, a type name
+/// ("FLOAT", "INT64", ...) before.
+DType castTarget(const ir::Node &n) {
+  const ir::Attribute *a = n.attr("to");
+  if (!a)
+    n.error() << "attribute 'to' is required";
+  std::optional<DType> t;
+  if (a->Kind == ir::AttrKind::String) {
+    static const std::pair<const char *, DType> names[] = {
+        {"FLOAT", DType::F32},     {"UINT8", DType::U8},
+        {"INT8", DType::I8},       {"UINT16", DType::U16},
+        {"INT16", DType::I16},     {"INT32", DType::I32},
+        {"INT64", DType::I64},     {"STRING", DType::String},
+        {"BOOL", DType::Bool},     {"FLOAT16", DType::F16},
+        {"DOUBLE", DType::F64},    {"UINT32", DType::U32},
+        {"UINT64", DType::U64},    {"COMPLEX64", DType::C64},
+        {"COMPLEX128", DType::C128}, {"BFLOAT16", DType::BF16}};
+    for (auto &[name, dt] : names)
+      if (a->S == name)
+        t = dt;
+    if (!t)
+      n.error() << "unknown type name '" << a->S << "' in attribute 'to'";
+  } else if (a->Kind == ir::AttrKind::Int) {
+    t = dtypeFromOnnx(a->I);
+    if (!t)
+      n.error() << "attribute 'to' has unknown data type " << a->I;
+  } else {
+    n.error() << "attribute 'to' must be an integer, got "
+              << ir::attrKindName(a->Kind);
+  }
+  return *t;
+}
+
+void checkCastTypes(const ir::Node &n, DType from, DType to) {
+  if (!isStorable(from))
+    n.error(ErrorKind::Unsupported) << "casting from " << dtypeOnnxName(from)
+                                    << " is not supported";
+  if (!isStorable(to))
+    n.error(ErrorKind::Unsupported) << "casting to " << dtypeOnnxName(to)
+                                    << " is not supported";
+}
+
+void inferCast(ir::Node &n) {
+  DType to = castTarget(n);
+  checkCastTypes(n, n.inDType(0), to);
+  n.setOutput(0, to, n.inShape(0));
+}
+
+void inferCastLike(ir::Node &n) {
+  DType to = n.inDType(1);
+  checkCastTypes(n, n.inDType(0), to);
+  n.setOutput(0, to, n.inShape(0));
+}
+
+void lowerCast(LowerCtx &c) {
+  TensorRef x = c.in(0), y = c.out(0);
+  // Loads give the compute type (f16/bf16 widen exactly to f32); the store
+  // converts to the target type.
+  c.b().loop("i", x.numel(), [&](Expr i) { y.storeFlat(i, x.loadFlat(i)); });
+}
+
+} // namespace
+
+MLCC_OPS(Cast) {
+  R.add({.Name = "Cast", .SinceVersion = 1, .Fusion = FusionClass::Elementwise,
+         .Infer = inferCast, .Lower = lowerCast});
+  R.add({.Name = "CastLike", .SinceVersion = 15, .Fusion = FusionClass::Elementwise,
+         .Infer = inferCastLike, .Lower = lowerCast});
+}
+
+} // namespace mlcc::ops
