@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Bad input must give one clear line on stderr, a non-zero exit status, no
+# crash (no signal, no internal error) and no output file, not even a
+# temporary one. Each case states the status it expects and a phrase the
+# message must contain.
+#
+# usage: tests/cli/bad_input.sh MLCC WORKDIR
+set -uo pipefail
+mlcc=$(realpath "$1")
+work=$2
+root=$(cd "$(dirname "$0")/../.." && pwd)
+data=$root/tests/cli/data
+digits=$root/examples/digits/digits.onnx
+rm -rf "$work" && mkdir -p "$work/out"
+failures=0
+
+# expect NAME STATUS PHRASE -- ARGS...
+expect() {
+  local name=$1 want=$2 phrase=$3
+  shift 4
+  rm -rf "$work/out" && mkdir -p "$work/out"
+  "$mlcc" "$@" 2> "$work/stderr" > "$work/stdout"
+  local got=$?
+  local lines
+  lines=$(wc -l < "$work/stderr")
+  local left
+  left=$(ls -A "$work/out")
+  local problem=""
+  [[ $got -eq $want ]] || problem+=" exit status $got (want $want);"
+  [[ $lines -eq 1 ]] || problem+=" $lines lines on stderr (want 1);"
+  grep -qF -- "$phrase" "$work/stderr" || problem+=" message lacks '$phrase';"
+  [[ -z $left ]] || problem+=" left files: $left;"
+  if [[ -n $problem ]]; then
+    echo "FAIL $name:$problem"
+    sed 's/^/    /' "$work/stderr" | head -5
+    failures=$((failures + 1))
+  else
+    echo "ok   $name: $(cat "$work/stderr")"
+  fi
+}
+
+head -c 3000 "$digits" > "$work/truncated.onnx"
+printf 'this is not an ONNX model\n' > "$work/text.onnx"
+: > "$work/empty.onnx"
+head -c 65536 /dev/urandom > "$work/random.onnx" 2>/dev/null || true
+
+expect truncated     1 "is not an ONNX model" -- "$work/truncated.onnx" -o "$work/out/libm.a"
+expect not-onnx      1 "is not an ONNX model" -- "$work/text.onnx" -o "$work/out/libm.a"
+expect empty-file    1 "is not an ONNX model" -- "$work/empty.onnx" -o "$work/out/libm.a"
+expect missing-file  1 "cannot open model"    -- "$work/nope.onnx" -o "$work/out/libm.a"
+expect unknown-op    3 "node 'frob1' (FrobnicateTensor): operator FrobnicateTensor is not supported" \
+                       -- "$data/unknown_op.onnx" -o "$work/out/libm.a"
+expect unbound-dim   1 "unbound symbolic dimension(s): batch; bind each with --dim" \
+                       -- "$data/symbolic_dim.onnx" -o "$work/out/libm.a"
+expect bad-dim-value 2 "is not a positive integer" \
+                       -- "$data/symbolic_dim.onnx" --dim batch=zero -o "$work/out/libm.a"
+expect bad-broadcast 1 "node 'add1' (Add): shapes [2,3] and [4,5] do not broadcast" \
+                       -- "$data/bad_broadcast.onnx" -o "$work/out/libm.a"
+expect undefined-in  1 "input 'nowhere' is not defined" \
+                       -- "$data/undefined_input.onnx" -o "$work/out/libm.a"
+expect missing-dir   1 "does not exist" -- "$digits" -o "$work/out/no/such/dir/libm.a"
+expect bad-extension 2 "cannot tell what to write" -- "$digits" -o "$work/out/model.xyz"
+expect bad-target    2 "unknown target" -- "$digits" --target vax -o "$work/out/libm.a"
+expect bad-cpu       2 "unknown CPU" -- "$digits" --target aarch64-linux --cpu pentium9 -o "$work/out/libm.a"
+expect bad-freeze-file 1 "is not a serialized TensorProto" -- "$digits" --freeze image="$work/text.onnx" -o "$work/out/libm.a"
+expect bad-name      2 "is not a C identifier" -- "$digits" --name "my-model" -o "$work/out/libm.a"
+expect bad-freeze    2 "is not a graph input" -- "$digits" --freeze nothere="$data/tensor.pb" -o "$work/out/libm.a"
+if [[ -s $work/random.onnx ]]; then
+  "$mlcc" "$work/random.onnx" -o "$work/out/libm.a" 2> "$work/stderr"
+  st=$?
+  if [[ $st -ge 5 || -n $(ls -A "$work/out") ]]; then
+    echo "FAIL random-bytes: status $st"; failures=$((failures + 1))
+  else
+    echo "ok   random-bytes: status $st"
+  fi
+fi
+
+# The positive control: the same commands succeed on good input.
+rm -rf "$work/out" && mkdir -p "$work/out"
+if "$mlcc" "$data/symbolic_dim.onnx" --dim batch=4 -o "$work/out/libm.a" &&
+   [[ -s $work/out/libm.a && -s $work/out/m.h ]] && grep -q "\[4\]\[3\]" "$work/out/m.h"; then
+  echo "ok   bound-dim: --dim batch=4 compiles"
+else
+  echo "FAIL bound-dim"; failures=$((failures + 1))
+fi
+
+if [[ $failures -ne 0 ]]; then
+  echo "bad_input: $failures case(s) failed"
+  exit 1
+fi
+echo "bad_input: all cases passed"
