@@ -124,12 +124,32 @@ const TensorType &Node::inType(size_t i) const {
 TensorPtr Node::constInput(size_t i, const char *why) const {
   if (!hasInput(i))
     error() << "input " << i << " is required but missing";
-  if (!Inputs[i]->Const)
+  if (!Inputs[i]->Const) {
+    // Only graph inputs can be frozen: name one the value depends on.
+    const Value *root = nullptr;
+    std::vector<const Value *> todo = {Inputs[i]};
+    std::set<const Value *> seen;
+    while (!todo.empty() && !root) {
+      const Value *v = todo.back();
+      todo.pop_back();
+      if (v->Const || !seen.insert(v).second)
+        continue;
+      if (!v->Producer)
+        root = v;
+      else
+        for (const Value *in : v->Producer->Inputs)
+          if (in)
+            todo.push_back(in);
+    }
+    std::string name = root ? root->Name : Inputs[i]->Name;
     error(ErrorKind::DataDependent)
         << "input " << i << " ('" << Inputs[i]->Name
         << "') must be known at compile time"
         << (why ? std::string(" (") + why + ")" : std::string())
-        << "; freeze it with --freeze " << Inputs[i]->Name << "=FILE.pb";
+        << (name != Inputs[i]->Name ? "; it depends on graph input '" + name + "'"
+                                    : std::string())
+        << "; freeze it with --freeze " << name << "=FILE.pb";
+  }
   return Inputs[i]->Const;
 }
 

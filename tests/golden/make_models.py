@@ -1,0 +1,73 @@
+#!/usr/bin/python3
+"""Writes the small models of the golden IR tests (tests/golden/models).
+
+Each model exercises one pass; check.sh compiles it with --emit graph and
+--emit kernels and compares with the committed expected text. Run once with
+Debian's python3-onnx; the outputs are committed.
+Usage: /usr/bin/python3 tests/golden/make_models.py
+"""
+import os
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models")
+F = TensorProto.FLOAT
+
+
+def save(nodes, name, inputs, outputs, inits=(), opset=13):
+    g = helper.make_graph(nodes, name, inputs, outputs, initializer=list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    onnx.save(m, os.path.join(here, name + ".onnx"))
+
+
+vi = helper.make_tensor_value_info
+
+# infer-and-fold: a shape computation folds to a constant, the Reshape becomes
+# a view of the input, and since the output would alias the input it is
+# filled by a copy kernel.
+save([helper.make_node("Shape", ["x"], ["s"]),
+      helper.make_node("Gather", ["s", "zero"], ["d0"], axis=0),
+      helper.make_node("Unsqueeze", ["d0", "axes0"], ["d0v"]),
+      helper.make_node("Concat", ["d0v", "minus1"], ["shape"], axis=0),
+      helper.make_node("Reshape", ["x", "shape"], ["y"])],
+     "fold_shape_chain", [vi("x", F, [2, 3, 4])], [vi("y", F, [2, 12])],
+     [numpy_helper.from_array(np.array(0, dtype=np.int64), "zero"),
+      numpy_helper.from_array(np.array([0], dtype=np.int64), "axes0"),
+      numpy_helper.from_array(np.array([-1], dtype=np.int64), "minus1")])
+
+# eliminate-dead-code: the Exp branch feeds no output.
+save([helper.make_node("Relu", ["x"], ["y"]),
+      helper.make_node("Exp", ["x"], ["unused"]),
+      helper.make_node("Neg", ["unused"], ["unused2"])],
+     "dead_code", [vi("x", F, [8])], [vi("y", F, [8])])
+
+# lower-to-kernels: y2 is a view (Identity) of y1, both outputs: y1 is
+# written in place, y2 gets a copy.
+save([helper.make_node("Relu", ["x"], ["y1"]),
+      helper.make_node("Identity", ["y1"], ["y2"])],
+     "output_alias", [vi("x", F, [4])], [vi("y1", F, [4]), vi("y2", F, [4])])
+
+# plan-memory: a chain of elementwise ops reuses two arena buffers.
+save([helper.make_node("Relu", ["x"], ["a"]),
+      helper.make_node("Exp", ["a"], ["b"]),
+      helper.make_node("Neg", ["b"], ["c"]),
+      helper.make_node("Sigmoid", ["c"], ["d"]),
+      helper.make_node("Abs", ["d"], ["y"])],
+     "arena_reuse", [vi("x", F, [256])], [vi("y", F, [256])])
+
+# Splat constants (ConstantOfShape) are never materialized: the add reads a
+# constant, and no weight data is emitted.
+save([helper.make_node("ConstantOfShape", ["shp"], ["c"],
+                       value=numpy_helper.from_array(np.array([0.5], dtype=np.float32))),
+      helper.make_node("Add", ["x", "c"], ["y"])],
+     "splat_constant", [vi("x", F, [2, 3])], [vi("y", F, [2, 3])],
+     [numpy_helper.from_array(np.array([2, 3], dtype=np.int64), "shp")])
+
+# Broadcasting and a real weight: a Gemm with bias.
+w = np.arange(12, dtype=np.float32).reshape(3, 4) / 10
+b = np.array([1, 2, 3], dtype=np.float32)
+save([helper.make_node("Gemm", ["x", "w", "b"], ["y"], transB=1)],
+     "gemm_bias", [vi("x", F, [2, 4])], [vi("y", F, [2, 3])],
+     [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
