@@ -139,6 +139,14 @@ TargetSpec resolveTarget(const std::string &target, const std::string &cpu,
   if (!target_)
     fail(ErrorKind::Usage) << "target '" << target << "' (" << t.Triple
                            << ") is not available: " << err;
+  // Check the CPU name with a generic subtarget, before LLVM sees it (it
+  // would only print a warning and ignore an unknown name).
+  if (!t.Cpu.empty() && t.Cpu != "generic") {
+    std::unique_ptr<llvm::MCSubtargetInfo> sti(
+        target_->createMCSubtargetInfo(t.Triple, "", ""));
+    if (sti && !sti->isCPUStringValid(t.Cpu))
+      fail(ErrorKind::Usage) << "unknown CPU '" << t.Cpu << "' for " << t.Triple;
+  }
   return t;
 }
 
@@ -166,10 +174,6 @@ std::unique_ptr<llvm::TargetMachine> makeMachine(const TargetSpec &t,
   if (!tm)
     fail(ErrorKind::Usage) << "cannot create a code generator for " << t.Triple
                            << " (cpu '" << t.Cpu << "')";
-  // An unknown CPU name only warns inside LLVM; reject it clearly.
-  if (!t.Cpu.empty() && t.Cpu != "generic" &&
-      !tm->getMCSubtargetInfo()->isCPUStringValid(t.Cpu))
-    fail(ErrorKind::Usage) << "unknown CPU '" << t.Cpu << "' for " << t.Triple;
   return tm;
 }
 
