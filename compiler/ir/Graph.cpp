@@ -181,6 +181,11 @@ Value *Graph::addValue(const std::string &name, TensorType type) {
   return raw;
 }
 
+Value *Graph::findValue(const std::string &name) const {
+  auto it = ValueByName.find(name);
+  return it == ValueByName.end() ? nullptr : it->second;
+}
+
 Node *Graph::addNode(std::unique_ptr<Node> node) {
   Nodes.push_back(std::move(node));
   return Nodes.back().get();

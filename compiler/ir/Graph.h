@@ -92,6 +92,10 @@ public:
   std::map<std::string, Attribute> Attrs;
   std::vector<Value *> Inputs;  ///< nullptr: omitted optional input
   std::vector<Value *> Outputs; ///< nullptr: omitted optional output
+  /// For nodes with subgraph attributes that were copied by inlining: the
+  /// values that names captured by the subgraphs now refer to (the copy's
+  /// surroundings were renamed). Looked up before the graph's own names.
+  std::map<std::string, Value *> Captured;
 
   /// "node 'conv1' (Conv)": the prefix of every message about this node.
   std::string where() const;
@@ -141,6 +145,12 @@ public:
   std::vector<std::unique_ptr<Value>> Values;
   std::vector<Value *> Inputs;
   std::vector<Value *> Outputs;
+  /// Values of this (sub)graph that stand for values of enclosing graphs,
+  /// referred to by name.
+  std::vector<Value *> Captures;
+
+  /// The value named `name`, or null.
+  Value *findValue(const std::string &name) const;
 
   Value *addValue(const std::string &name, TensorType type = {});
   /// Appends a node (the caller wires inputs/outputs and sets Producer).

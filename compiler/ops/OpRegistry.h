@@ -18,6 +18,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,11 @@ struct OpSchema {
   /// False for ops whose result must not be computed at compile time
   /// (random numbers).
   bool Foldable = true;
+  /// Optional: replaces the node by simpler nodes before inference (If,
+  /// Loop and Scan are expanded this way). Returns the new nodes in order;
+  /// they must produce the node's outputs (same Value objects). Inference
+  /// then continues with the first new node.
+  std::function<std::vector<std::unique_ptr<ir::Node>>(ir::Node &, ir::Graph &)> Expand;
 };
 
 class OpRegistry {

@@ -148,9 +148,20 @@ bool readsOnlyConstants(const ir::Node &n, const ops::OpSchema &schema) {
 void inferAndFold(ir::Graph &g, const FoldOptions &options) {
   const ops::OpRegistry &reg = ops::OpRegistry::instance();
   std::set<const ir::Node *> foldedNodes;
-  for (auto &np : g.Nodes) {
-    ir::Node &n = *np;
+  for (size_t index = 0; index < g.Nodes.size(); ++index) {
+    ir::Node &n = *g.Nodes[index];
     const ops::OpSchema &schema = reg.lookup(n);
+    if (schema.Expand) {
+      // Replace the node by its expansion and continue with the first new
+      // node (the expansion may be empty when outputs map to existing values).
+      std::vector<std::unique_ptr<ir::Node>> expansion = schema.Expand(n, g);
+      g.Nodes.erase(g.Nodes.begin() + (long)index);
+      g.Nodes.insert(g.Nodes.begin() + (long)index,
+                     std::make_move_iterator(expansion.begin()),
+                     std::make_move_iterator(expansion.end()));
+      --index;
+      continue;
+    }
     for (size_t i = 0; i < n.Inputs.size(); ++i)
       if (n.Inputs[i] && !n.Inputs[i]->Type.known())
         n.error(ErrorKind::Internal) << "input " << i << " has no type";

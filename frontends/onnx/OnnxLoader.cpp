@@ -368,6 +368,7 @@ private:
         // name, constant if the outer value is.
         ir::Value *v = g->addValue(name, o->second->Type);
         v->Const = o->second->Const;
+        g->Captures.push_back(v);
         scope[name] = v;
         return v;
       }
@@ -661,6 +662,27 @@ std::vector<std::string> graphInputNames(const std::string &path) {
     if (!inits.count(vi.name()))
       names.push_back(vi.name());
   return names;
+}
+
+std::vector<std::vector<std::string>> graphInputDims(const std::string &path) {
+  std::string bytes = readFile(path, "model");
+  pb::Model model;
+  if (!model.ParseFromString(bytes))
+    fail(ErrorKind::Invalid) << "'" << path << "' is not an ONNX model";
+  std::set<std::string> inits;
+  for (auto &t : model.graph().initializer())
+    inits.insert(t.name());
+  std::vector<std::vector<std::string>> out;
+  for (auto &vi : model.graph().input()) {
+    if (inits.count(vi.name()))
+      continue;
+    std::vector<std::string> dims;
+    if (vi.type().has_tensor_type())
+      for (auto &d : vi.type().tensor_type().shape().dim())
+        dims.push_back(d.has_dim_value() ? std::to_string(d.dim_value()) : d.dim_param());
+    out.push_back(dims);
+  }
+  return out;
 }
 
 TensorPtr loadTensorFile(const std::string &path) {

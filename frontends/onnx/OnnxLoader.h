@@ -40,6 +40,10 @@ std::unique_ptr<ir::Graph> loadModel(const std::string &path,
 /// Names of the graph inputs that are not initializers, in order.
 std::vector<std::string> graphInputNames(const std::string &path);
 
+/// For each non-initializer graph input, its dimensions as written in the
+/// model: a number, or the symbolic name (dim_param), or "" if neither.
+std::vector<std::vector<std::string>> graphInputDims(const std::string &path);
+
 /// Reads a serialized TensorProto file (the backend tests' input_N.pb).
 TensorPtr loadTensorFile(const std::string &path);
 

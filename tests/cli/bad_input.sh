@@ -52,7 +52,7 @@ expect unknown-op    3 "node 'frob1' (FrobnicateTensor): operator FrobnicateTens
                        -- "$data/unknown_op.onnx" -o "$work/out/libm.a"
 expect unbound-dim   1 "unbound symbolic dimension(s): batch; bind each with --dim" \
                        -- "$data/symbolic_dim.onnx" -o "$work/out/libm.a"
-expect bad-dim-value 2 "is not a positive integer" \
+expect bad-dim-value 2 "is not a non-negative integer" \
                        -- "$data/symbolic_dim.onnx" --dim batch=zero -o "$work/out/libm.a"
 expect bad-broadcast 1 "node 'add1' (Add): shapes [2,3] and [4,5] do not broadcast" \
                        -- "$data/bad_broadcast.onnx" -o "$work/out/libm.a"

@@ -295,10 +295,15 @@ private:
     std::string log;
     int rc = 0;
     std::vector<std::string> names; // graph input names, once known
+    // Symbolic input dimensions take the extents of the test inputs, as a
+    // user would bind them with --dim.
+    std::vector<std::string> dims = symbolicDims(caseDir, inFiles);
     for (int attempt = 0; attempt < 8; ++attempt) {
       std::vector<std::string> cmd = timeoutCmd();
       cmd.insert(cmd.end(), {O.Mlcc, (caseDir / "model.onnx").string(), "-o", lib,
                              "--name", "m"});
+      for (auto &d : dims)
+        cmd.insert(cmd.end(), {"--dim", d});
       cmd.insert(cmd.end(), O.MlccArgs.begin(), O.MlccArgs.end());
       for (auto &f : frozen)
         cmd.insert(cmd.end(), {"--freeze", f});
@@ -395,6 +400,38 @@ private:
     r.S = Status::Passed;
     if (!r.Frozen.empty())
       r.Detail = "frozen: " + r.Frozen;
+  }
+
+  /// NAME=VALUE for each symbolic dimension of the graph inputs, read from
+  /// the shapes of the first test data set's inputs.
+  std::vector<std::string> symbolicDims(const fs::path &caseDir,
+                                        const std::vector<fs::path> &inFiles) {
+    std::vector<std::vector<std::string>> dims =
+        onnx::graphInputDims((caseDir / "model.onnx").string());
+    std::map<std::string, int64_t> bound;
+    for (size_t i = 0; i < dims.size() && i < inFiles.size(); ++i) {
+      bool symbolic = false;
+      for (auto &d : dims[i])
+        if (!d.empty() && !std::isdigit((unsigned char)d[0]))
+          symbolic = true;
+      if (!symbolic)
+        continue;
+      TensorPtr t;
+      try {
+        t = onnx::loadTensorFile(inFiles[i].string());
+      } catch (const CompileError &) {
+        continue; // not a tensor (a sequence): mlcc will say so
+      }
+      if (t->rank() != dims[i].size())
+        continue;
+      for (size_t d = 0; d < dims[i].size(); ++d)
+        if (!dims[i][d].empty() && !std::isdigit((unsigned char)dims[i][d][0]))
+          bound.emplace(dims[i][d], t->shape()[d]);
+    }
+    std::vector<std::string> out;
+    for (auto &[name, v] : bound)
+      out.push_back(name + "=" + std::to_string(v));
+    return out;
   }
 
   /// Graph input names (in order, initializers excluded) of a case's model.

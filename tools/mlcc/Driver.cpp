@@ -87,9 +87,9 @@ onnx::LoadOptions loadOptions(const DriverOptions &o) {
     auto [name, value] = splitAssignment(d, "--dim");
     char *end = nullptr;
     long long v = std::strtoll(value.c_str(), &end, 10);
-    if (*end || v <= 0)
+    if (*end || end == value.c_str() || v < 0)
       fail(ErrorKind::Usage) << "--dim " << name << ": '" << value
-                             << "' is not a positive integer";
+                             << "' is not a non-negative integer";
     lo.Dims[name] = v;
   }
   for (auto &f : o.Freeze) {

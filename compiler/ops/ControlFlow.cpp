@@ -1,0 +1,325 @@
+//===- ControlFlow.cpp - If, Loop and Scan by compile-time expansion ------===//
+//
+// mlcc compiles static shapes, so control flow is resolved at compile time:
+//
+//  - If with a constant condition becomes its chosen branch. With a run-time
+//    condition both branches are computed and each output is selected with
+//    Where; the branches must then agree in shape (checked once inferred).
+//  - Loop needs a compile-time trip count and is unrolled. The condition
+//    must stay true for every iteration: mlcc.internal.AssertTrue nodes check
+//    each iteration's condition once constant folding has run.
+//  - Scan (opset 9+) is unrolled over the scan axis.
+//
+// The expansions are ordinary nodes (Gather, Unsqueeze, Concat, Where,
+// Identity) placed where the control-flow node was; inference continues
+// with them. The internal check nodes have no outputs and disappear in
+// dead-code elimination.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/ir/Inline.h"
+#include "compiler/ops/Lowering.h"
+
+#include <algorithm>
+
+namespace mlcc::ops {
+
+namespace {
+
+using Nodes = std::vector<std::unique_ptr<ir::Node>>;
+
+/// Upper bound on nodes created by unrolling one Loop or Scan.
+constexpr size_t MaxUnrolledNodes = 200000;
+
+const std::shared_ptr<ir::Graph> &subgraph(const ir::Node &n, const char *name) {
+  const ir::Attribute *a = n.attr(name);
+  if (!a || a->Kind != ir::AttrKind::Graph || !a->G)
+    n.error() << "missing graph attribute '" << name << "'";
+  return a->G;
+}
+
+/// Builds nodes for an expansion. Nodes get opset 13 semantics (Unsqueeze
+/// with an axes input, ...), whatever the model imports.
+class Emitter {
+public:
+  Emitter(ir::Graph &g, const ir::Node &owner, Nodes &out)
+      : G(g), Owner(owner), Out(out) {}
+
+  ir::Node *node(const std::string &op, std::vector<ir::Value *> ins,
+                 std::vector<ir::Value *> outs, const std::string &domain = "") {
+    auto n = std::make_unique<ir::Node>();
+    n->Name = G.uniqueNodeName(Owner.Name + "/" + op);
+    n->OpType = op;
+    n->Domain = domain;
+    n->Opset = domain.empty() ? 13 : 1;
+    n->Inputs = std::move(ins);
+    for (ir::Value *o : outs)
+      o->Producer = n.get();
+    n->Outputs = std::move(outs);
+    Out.push_back(std::move(n));
+    return Out.back().get();
+  }
+
+  /// A new value produced by a new node.
+  ir::Value *fresh(const std::string &hint) {
+    return G.addValue(G.uniqueValueName(Owner.Name + "/" + hint));
+  }
+
+  ir::Value *constant(Tensor t, const std::string &hint) {
+    ir::Value *v = G.addValue(G.uniqueValueName(Owner.Name + "/" + hint),
+                              {t.dtype(), t.shape()});
+    v->Const = std::make_shared<Tensor>(std::move(t));
+    return v;
+  }
+
+  ir::Value *int64s(const std::vector<int64_t> &v, Shape shape, const std::string &hint) {
+    return constant(Tensor::fromInts(DType::I64, std::move(shape), v), hint);
+  }
+
+  ir::Value *op1(const std::string &op, std::vector<ir::Value *> ins,
+                 const std::string &hint,
+                 std::map<std::string, ir::Attribute> attrs = {}) {
+    ir::Value *v = fresh(hint);
+    node(op, std::move(ins), {v})->Attrs = std::move(attrs);
+    return v;
+  }
+
+  /// Makes `result` the value of the owner's output i.
+  void bindOutput(size_t i, ir::Value *result) {
+    if (!Owner.hasOutput(i))
+      return;
+    node("Identity", {result}, {Owner.Outputs[i]});
+  }
+
+  void append(ir::InlinedGraph &&inl) {
+    for (auto &n : inl.Nodes)
+      Out.push_back(std::move(n));
+    if (Out.size() > MaxUnrolledNodes)
+      Owner.error(ErrorKind::Unsupported)
+          << "unrolling it would create more than " << MaxUnrolledNodes << " nodes";
+  }
+
+  ir::Graph &G;
+  const ir::Node &Owner;
+  Nodes &Out;
+};
+
+ir::Attribute intAttr(int64_t v) {
+  ir::Attribute a;
+  a.Kind = ir::AttrKind::Int;
+  a.I = v;
+  return a;
+}
+
+ir::Attribute stringAttr(const std::string &s) {
+  ir::Attribute a;
+  a.Kind = ir::AttrKind::String;
+  a.S = s;
+  return a;
+}
+
+// --- If -----------------------------------------------------------------
+
+Nodes expandIf(ir::Node &n, ir::Graph &g) {
+  Nodes out;
+  Emitter e(g, n, out);
+  const auto &thenG = subgraph(n, "then_branch");
+  const auto &elseG = subgraph(n, "else_branch");
+  if (thenG->Outputs.size() != n.Outputs.size() || elseG->Outputs.size() != n.Outputs.size())
+    n.error() << "its branches must have " << n.Outputs.size() << " outputs";
+  ir::Value *cond = n.Inputs.empty() ? nullptr : n.Inputs[0];
+  if (!cond)
+    n.error() << "input 0 (cond) is required";
+  if (cond->Const) {
+    bool take = cond->Const->numel() > 0 && cond->Const->intAt(0) != 0;
+    ir::InlinedGraph inl = ir::inlineGraph(g, n, take ? *thenG : *elseG, {},
+                                           n.Name + (take ? "/then/" : "/else/"));
+    std::vector<ir::Value *> results = inl.Outputs;
+    e.append(std::move(inl));
+    for (size_t i = 0; i < results.size(); ++i)
+      e.bindOutput(i, results[i]);
+    return out;
+  }
+  ir::InlinedGraph t = ir::inlineGraph(g, n, *thenG, {}, n.Name + "/then/");
+  ir::InlinedGraph f = ir::inlineGraph(g, n, *elseG, {}, n.Name + "/else/");
+  std::vector<ir::Value *> tv = t.Outputs, fv = f.Outputs;
+  e.append(std::move(t));
+  e.append(std::move(f));
+  for (size_t i = 0; i < tv.size(); ++i) {
+    if (!n.hasOutput(i))
+      continue;
+    ir::Node *check = e.node("AssertSameType", {tv[i], fv[i], cond}, {}, "mlcc.internal");
+    check->Attrs["owner"] = stringAttr(n.where());
+    e.bindOutput(i, e.op1("Where", {cond, tv[i], fv[i]}, "select"));
+  }
+  return out;
+}
+
+// --- Loop ---------------------------------------------------------------
+
+Nodes expandLoop(ir::Node &n, ir::Graph &g) {
+  Nodes out;
+  Emitter e(g, n, out);
+  const auto &body = subgraph(n, "body");
+  if (!n.hasInput(0))
+    n.error(ErrorKind::Unsupported)
+        << "a Loop without a trip count (a while loop) is not supported: its "
+           "number of iterations must be known at compile time";
+  int64_t trips = n.constInputInts(0, "the number of iterations is unrolled at compile time")[0];
+  size_t carried = n.Inputs.size() - 2;
+  if (body->Inputs.size() != carried + 2 || body->Outputs.size() < carried + 1)
+    n.error() << "its body has " << body->Inputs.size() << " inputs and "
+              << body->Outputs.size() << " outputs for " << carried
+              << " loop-carried values";
+  size_t scans = body->Outputs.size() - 1 - carried;
+  bool condTrue = true;
+  if (n.hasInput(1))
+    condTrue = n.constInputInts(1, "the loop condition decides the number of iterations")[0] != 0;
+  if (!condTrue)
+    trips = 0;
+  if (trips < 0)
+    trips = 0;
+  if (trips == 0 && scans > 0)
+    n.error(ErrorKind::Unsupported) << "a Loop that runs zero times with scan outputs is not supported";
+
+  std::vector<ir::Value *> state(n.Inputs.begin() + 2, n.Inputs.end());
+  std::vector<std::vector<ir::Value *>> scanned(scans);
+  ir::Value *cond = e.constant(Tensor::fromInts(DType::Bool, {}, {1}), "cond");
+  for (int64_t t = 0; t < trips; ++t) {
+    if (t > 0) { // iteration t runs only if the previous condition is true
+      ir::Node *check = e.node("AssertTrue", {cond}, {}, "mlcc.internal");
+      check->Attrs["owner"] = stringAttr(n.where());
+      check->Attrs["iteration"] = intAttr(t);
+    }
+    std::vector<ir::Value *> args = {e.int64s({t}, {}, "iter"), cond};
+    args.insert(args.end(), state.begin(), state.end());
+    ir::InlinedGraph inl =
+        ir::inlineGraph(g, n, *body, args, n.Name + "/it" + std::to_string(t) + "/");
+    std::vector<ir::Value *> res = inl.Outputs;
+    e.append(std::move(inl));
+    cond = res[0];
+    for (size_t i = 0; i < carried; ++i)
+      state[i] = res[1 + i];
+    for (size_t k = 0; k < scans; ++k)
+      scanned[k].push_back(res[1 + carried + k]);
+  }
+  for (size_t i = 0; i < carried; ++i)
+    e.bindOutput(i, state[i]);
+  ir::Value *axis0 = scans ? e.int64s({0}, {1}, "axis0") : nullptr;
+  for (size_t k = 0; k < scans; ++k) {
+    std::vector<ir::Value *> parts;
+    for (ir::Value *v : scanned[k])
+      parts.push_back(e.op1("Unsqueeze", {v, axis0}, "scan"));
+    e.bindOutput(carried + k, e.op1("Concat", parts, "scan", {{"axis", intAttr(0)}}));
+  }
+  return out;
+}
+
+// --- Scan ---------------------------------------------------------------
+
+Nodes expandScan(ir::Node &n, ir::Graph &g) {
+  if (n.Opset < 9)
+    n.error(ErrorKind::Unsupported) << "Scan before opset 9 (with a batch axis) is not supported";
+  Nodes out;
+  Emitter e(g, n, out);
+  const auto &body = subgraph(n, "body");
+  int64_t numScan = n.requireInt("num_scan_inputs");
+  int64_t states = (int64_t)n.Inputs.size() - numScan;
+  if (numScan < 1 || states < 0 || (int64_t)body->Inputs.size() != states + numScan)
+    n.error() << "num_scan_inputs " << numScan << " does not fit " << n.Inputs.size()
+              << " inputs and a body of " << body->Inputs.size() << " inputs";
+  int64_t scansOut = (int64_t)body->Outputs.size() - states;
+  if (scansOut < 0)
+    n.error() << "its body has too few outputs";
+  std::vector<int64_t> inAxes = n.attrInts("scan_input_axes", std::vector<int64_t>((size_t)numScan, 0));
+  std::vector<int64_t> inDirs = n.attrInts("scan_input_directions", std::vector<int64_t>((size_t)numScan, 0));
+  std::vector<int64_t> outAxes = n.attrInts("scan_output_axes", std::vector<int64_t>((size_t)scansOut, 0));
+  std::vector<int64_t> outDirs = n.attrInts("scan_output_directions", std::vector<int64_t>((size_t)scansOut, 0));
+  if ((int64_t)inAxes.size() != numScan || (int64_t)inDirs.size() != numScan ||
+      (int64_t)outAxes.size() != scansOut || (int64_t)outDirs.size() != scansOut)
+    n.error() << "the scan axis/direction attributes have the wrong length";
+
+  int64_t length = -1;
+  for (int64_t j = 0; j < numScan; ++j) {
+    const Shape &s = n.inShape((size_t)(states + j));
+    int64_t ax = normalizeAxis(n, inAxes[(size_t)j], (int64_t)s.size(), "scan_input_axes entry");
+    inAxes[(size_t)j] = ax;
+    if (length >= 0 && s[(size_t)ax] != length)
+      n.error() << "scan inputs have different lengths (" << length << " and "
+                << s[(size_t)ax] << ")";
+    length = s[(size_t)ax];
+  }
+  if (length == 0 && scansOut > 0)
+    n.error(ErrorKind::Unsupported) << "a Scan over zero elements with scan outputs is not supported";
+
+  std::vector<ir::Value *> state(n.Inputs.begin(), n.Inputs.begin() + states);
+  std::vector<std::vector<ir::Value *>> scanned((size_t)scansOut);
+  for (int64_t t = 0; t < length; ++t) {
+    std::vector<ir::Value *> args = state;
+    for (int64_t j = 0; j < numScan; ++j) {
+      int64_t at = inDirs[(size_t)j] ? length - 1 - t : t;
+      args.push_back(e.op1("Gather", {n.Inputs[(size_t)(states + j)], e.int64s({at}, {}, "at")},
+                           "elem", {{"axis", intAttr(inAxes[(size_t)j])}}));
+    }
+    ir::InlinedGraph inl =
+        ir::inlineGraph(g, n, *body, args, n.Name + "/it" + std::to_string(t) + "/");
+    std::vector<ir::Value *> res = inl.Outputs;
+    e.append(std::move(inl));
+    for (int64_t i = 0; i < states; ++i)
+      state[(size_t)i] = res[(size_t)i];
+    for (int64_t k = 0; k < scansOut; ++k)
+      scanned[(size_t)k].push_back(res[(size_t)(states + k)]);
+  }
+  for (int64_t i = 0; i < states; ++i)
+    e.bindOutput((size_t)i, state[(size_t)i]);
+  for (int64_t k = 0; k < scansOut; ++k) {
+    std::vector<ir::Value *> parts;
+    ir::Value *axis = e.int64s({outAxes[(size_t)k]}, {1}, "axis");
+    for (ir::Value *v : scanned[(size_t)k])
+      parts.push_back(e.op1("Unsqueeze", {v, axis}, "scan"));
+    if (outDirs[(size_t)k])
+      std::reverse(parts.begin(), parts.end());
+    e.bindOutput((size_t)(states + k),
+                 e.op1("Concat", parts, "scan", {{"axis", intAttr(outAxes[(size_t)k])}}));
+  }
+  return out;
+}
+
+// --- internal checks ----------------------------------------------------
+
+void inferAssertTrue(ir::Node &n) {
+  std::string owner = n.attrString("owner", "a Loop");
+  int64_t it = n.attrInt("iteration", 0);
+  TensorPtr c = n.constInput(0, "a Loop's condition must be known at compile time to unroll it");
+  if (c->numel() < 1 || c->intAt(0) == 0)
+    fail(ErrorKind::Unsupported)
+        << owner << ": the loop stops at iteration " << it << " of its trip count; "
+        << "loops that end early are not supported";
+}
+
+void inferAssertSameType(ir::Node &n) {
+  if (n.inType(0) == n.inType(1))
+    return;
+  n.constInput(2, "the If branches produce different shapes, so the condition "
+                  "must be known at compile time");
+}
+
+OpSchema internalCheck(const char *name, std::function<void(ir::Node &)> infer) {
+  OpSchema s;
+  s.Domain = "mlcc.internal";
+  s.Name = name;
+  s.Infer = std::move(infer);
+  s.Foldable = false;
+  return s;
+}
+
+} // namespace
+
+MLCC_OPS(ControlFlow) {
+  R.add({.Name = "If", .SinceVersion = 1, .Expand = expandIf});
+  R.add({.Name = "Loop", .SinceVersion = 1, .Expand = expandLoop});
+  R.add({.Name = "Scan", .SinceVersion = 8, .Expand = expandScan});
+  R.add(internalCheck("AssertTrue", inferAssertTrue));
+  R.add(internalCheck("AssertSameType", inferAssertSameType));
+}
+
+} // namespace mlcc::ops
