@@ -73,7 +73,7 @@ echo "$size (the model library alone):"
 "$size" -t "$work/libdigits.a" | tail -n 1
 
 set +e
-timeout 300 "${qemu[@]}" -kernel "$work/digits.elf" | tee "$work/run.log"
+timeout 300 "${qemu[@]}" -kernel "$work/digits.elf" 2>&1 | tee "$work/run.log"
 status=${PIPESTATUS[0]}
 set -e
 if [[ $status -ne 0 ]]; then
