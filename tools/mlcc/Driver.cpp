@@ -1,6 +1,7 @@
 #include "tools/mlcc/Driver.h"
 
 #include "compiler/kernel/Program.h"
+#include "compiler/ops/OpRegistry.h"
 #include "compiler/pack/Header.h"
 #include "compiler/pack/OutputFiles.h"
 #include "compiler/pipeline/Pipeline.h"
@@ -16,6 +17,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <map>
 
 namespace mlcc {
 
@@ -229,6 +231,21 @@ void listTargets() {
                 t.Name == "host" ? "(this CPU)" : t.Cpu.c_str(), t.Description.c_str());
   std::printf("\nAny other LLVM triple is accepted too (normalized), with --cpu and "
               "--features.\n");
+}
+
+void listOps() {
+  std::map<std::string, std::vector<const ops::OpSchema *>> byOp;
+  for (const ops::OpSchema *s : ops::OpRegistry::instance().all())
+    if (s->Domain != "mlcc.internal")
+      byOp[(s->Domain.empty() ? "" : s->Domain + ".") + s->Name].push_back(s);
+  for (auto &[name, versions] : byOp) {
+    std::string since;
+    for (auto *s : versions)
+      since += (since.empty() ? "" : ", ") + std::to_string(s->SinceVersion);
+    std::printf("%-32s opset %s+  %s\n", name.c_str(), since.c_str(),
+                ops::fusionClassName(versions.back()->Fusion));
+  }
+  std::printf("\n%zu operators\n", byOp.size());
 }
 
 void runDriver(const DriverOptions &o) {

@@ -27,6 +27,9 @@ struct DriverOptions {
 /// Prints the target presets (--list-targets).
 void listTargets();
 
+/// Prints the supported operators (--list-ops).
+void listOps();
+
 /// Compiles and writes the outputs; throws CompileError on any problem
 /// (and then leaves no output file behind).
 void runDriver(const DriverOptions &options);

@@ -28,8 +28,10 @@ int main(int argc, char **argv) {
                "  mlcc model.onnx --dim batch=1 -o libm.a   bind a symbolic dimension\n"
                "  mlcc model.onnx --emit graph -o -     print the optimized graph\n",
                "mlcc"};
-  bool list = false;
+  bool list = false, listOps = false;
   app.add_flag("--list-targets", list, "List the target presets and exit");
+  app.add_flag("--list-ops", listOps,
+               "List the supported operators (and from which opset) and exit");
   app.add_option("model", o.Model, "The ONNX model file");
   app.add_option("-o,--output", o.Output,
                  "Output file; its extension picks what is written: .a "
@@ -86,6 +88,10 @@ int main(int argc, char **argv) {
   try {
     if (list) {
       mlcc::listTargets();
+      return 0;
+    }
+    if (listOps) {
+      mlcc::listOps();
       return 0;
     }
     if (o.Model.empty() || o.Output.empty())
