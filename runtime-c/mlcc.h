@@ -12,7 +12,8 @@
  *    nothing and has no mutable global state: calls with separate arenas may
  *    run concurrently.
  *  - Tensors are dense, row-major arrays. Element types: float16 and
- *    bfloat16 are passed as their uint16_t bit patterns, bool as uint8_t 0/1.
+ *    bfloat16 are passed as their uint16_t bit patterns, the float8 types as
+ *    their uint8_t bit patterns, bool as uint8_t 0/1.
  *  - NAME_info() describes the inputs and outputs (names, types, shapes).
  *  - Functions return an mlcc_status: 0 on success, a small positive code
  *    otherwise. Define MLCC_NO_STATUS_STRING to compile out the messages.
@@ -49,6 +50,12 @@ typedef int32_t mlcc_dtype;
 #define MLCC_UINT32 12
 #define MLCC_UINT64 13
 #define MLCC_BFLOAT16 16
+/* 8-bit floats, passed as uint8_t bit patterns. */
+#define MLCC_FLOAT8E4M3FN 17
+#define MLCC_FLOAT8E4M3FNUZ 18
+#define MLCC_FLOAT8E5M2 19
+#define MLCC_FLOAT8E5M2FNUZ 20
+#define MLCC_FLOAT8E8M0 24
 
 typedef struct mlcc_tensor_info {
   const char *name;      /* the ONNX tensor name */

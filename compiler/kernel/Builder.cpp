@@ -105,6 +105,11 @@ Expr lowestValue(DType t) {
   case DType::F64:
   case DType::F16:
   case DType::BF16:
+  case DType::F8E4M3FN:
+  case DType::F8E4M3FNUZ:
+  case DType::F8E5M2:
+  case DType::F8E5M2FNUZ:
+  case DType::F8E8M0:
     return constant(computeType(t), -std::numeric_limits<double>::infinity());
   case DType::I8: return constantInt(t, INT8_MIN);
   case DType::I16: return constantInt(t, INT16_MIN);
@@ -121,6 +126,11 @@ Expr highestValue(DType t) {
   case DType::F64:
   case DType::F16:
   case DType::BF16:
+  case DType::F8E4M3FN:
+  case DType::F8E4M3FNUZ:
+  case DType::F8E5M2:
+  case DType::F8E5M2FNUZ:
+  case DType::F8E8M0:
     return constant(computeType(t), std::numeric_limits<double>::infinity());
   case DType::I8: return constantInt(t, INT8_MAX);
   case DType::I16: return constantInt(t, INT16_MAX);
@@ -136,7 +146,7 @@ Expr highestValue(DType t) {
 }
 
 DType computeType(DType t) {
-  return (t == DType::F16 || t == DType::BF16) ? DType::F32 : t;
+  return isNarrowFloat(t) ? DType::F32 : t;
 }
 
 // ---------------------------------------------------------------------------

@@ -97,8 +97,8 @@ Expr toIndex(const Expr &a);
 Expr lowestValue(DType t);
 Expr highestValue(DType t);
 
-/// Type used for arithmetic on values of storage type `t`: f16 and bf16
-/// compute in f32; everything else in itself.
+/// Type used for arithmetic on values of storage type `t`: f16, bf16 and the
+/// float8 types compute in f32; everything else in itself.
 DType computeType(DType t);
 
 /// A small stack buffer (often a single accumulator) scoped to the block in

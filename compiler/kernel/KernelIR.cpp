@@ -249,8 +249,7 @@ Expr cast(DType type, Expr a) {
   MLCC_CHECK(isStorable(type), "cast to " << dtypeName(type));
   if (a->Type == type)
     return a;
-  if (a->isConst() && type != DType::F16 && type != DType::BF16 &&
-      a->Type != DType::F16 && a->Type != DType::BF16)
+  if (a->isConst() && !isNarrowFloat(type) && !isNarrowFloat(a->Type))
     return fromScalar(type, evalCast(type, a->Type, scalarOf(a)));
   auto e = make(ExprKind::Cast, type);
   e->A = std::move(a);
@@ -404,13 +403,11 @@ public:
       expr(e->A);
       break;
     case ExprKind::Unary:
-      check(e->A->Type != DType::F16 && e->A->Type != DType::BF16,
-            "arithmetic on a 16-bit float");
+      check(!isNarrowFloat(e->A->Type), "arithmetic on a narrow float");
       expr(e->A);
       break;
     case ExprKind::Binary:
-      check(e->A->Type != DType::F16 && e->A->Type != DType::BF16,
-            "arithmetic on a 16-bit float");
+      check(!isNarrowFloat(e->A->Type), "arithmetic on a narrow float");
       expr(e->A);
       expr(e->B);
       break;

@@ -17,8 +17,9 @@
 //   for schedules: vectorize, unroll and parallel are properties of a loop,
 //   not separate IR.
 // - Types: every Expr has a DType. Arithmetic is only on f32/f64, integers,
-//   Index and Bool; f16/bf16 values exist only as loads, stores and casts
-//   (the helpers compute in f32). Comparisons produce Bool.
+//   Index and Bool; f16/bf16/float8 values exist only as loads, stores and
+//   casts (the helpers compute in f32; casts to float8 do not saturate, see
+//   compiler/support/Float8.h). Comparisons produce Bool.
 //
 // Nodes are immutable and shared (Expr/Stmt are shared_ptr to const), so
 // transformations rebuild only what they change.

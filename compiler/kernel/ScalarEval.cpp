@@ -2,6 +2,7 @@
 
 #include "compiler/support/Error.h"
 #include "compiler/support/Float16.h"
+#include "compiler/support/Float8.h"
 
 #include <cmath>
 #include <cstring>
@@ -41,6 +42,13 @@ double roundFloat(DType type, double v) {
     return halfToFloat(floatToHalf((float)v));
   case DType::BF16:
     return bfloat16ToFloat(floatToBfloat16((float)v));
+  case DType::F8E4M3FN:
+  case DType::F8E4M3FNUZ:
+  case DType::F8E5M2:
+  case DType::F8E5M2FNUZ:
+  case DType::F8E8M0:
+    // Via f32, without saturation (see Float8.h).
+    return float8ToFloat(type, floatToFloat8(type, (float)v));
   default:
     return v;
   }
@@ -346,8 +354,9 @@ Scalar evalCast(DType to, DType from, Scalar a) {
       r.F = (double)(uint64_t)a.I;
     else
       r.F = (double)a.I;
-    // Integer -> f32 must round once, directly (not via double) for i64.
-    if (to == DType::F32 && !isFloat(from))
+    // Integer -> f32 must round once, directly (not via double) for i64;
+    // narrower floats convert from that f32 value, as the emitters do.
+    if ((to == DType::F32 || isNarrowFloat(to)) && !isFloat(from))
       r.F = isU64(from) ? (double)(float)(uint64_t)a.I : (double)(float)a.I;
     return normalize(to, r);
   }
@@ -382,6 +391,13 @@ Scalar loadScalar(DType type, const void *p) {
     r.F = bfloat16ToFloat(h);
     return r;
   }
+  case DType::F8E4M3FN:
+  case DType::F8E4M3FNUZ:
+  case DType::F8E5M2:
+  case DType::F8E5M2FNUZ:
+  case DType::F8E8M0:
+    r.F = float8ToFloat(type, *(const uint8_t *)p);
+    return r;
   case DType::I8: { int8_t v; std::memcpy(&v, p, 1); r.I = v; return r; }
   case DType::U8: { uint8_t v; std::memcpy(&v, p, 1); r.I = v; return r; }
   case DType::Bool: { uint8_t v; std::memcpy(&v, p, 1); r.I = v != 0; return r; }
@@ -418,6 +434,15 @@ void storeScalar(DType type, void *p, Scalar v) {
   case DType::BF16: {
     uint16_t h = floatToBfloat16((float)v.F);
     std::memcpy(p, &h, 2);
+    return;
+  }
+  case DType::F8E4M3FN:
+  case DType::F8E4M3FNUZ:
+  case DType::F8E5M2:
+  case DType::F8E5M2FNUZ:
+  case DType::F8E8M0: {
+    uint8_t b = floatToFloat8(type, (float)v.F);
+    std::memcpy(p, &b, 1);
     return;
   }
   case DType::I8: case DType::U8: case DType::Bool: {

@@ -6,8 +6,10 @@
 // reference semantics; the emitters must produce the same results.
 //
 // Values are carried in a Scalar: integers (and Bool, and the bits of u64) in
-// `I`, floats in `F`, already rounded to their type's precision (f32, f16 and
-// bf16 results are rounded after every operation).
+// `I`, floats in `F`, already rounded to their type's precision (f32, f16,
+// bf16 and float8 results are rounded after every operation). Conversions to
+// the narrow floats go through f32; to float8 they round to nearest even
+// without saturating (compiler/support/Float8.h).
 //
 // Integer corner cases that are undefined in C (division by zero, INT_MIN/-1,
 // oversized shifts, out-of-range float-to-int casts) get a fixed, documented

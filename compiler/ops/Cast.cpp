@@ -1,13 +1,24 @@
 //===- Cast.cpp - Cast and CastLike ---------------------------------------===//
 //
-// Conversions between the storable types (floats, integers, bool). Float to
-// integer conversion truncates toward zero and saturates (NaN -> 0), integer
-// to integer wraps, anything to bool tests for non-zero. Strings, float8 and
-// sub-byte types are not supported; `saturate` only concerns float8 and is
-// therefore ignored.
+// Conversions between the storable types (floats, float8, integers, bool).
+// Float to integer conversion truncates toward zero and saturates (NaN -> 0),
+// integer to integer wraps, anything to bool tests for non-zero. Strings and
+// sub-byte types are not supported.
+//
+// float8 targets: the kernel IR conversion f32 -> float8 rounds to nearest
+// even and never saturates (out of range -> inf for E5M2, NaN otherwise; see
+// compiler/support/Float8.h), so that loading and storing float8 data is
+// exact. The `saturate` attribute (default 1) is therefore implemented here:
+// the value, converted to f32, is clamped to [-max, max] of the target before
+// the conversion (the NaN-propagating clamp keeps NaN). With saturate=0 the
+// plain conversion already gives the spec's table.
+//
+// float8e8m0 has one conversion in kernel IR: round up, saturate (Cast's
+// defaults); other `round_mode`/`saturate` combinations are rejected.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/ops/Lowering.h"
+#include "compiler/support/Float8.h"
 
 namespace mlcc::ops {
 
@@ -55,6 +66,22 @@ void checkCastTypes(const ir::Node &n, DType from, DType to) {
   if (!isStorable(to))
     n.error(ErrorKind::Unsupported) << "casting to " << dtypeOnnxName(to)
                                     << " is not supported";
+  int64_t sat = n.attrInt("saturate", 1);
+  if (sat != 0 && sat != 1)
+    n.error() << "attribute 'saturate' must be 0 or 1, got " << sat;
+  std::string mode = n.attrString("round_mode", "up");
+  if (mode != "up" && mode != "down" && mode != "nearest")
+    n.error() << "attribute 'round_mode' must be up, down or nearest, got '"
+              << mode << "'";
+  if (to == DType::F8E8M0 && from != to && (mode != "up" || sat == 0))
+    n.error(ErrorKind::Unsupported)
+        << "casting to float8e8m0 is only supported with round_mode 'up' and "
+           "saturate=1";
+}
+
+/// Whether the conversion to `to` clamps to its finite range first.
+bool saturates(const ir::Node &n, DType to) {
+  return isFloat8(to) && to != DType::F8E8M0 && n.attrInt("saturate", 1) != 0;
 }
 
 void inferCast(ir::Node &n) {
@@ -71,8 +98,16 @@ void inferCastLike(ir::Node &n) {
 
 void lowerCast(LowerCtx &c) {
   TensorRef x = c.in(0), y = c.out(0);
-  // Loads give the compute type (f16/bf16 widen exactly to f32); the store
-  // converts to the target type.
+  // Loads give the compute type (f16/bf16/float8 widen exactly to f32); the
+  // store converts to the target type.
+  if (saturates(c.node(), y.dtype()) && x.dtype() != y.dtype()) {
+    double mx = float8MaxValue(y.dtype());
+    Expr lo = constant(DType::F32, -mx), hi = constant(DType::F32, mx);
+    c.b().loop("i", x.numel(), [&](Expr i) {
+      y.storeFlat(i, clamp(cast(DType::F32, x.loadFlat(i)), lo, hi));
+    });
+    return;
+  }
   c.b().loop("i", x.numel(), [&](Expr i) { y.storeFlat(i, x.loadFlat(i)); });
 }
 

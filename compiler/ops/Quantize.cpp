@@ -10,11 +10,16 @@
 // The multiplier is computed in the scales' precision (f16 scales round after
 // every operation, like the reference), the product in double.
 //
-// Only 8/16/32-bit integer quantized types are supported; float8 and 4/2-bit
-// types are rejected as unsupported.
+// Quantized types: 8/16/32-bit integers and the four float8 types (E4M3FN,
+// E4M3FNUZ, E5M2, E5M2FNUZ). Quantizing to float8 computes
+// x / y_scale + y_zero_point in f32 and converts it with round to nearest
+// even; `saturate` (default 1) clamps to the type's finite range first, as in
+// Cast (the plain kernel IR conversion does not saturate). 4/2-bit types are
+// rejected as unsupported.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/ops/Window.h"
+#include "compiler/support/Float8.h"
 
 #include <cmath>
 
@@ -60,7 +65,7 @@ void requireInputType(const ir::Node &n, size_t i, const char *what,
 /// Rounds a compute-type value to the precision of storage type `t` (f16 and
 /// bf16 values are computed in f32 but must round like their type).
 Expr roundTo(DType t, const Expr &v) {
-  if (t == DType::F16 || t == DType::BF16)
+  if (isNarrowFloat(t))
     return cast(DType::F32, cast(t, v));
   return v;
 }
@@ -181,7 +186,12 @@ void inferQuantize(ir::Node &n) {
                    {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I32});
   DType out = quantizeOutputType(n);
   requireQuantType(n, out, "the output",
-                   {DType::I8, DType::U8, DType::I16, DType::U16, DType::I32});
+                   {DType::I8, DType::U8, DType::I16, DType::U16, DType::I32,
+                    DType::F8E4M3FN, DType::F8E4M3FNUZ, DType::F8E5M2,
+                    DType::F8E5M2FNUZ});
+  int64_t sat = n.attrInt("saturate", 1);
+  if (sat != 0 && sat != 1)
+    n.error() << "attribute 'saturate' must be 0 or 1, got " << sat;
   quantizePrecision(n);
   granularity(n, 1, 2);
   n.setOutput(0, out, n.inShape(0));
@@ -206,6 +216,18 @@ void lowerQuantize(LowerCtx &c) {
     Expr q = xv / sv;
     if (narrow)
       q = roundTo(prec, q);
+    if (isFloat8(out)) {
+      // No integer rounding: the float8 conversion rounds (to nearest even).
+      Expr v = cast(DType::F32, q);
+      if (zp)
+        v = v + cast(DType::F32, loadParam(*zp, g, i));
+      if (n.attrInt("saturate", 1) != 0) {
+        double mx = float8MaxValue(out);
+        v = clamp(v, constant(DType::F32, -mx), constant(DType::F32, mx));
+      }
+      y.store(i, v);
+      return;
+    }
     Expr z = zp ? cast(DType::F64, loadParam(*zp, g, i)) : constant(DType::F64, 0);
     y.store(i, saturateRound(out, cast(DType::F64, q), z));
   });
@@ -228,7 +250,9 @@ DType dequantizeOutputType(const ir::Node &n) {
 
 void inferDequantize(ir::Node &n) {
   requireInputType(n, 0, "x",
-                   {DType::I8, DType::U8, DType::I16, DType::U16, DType::I32});
+                   {DType::I8, DType::U8, DType::I16, DType::U16, DType::I32,
+                    DType::F8E4M3FN, DType::F8E4M3FNUZ, DType::F8E5M2,
+                    DType::F8E5M2FNUZ});
   if (n.hasInput(2) && n.inDType(2) != n.inDType(0))
     n.error() << "x_zero_point has type " << dtypeOnnxName(n.inDType(2))
               << " but x has " << dtypeOnnxName(n.inDType(0));

@@ -47,6 +47,11 @@ const char *cInterfaceType(DType t) {
   case DType::Bool: return "uint8_t";
   case DType::F16: return "uint16_t";
   case DType::BF16: return "uint16_t";
+  case DType::F8E4M3FN:
+  case DType::F8E4M3FNUZ:
+  case DType::F8E5M2:
+  case DType::F8E5M2FNUZ:
+  case DType::F8E8M0: return "uint8_t"; // the float8 bit pattern
   default:
     MLCC_CHECK(false, "no C type for " << dtypeName(t));
   }

@@ -29,14 +29,14 @@ constexpr DTypeRow Rows[] = {
     {DType::C64, "c64", "complex64", 0, 64},
     {DType::C128, "c128", "complex128", 0, 128},
     {DType::BF16, "bf16", "bfloat16", 2, 16},
-    {DType::F8E4M3FN, "f8e4m3fn", "float8e4m3fn", 0, 8},
-    {DType::F8E4M3FNUZ, "f8e4m3fnuz", "float8e4m3fnuz", 0, 8},
-    {DType::F8E5M2, "f8e5m2", "float8e5m2", 0, 8},
-    {DType::F8E5M2FNUZ, "f8e5m2fnuz", "float8e5m2fnuz", 0, 8},
+    {DType::F8E4M3FN, "f8e4m3fn", "float8e4m3fn", 1, 8},
+    {DType::F8E4M3FNUZ, "f8e4m3fnuz", "float8e4m3fnuz", 1, 8},
+    {DType::F8E5M2, "f8e5m2", "float8e5m2", 1, 8},
+    {DType::F8E5M2FNUZ, "f8e5m2fnuz", "float8e5m2fnuz", 1, 8},
     {DType::U4, "u4", "uint4", 0, 4},
     {DType::I4, "i4", "int4", 0, 4},
     {DType::F4E2M1, "f4e2m1", "float4e2m1", 0, 4},
-    {DType::F8E8M0, "f8e8m0", "float8e8m0", 0, 8},
+    {DType::F8E8M0, "f8e8m0", "float8e8m0", 1, 8},
     {DType::U2, "u2", "uint2", 0, 2},
     {DType::I2, "i2", "int2", 0, 2},
     {DType::Index, "index", "index", 8, 64},
@@ -83,9 +83,17 @@ unsigned dtypeBits(DType t) {
   return r ? r->bits : 0;
 }
 
+bool isFloat8(DType t) {
+  return t == DType::F8E4M3FN || t == DType::F8E4M3FNUZ ||
+         t == DType::F8E5M2 || t == DType::F8E5M2FNUZ || t == DType::F8E8M0;
+}
+
+bool isNarrowFloat(DType t) {
+  return t == DType::F16 || t == DType::BF16 || isFloat8(t);
+}
+
 bool isFloat(DType t) {
-  return t == DType::F16 || t == DType::BF16 || t == DType::F32 ||
-         t == DType::F64;
+  return t == DType::F32 || t == DType::F64 || isNarrowFloat(t);
 }
 
 bool isSignedInt(DType t) {

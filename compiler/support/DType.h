@@ -60,7 +60,12 @@ std::optional<DType> dtypeFromOnnx(int64_t code);
 /// Zero for types mlcc cannot store (strings, sub-byte types).
 unsigned dtypeSize(DType t);
 
-bool isFloat(DType t);       ///< f16, bf16, f32, f64
+bool isFloat(DType t);       ///< f16, bf16, f32, f64 and the float8 types
+/// The 8-bit float types: f8e4m3fn, f8e4m3fnuz, f8e5m2, f8e5m2fnuz, f8e8m0.
+bool isFloat8(DType t);
+/// Floats narrower than f32 (f16, bf16, float8): storage-only types whose
+/// values are computed in f32 (kir::computeType) and never in their own type.
+bool isNarrowFloat(DType t);
 bool isInteger(DType t);     ///< signed or unsigned integers and Index (not bool)
 bool isSignedInt(DType t);   ///< i8..i64 and Index
 bool isUnsignedInt(DType t); ///< u8..u64

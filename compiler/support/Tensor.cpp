@@ -2,6 +2,7 @@
 
 #include "compiler/support/Error.h"
 #include "compiler/support/Float16.h"
+#include "compiler/support/Float8.h"
 
 #include <cmath>
 #include <cstring>
@@ -82,6 +83,16 @@ void storeScalar(DType dtype, void *dst, double v) {
   }
   case DType::Bool: {
     uint8_t b = v != 0.0 ? 1 : 0;
+    std::memcpy(dst, &b, 1);
+    return;
+  }
+  case DType::F8E4M3FN:
+  case DType::F8E4M3FNUZ:
+  case DType::F8E5M2:
+  case DType::F8E5M2FNUZ:
+  case DType::F8E8M0: {
+    // Through f32 and without saturation, like a kernel IR cast.
+    uint8_t b = floatToFloat8(dtype, (float)v);
     std::memcpy(dst, &b, 1);
     return;
   }
@@ -176,12 +187,21 @@ double loadScalarDouble(DType dtype, const void *src) {
     std::memcpy(&h, src, 2);
     return bfloat16ToFloat(h);
   }
+  case DType::F8E4M3FN:
+  case DType::F8E4M3FNUZ:
+  case DType::F8E5M2:
+  case DType::F8E5M2FNUZ:
+  case DType::F8E8M0:
+    return float8ToFloat(dtype, *(const uint8_t *)src);
   case DType::U64: {
     uint64_t u;
     std::memcpy(&u, src, 8);
     return (double)u;
   }
   default:
+    // (loadScalarInt's fallback comes back here: stop types with no value.)
+    MLCC_CHECK(isInteger(dtype) || dtype == DType::Bool,
+               "no numeric value for a " << dtypeName(dtype) << " element");
     return (double)loadScalarInt(dtype, src);
   }
 }

@@ -165,6 +165,17 @@ TensorPtr convertTensor(const pb::Tensor &tp, const TensorContext &ctx) {
     }
     break;
   }
+  case DType::F8E4M3FN:
+  case DType::F8E4M3FNUZ:
+  case DType::F8E5M2:
+  case DType::F8E5M2FNUZ:
+  case DType::F8E8M0:
+    // int32_data holds the 8-bit patterns.
+    if ((int64_t)tp.int32_data_size() != n)
+      sizeMismatch(tp.int32_data_size());
+    for (int64_t i = 0; i < n; ++i)
+      data[(size_t)i] = (uint8_t)tp.int32_data((int)i);
+    break;
   default: // int32, int16, int8, uint16, uint8, bool in int32_data
     if ((int64_t)tp.int32_data_size() != n)
       sizeMismatch(tp.int32_data_size());

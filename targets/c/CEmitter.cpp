@@ -2,6 +2,7 @@
 
 #include "compiler/pack/Header.h"
 #include "compiler/support/Error.h"
+#include "compiler/support/Float8.h"
 
 #include <cinttypes>
 #include <cmath>
@@ -92,6 +93,79 @@ static inline uint16_t mlcc_f2bf(float f) {
   return (uint16_t)((v.u + 0x7fffu + ((v.u >> 16) & 1u)) >> 16);
 }
 
+/* float8 <-> float, the same functions as compiler/support/Float8.h: m
+   mantissa bits, exponent bias b, mx the magnitude code of the largest finite
+   value; fnuz: NaN is 0x80 (no -0, no inf); inf: E5M2's infinities. float to
+   float8 rounds to nearest even and does not saturate. E8M0 rounds up and
+   saturates. */
+static inline float mlcc_bits2f(uint32_t u) {
+  union { uint32_t u; float f; } v;
+  v.u = u;
+  return v.f;
+}
+
+static inline uint32_t mlcc_f2bits(float f) {
+  union { uint32_t u; float f; } v;
+  v.f = f;
+  return v.u;
+}
+
+static inline float mlcc_f8_to_f(uint8_t c8, uint32_t m, uint32_t b, uint32_t fnuz,
+                                 uint32_t inf) {
+  uint32_t c = c8, sign = (c & 0x80u) << 24, eb = 7u - m;
+  uint32_t e = (c >> m) & ((1u << eb) - 1u), man = c & ((1u << m) - 1u);
+  if (fnuz ? c == 0x80u : (!inf && (c & 0x7fu) == 0x7fu))
+    return mlcc_bits2f(sign | 0x7fc00000u);
+  if (inf && e == (1u << eb) - 1u)
+    return mlcc_bits2f(sign | 0x7f800000u | (man != 0 ? 0x400000u : 0u));
+  if (e == 0) {
+    float v = (float)man * mlcc_bits2f((128u - b - m) << 23);
+    return sign ? -v : v;
+  }
+  return mlcc_bits2f(sign | ((e + 127u - b) << 23) | (man << (23u - m)));
+}
+
+static inline uint8_t mlcc_f_to_f8(float f, uint32_t m, uint32_t b, uint32_t mx,
+                                   uint32_t fnuz, uint32_t inf) {
+  uint32_t x = mlcc_f2bits(f), sign = (x >> 24) & 0x80u, ax = x & 0x7fffffffu, code;
+  if (ax > 0x7f800000u)
+    return (uint8_t)(fnuz ? 0x80u : (sign | (inf ? 0x7eu : 0x7fu)));
+  if (ax < ((128u - b) << 23)) {
+    float a = mlcc_bits2f(ax) * mlcc_bits2f((126u + b + m) << 23), r;
+    uint32_t n = (uint32_t)a;
+    r = a - (float)n;
+    if (r > 0.5f || (r == 0.5f && (n & 1u)))
+      n++;
+    code = n;
+  } else {
+    uint32_t s = 23u - m, adj = ax - ((127u - b) << 23), rest, half;
+    code = adj >> s;
+    rest = adj & ((1u << s) - 1u);
+    half = 1u << (s - 1u);
+    if (rest > half || (rest == half && (code & 1u)))
+      code++;
+  }
+  if (code > mx)
+    return (uint8_t)(fnuz ? 0x80u : (sign | (inf ? 0x7cu : 0x7fu)));
+  if (code == 0 && fnuz)
+    return 0;
+  return (uint8_t)(sign | code);
+}
+
+static inline float mlcc_e8m0_to_f(uint8_t c) {
+  return mlcc_bits2f(c == 0xffu ? 0x7fc00000u : c == 0 ? 0x00400000u : (uint32_t)c << 23);
+}
+
+static inline uint8_t mlcc_f_to_e8m0(float f) {
+  uint32_t ax = mlcc_f2bits(f) & 0x7fffffffu, e;
+  if (ax > 0x7f800000u)
+    return 0xffu;
+  if (ax <= 0x00400000u)
+    return 0;
+  e = (ax >> 23) + ((ax & 0x7fffffu) != 0 ? 1u : 0u);
+  return (uint8_t)(e > 254u ? 254u : e);
+}
+
 static inline float mlcc_minf(float a, float b) { return (a != a || a < b) ? a : b; }
 static inline float mlcc_maxf(float a, float b) { return (a != a || a > b) ? a : b; }
 static inline double mlcc_min(double a, double b) { return (a != a || a < b) ? a : b; }
@@ -158,6 +232,28 @@ std::string intLiteral(DType t, int64_t v) {
   default:
     return "((" + std::string(cType(t)) + ")" + std::to_string(v) + ")";
   }
+}
+
+/// The trailing format arguments of mlcc_f8_to_f / mlcc_f_to_f8 for `t`.
+std::string float8Args(DType t, bool encode) {
+  Float8Format f = float8Format(t);
+  std::string s = ", " + std::to_string(f.ManBits) + "u, " + std::to_string(f.Bias) + "u";
+  if (encode)
+    s += ", " + std::to_string(f.MaxCode) + "u";
+  return s + (f.Fnuz ? ", 1u" : ", 0u") + (f.HasInf ? ", 1u" : ", 0u");
+}
+
+/// A float8 value of type `t` as an f32 C expression, and back.
+std::string float8ToFloatC(DType t, const std::string &a) {
+  if (t == DType::F8E8M0)
+    return "mlcc_e8m0_to_f(" + a + ")";
+  return "mlcc_f8_to_f(" + a + float8Args(t, false) + ")";
+}
+
+std::string floatToFloat8C(DType t, const std::string &a) {
+  if (t == DType::F8E8M0)
+    return "mlcc_f_to_e8m0(" + a + ")";
+  return "mlcc_f_to_f8(" + a + float8Args(t, true) + ")";
 }
 
 std::string floatLiteral(DType t, double v) {
@@ -255,6 +351,9 @@ private:
           return "mlcc_f2h(" + floatLiteral(DType::F32, e->FloatValue) + ")";
         if (e->Type == DType::BF16)
           return "mlcc_f2bf(" + floatLiteral(DType::F32, e->FloatValue) + ")";
+        if (isFloat8(e->Type)) // the bit pattern, encoded on the host
+          return intLiteral(DType::U8,
+                            floatToFloat8(e->Type, (float)e->FloatValue));
         return floatLiteral(e->Type, e->FloatValue);
       }
       return intLiteral(e->Type, e->IntValue);
@@ -397,6 +496,11 @@ private:
       return "mlcc_f2h(" + castExpr(DType::F32, from, a) + ")";
     if (to == DType::BF16)
       return "mlcc_f2bf(" + castExpr(DType::F32, from, a) + ")";
+    // float8 values travel as their uint8_t bits, like the 16-bit floats.
+    if (isFloat8(from))
+      return castExpr(to, DType::F32, float8ToFloatC(from, a));
+    if (isFloat8(to))
+      return floatToFloat8C(to, castExpr(DType::F32, from, a));
     if (to == DType::Bool)
       return "(" + a + " != 0)";
     if (isFloat(to))

@@ -3,6 +3,7 @@
 #include "compiler/pack/Header.h"
 #include "compiler/support/Error.h"
 #include "compiler/support/Float16.h"
+#include "compiler/support/Float8.h"
 
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/DataLayout.h>
@@ -47,6 +48,11 @@ public:
     case DType::F64: return llvm::Type::getDoubleTy(Ctx);
     case DType::F16:
     case DType::BF16: return llvm::Type::getInt16Ty(Ctx);
+    case DType::F8E4M3FN:
+    case DType::F8E4M3FNUZ:
+    case DType::F8E5M2:
+    case DType::F8E5M2FNUZ:
+    case DType::F8E8M0: return llvm::Type::getInt8Ty(Ctx);
     case DType::Bool: return llvm::Type::getInt1Ty(Ctx);
     case DType::I8:
     case DType::U8: return llvm::Type::getInt8Ty(Ctx);
@@ -85,7 +91,116 @@ public:
   llvm::Function *bf16ToFloat() { return helper("mlcc.bf2f", true, true); }
   llvm::Function *floatToBf16() { return helper("mlcc.f2bf", false, true); }
 
+  /// float8 <-> f32 conversions of type `t`: the selects-only translation of
+  /// compiler/support/Float8.h (float8ToFloat / floatToFloat8).
+  llvm::Function *float8ToFloat(DType t) {
+    return float8Helper(std::string("mlcc.") + dtypeName(t) + "2f", t, true);
+  }
+  llvm::Function *floatToFloat8(DType t) {
+    return float8Helper(std::string("mlcc.f2") + dtypeName(t), t, false);
+  }
+
 private:
+  llvm::Function *float8Helper(const std::string &name, DType t, bool toFloat) {
+    if (auto *f = M.getFunction(name))
+      return f;
+    llvm::Type *f32 = llvm::Type::getFloatTy(Ctx), *i8 = llvm::Type::getInt8Ty(Ctx),
+               *i32 = llvm::Type::getInt32Ty(Ctx);
+    auto *fty = llvm::FunctionType::get(toFloat ? f32 : i8, {toFloat ? i8 : f32}, false);
+    auto *f = llvm::Function::Create(fty, llvm::GlobalValue::InternalLinkage, name, M);
+    f->addFnAttr(llvm::Attribute::AlwaysInline);
+    f->addFnAttr(llvm::Attribute::NoUnwind);
+    auto *bb = llvm::BasicBlock::Create(Ctx, "entry", f);
+    IRBuilder<> b(bb);
+    Value *arg = f->getArg(0);
+    auto c32 = [&](uint32_t v) { return llvm::ConstantInt::get(i32, v); };
+    auto asFloat = [&](uint32_t bits) {
+      return llvm::ConstantFP::get(f32, (double)mlcc::bitsToFloat(bits));
+    };
+    if (t == DType::F8E8M0) {
+      if (toFloat) {
+        Value *c = b.CreateZExt(arg, i32);
+        Value *bits = b.CreateShl(c, 23);
+        bits = b.CreateSelect(b.CreateICmpEQ(c, c32(0)), c32(0x00400000u), bits);
+        bits = b.CreateSelect(b.CreateICmpEQ(c, c32(0xffu)), c32(0x7fc00000u), bits);
+        b.CreateRet(b.CreateBitCast(bits, f32));
+        return f;
+      }
+      Value *ax = b.CreateAnd(b.CreateBitCast(arg, i32), c32(0x7fffffffu));
+      Value *e = b.CreateAdd(b.CreateLShr(ax, 23),
+                             b.CreateZExt(b.CreateICmpNE(b.CreateAnd(ax, c32(0x7fffffu)), c32(0)), i32));
+      Value *res = b.CreateSelect(b.CreateICmpUGT(e, c32(254)), c32(254), e);
+      res = b.CreateSelect(b.CreateICmpULE(ax, c32(0x00400000u)), c32(0), res);
+      res = b.CreateSelect(b.CreateICmpUGT(ax, c32(0x7f800000u)), c32(0xffu), res);
+      b.CreateRet(b.CreateTrunc(res, i8));
+      return f;
+    }
+    Float8Format fmt = float8Format(t);
+    uint32_t m = fmt.ManBits, bias = (uint32_t)fmt.Bias, eb = 7 - m;
+    if (toFloat) {
+      Value *c = b.CreateZExt(arg, i32);
+      Value *sign = b.CreateShl(b.CreateAnd(c, c32(0x80u)), 24);
+      Value *e = b.CreateAnd(b.CreateLShr(c, m), c32((1u << eb) - 1u));
+      Value *man = b.CreateAnd(c, c32((1u << m) - 1u));
+      Value *normal = b.CreateOr(b.CreateOr(sign, b.CreateShl(b.CreateAdd(e, c32(127u - bias)), 23)),
+                                 b.CreateShl(man, 23 - m));
+      Value *res = b.CreateBitCast(normal, f32);
+      // Subnormal: man units of 2^(1 - bias - m), exact.
+      Value *sub = b.CreateFMul(b.CreateUIToFP(man, f32), asFloat((128u - bias - m) << 23));
+      sub = b.CreateSelect(b.CreateICmpNE(sign, c32(0)), b.CreateFNeg(sub), sub);
+      res = b.CreateSelect(b.CreateICmpEQ(e, c32(0)), sub, res);
+      if (fmt.HasInf) {
+        Value *special = b.CreateOr(
+            b.CreateOr(sign, c32(0x7f800000u)),
+            b.CreateSelect(b.CreateICmpNE(man, c32(0)), c32(0x400000u), c32(0)));
+        res = b.CreateSelect(b.CreateICmpEQ(e, c32((1u << eb) - 1u)),
+                             b.CreateBitCast(special, f32), res);
+      }
+      Value *isNan = fmt.Fnuz ? b.CreateICmpEQ(c, c32(0x80u))
+                   : fmt.HasInf ? b.getFalse()
+                                : b.CreateICmpEQ(b.CreateAnd(c, c32(0x7fu)), c32(0x7fu));
+      Value *nan = b.CreateBitCast(b.CreateOr(sign, c32(0x7fc00000u)), f32);
+      b.CreateRet(b.CreateSelect(isNan, nan, res));
+      return f;
+    }
+    // f32 -> float8, round to nearest even, no saturation.
+    Value *x = b.CreateBitCast(arg, i32);
+    Value *sign = b.CreateAnd(b.CreateLShr(x, 24), c32(0x80u));
+    Value *ax = b.CreateAnd(x, c32(0x7fffffffu));
+    Value *isSub = b.CreateICmpULT(ax, c32((128u - bias) << 23));
+    // Below the smallest normal: units of the smallest subnormal, half to even.
+    Value *a = b.CreateFMul(b.CreateBitCast(ax, f32), asFloat((126u + bias + m) << 23));
+    Value *n = b.CreateFPToUI(b.CreateSelect(isSub, a, llvm::ConstantFP::get(f32, 0.0)), i32);
+    Value *r = b.CreateFSub(a, b.CreateUIToFP(n, f32));
+    Value *half = llvm::ConstantFP::get(f32, 0.5);
+    Value *up = b.CreateOr(b.CreateFCmpOGT(r, half),
+                           b.CreateAnd(b.CreateFCmpOEQ(r, half),
+                                       b.CreateICmpNE(b.CreateAnd(n, c32(1)), c32(0))));
+    Value *subCode = b.CreateAdd(n, b.CreateZExt(up, i32));
+    // Normal: rebias and round the mantissa half to even.
+    uint32_t shift = 23 - m;
+    Value *adj = b.CreateSub(ax, c32((127u - bias) << 23));
+    Value *hn = b.CreateLShr(adj, shift);
+    Value *rest = b.CreateAnd(adj, c32((1u << shift) - 1u));
+    uint32_t halfBits = 1u << (shift - 1);
+    Value *upN = b.CreateOr(b.CreateICmpUGT(rest, c32(halfBits)),
+                            b.CreateAnd(b.CreateICmpEQ(rest, c32(halfBits)),
+                                        b.CreateICmpNE(b.CreateAnd(hn, c32(1)), c32(0))));
+    Value *normCode = b.CreateAdd(hn, b.CreateZExt(upN, i32));
+    Value *code = b.CreateSelect(isSub, subCode, normCode);
+    Value *res = b.CreateOr(sign, code);
+    if (fmt.Fnuz)
+      res = b.CreateSelect(b.CreateICmpEQ(code, c32(0)), c32(0), res);
+    Value *overflow = fmt.Fnuz ? (Value *)c32(0x80u)
+                               : b.CreateOr(sign, c32(fmt.HasInf ? 0x7cu : 0x7fu));
+    res = b.CreateSelect(b.CreateICmpUGT(code, c32(fmt.MaxCode)), overflow, res);
+    Value *nan = fmt.Fnuz ? (Value *)c32(0x80u)
+                          : b.CreateOr(sign, c32(fmt.HasInf ? 0x7eu : 0x7fu));
+    res = b.CreateSelect(b.CreateICmpUGT(ax, c32(0x7f800000u)), nan, res);
+    b.CreateRet(b.CreateTrunc(res, i8));
+    return f;
+  }
+
   /// 16-bit float conversions as small internal functions (always inlined).
   llvm::Function *helper(const std::string &name, bool toFloat, bool bf16) {
     if (auto *f = M.getFunction(name))
@@ -270,6 +385,12 @@ private:
       return llvm::ConstantInt::get(t, floatToHalf((float)e.FloatValue));
     case DType::BF16:
       return llvm::ConstantInt::get(t, floatToBfloat16((float)e.FloatValue));
+    case DType::F8E4M3FN:
+    case DType::F8E4M3FNUZ:
+    case DType::F8E5M2:
+    case DType::F8E5M2FNUZ:
+    case DType::F8E8M0:
+      return llvm::ConstantInt::get(t, mlcc::floatToFloat8(e.Type, (float)e.FloatValue));
     default:
       return llvm::ConstantInt::get(t, (uint64_t)e.IntValue, isSignedInt(e.Type));
     }
@@ -449,6 +570,11 @@ private:
       return B.CreateCall(ME.floatToHalf(), {castValue(DType::F32, from, a)});
     if (to == DType::BF16)
       return B.CreateCall(ME.floatToBf16(), {castValue(DType::F32, from, a)});
+    // float8 values are i8 bit patterns, converted through f32.
+    if (isFloat8(from))
+      return castValue(to, DType::F32, B.CreateCall(ME.float8ToFloat(from), {a}));
+    if (isFloat8(to))
+      return B.CreateCall(ME.floatToFloat8(to), {castValue(DType::F32, from, a)});
     llvm::Type *t = ME.valueType(to);
     if (to == DType::Bool) {
       if (isFloat(from))
