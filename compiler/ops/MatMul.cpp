@@ -5,7 +5,7 @@
 // alpha * op(A) * op(B) + beta * C with C broadcast to [M, N].
 //
 //===----------------------------------------------------------------------===//
-#include "compiler/ops/Lowering.h"
+#include "compiler/ops/Contraction.h"
 
 namespace mlcc::ops {
 
@@ -13,82 +13,24 @@ using namespace kir;
 
 namespace {
 
-struct MatMulShape {
-  Shape A, B;       ///< operands promoted to rank >= 2
-  Shape Batch;      ///< broadcast batch dims
-  int64_t M, K, N;
-  Shape Out;        ///< final output shape (promoted axes removed)
-};
-
-MatMulShape matmulShape(const ir::Node &n, const Shape &a0, const Shape &b0) {
-  MatMulShape s;
-  if (a0.empty() || b0.empty())
-    n.error() << "MatMul operands must have rank 1 or more";
-  s.A = a0.size() == 1 ? Shape{1, a0[0]} : a0;
-  s.B = b0.size() == 1 ? Shape{b0[0], 1} : b0;
-  s.M = s.A[s.A.size() - 2];
-  s.K = s.A.back();
-  s.N = s.B.back();
-  if (s.B[s.B.size() - 2] != s.K)
-    n.error() << "cannot multiply " << shapeToString(a0) << " by " << shapeToString(b0);
-  Shape ab(s.A.begin(), s.A.end() - 2), bb(s.B.begin(), s.B.end() - 2);
-  s.Batch = broadcastShapes(n, {ab, bb});
-  s.Out = s.Batch;
-  if (a0.size() > 1)
-    s.Out.push_back(s.M);
-  if (b0.size() > 1)
-    s.Out.push_back(s.N);
-  return s;
-}
-
 void inferMatMul(ir::Node &n) {
   requireNumeric(n, 0);
   requireSameDTypes(n);
   n.setOutput(0, n.inDType(0), matmulShape(n, n.inShape(0), n.inShape(1)).Out);
 }
 
-/// Index into an operand of promoted shape `shape` at batch position `bi`
-/// (broadcast) and matrix position (r, c); `orig` is the operand's real rank.
-std::vector<Expr> operandIndex(const Shape &shape, size_t origRank,
-                               const std::vector<Expr> &bi, Expr r, Expr c,
-                               bool isA) {
-  std::vector<Expr> idx;
-  size_t batchRank = shape.size() - 2, lead = bi.size() - batchRank;
-  for (size_t d = 0; d < batchRank; ++d)
-    idx.push_back(shape[d] == 1 ? indexConst(0) : bi[lead + d]);
-  if (origRank == 1) { // the promoted axis is not in the buffer
-    idx.push_back(isA ? c : r);
-    return idx;
-  }
-  idx.push_back(r);
-  idx.push_back(c);
-  return idx;
-}
-
 void lowerMatMul(LowerCtx &c) {
-  const ir::Node &n = c.node();
-  TensorRef a = c.in(0), bt = c.in(1), y = c.out(0);
-  MatMulShape s = matmulShape(n, a.shape(), bt.shape());
-  KernelBuilder &b = c.b();
-  DType acc = y.computeType();
-  b.loops(s.Batch, [&](const std::vector<Expr> &bi) {
-    b.loop("i", s.M, [&](Expr i) {
-      b.loop("j", s.N, [&](Expr j) {
-        Local sum = b.local("sum", constant(acc, 0));
-        b.loop("k", s.K, [&](Expr k) {
-          Expr av = a.load(operandIndex(s.A, a.rank(), bi, i, k, true));
-          Expr bv = bt.load(operandIndex(s.B, bt.rank(), bi, k, j, false));
-          b.set(sum, sum.get() + av * bv);
-        });
-        std::vector<Expr> yi = bi;
-        if (a.rank() > 1)
-          yi.push_back(i);
-        if (bt.rank() > 1)
-          yi.push_back(j);
-        y.store(yi, sum.get());
-      });
-    });
-  }, "b");
+  TensorRef a = c.in(0), bm = c.in(1), y = c.out(0);
+  MatMulShape s = matmulShape(c.node(), a.shape(), bm.shape());
+  MatMulSpec spec;
+  spec.Acc = y.computeType();
+  spec.LoadA = [&](const std::vector<Expr> &bi, const Expr &i, const Expr &k) {
+    return a.load(matmulOperandIndex(s, true, bi, i, k));
+  };
+  spec.LoadB = [&](const std::vector<Expr> &bi, const Expr &k, const Expr &j) {
+    return bm.load(matmulOperandIndex(s, false, bi, k, j));
+  };
+  lowerMatrixProduct(c, s, y, spec);
 }
 
 void inferGemm(ir::Node &n) {
@@ -115,28 +57,40 @@ void inferGemm(ir::Node &n) {
 void lowerGemm(LowerCtx &c) {
   const ir::Node &n = c.node();
   TensorRef a = c.in(0), bm = c.in(1), y = c.out(0);
-  std::optional<TensorRef> cm;
-  if (c.hasIn(2))
-    cm = c.in(2);
   bool ta = n.attrInt("transA", 0), tb = n.attrInt("transB", 0);
   double alpha = n.attrFloat("alpha", 1.0), beta = n.attrFloat("beta", 1.0);
-  int64_t M = y.shape()[0], N = y.shape()[1], K = ta ? a.shape()[0] : a.shape()[1];
-  KernelBuilder &b = c.b();
-  DType acc = y.computeType();
-  b.loop("i", M, [&](Expr i) {
-    b.loop("j", N, [&](Expr j) {
-      Local sum = b.local("sum", constant(acc, 0));
-      b.loop("k", K, [&](Expr k) {
-        Expr av = ta ? a.load({k, i}) : a.load({i, k});
-        Expr bv = tb ? bm.load({j, k}) : bm.load({k, j});
-        b.set(sum, sum.get() + av * bv);
-      });
-      Expr r = sum.get() * alpha;
-      if (cm && beta != 0.0)
-        r = r + cm->loadBroadcast({i, j}) * beta;
-      y.store({i, j}, r);
-    });
-  });
+  MatMulShape s;
+  s.M = y.shape()[0];
+  s.N = y.shape()[1];
+  s.K = ta ? a.shape()[0] : a.shape()[1];
+  s.A = {s.M, s.K};
+  s.B = {s.K, s.N};
+  s.Out = {s.M, s.N};
+  s.RankA = s.RankB = 2;
+  MatMulSpec spec;
+  spec.Acc = y.computeType();
+  spec.LoadA = [&](const std::vector<Expr> &, const Expr &i, const Expr &k) {
+    return ta ? a.load({k, i}) : a.load({i, k});
+  };
+  spec.LoadB = [&](const std::vector<Expr> &, const Expr &k, const Expr &j) {
+    return tb ? bm.load({j, k}) : bm.load({k, j});
+  };
+  std::optional<TensorRef> cm;
+  if (c.hasIn(2) && beta != 0.0)
+    cm = c.in(2);
+  auto term = [&](const Expr &i, const Expr &j) {
+    return cm->loadBroadcast({i, j}) * beta;
+  };
+  if (alpha == 1.0) { // start from beta * C: no finishing pass
+    if (cm)
+      spec.Init = [&](const std::vector<Expr> &, const Expr &i, const Expr &j) {
+        return term(i, j);
+      };
+  } else {
+    spec.Finish = [&](const Expr &acc, const std::vector<Expr> &, const Expr &i,
+                      const Expr &j) { return cm ? acc * alpha + term(i, j) : acc * alpha; };
+  }
+  lowerMatrixProduct(c, s, y, spec);
 }
 
 } // namespace

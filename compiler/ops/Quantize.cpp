@@ -18,7 +18,7 @@
 // rejected as unsupported.
 //
 //===----------------------------------------------------------------------===//
-#include "compiler/ops/Window.h"
+#include "compiler/ops/Contraction.h"
 #include "compiler/support/Float8.h"
 
 #include <cmath>
@@ -318,56 +318,9 @@ void lowerDynamicQuantize(LowerCtx &c) {
 // Integer matrix multiplication
 // ---------------------------------------------------------------------------
 
-struct MatShape {
-  Shape A, B;  ///< operands promoted to rank >= 2
-  Shape Batch; ///< broadcast batch dims
-  int64_t M, K, N;
-  Shape Out;
-};
-
-MatShape matShape(const ir::Node &n, const Shape &a0, const Shape &b0) {
-  MatShape s;
-  if (a0.empty() || b0.empty())
-    n.error() << "matrix operands must have rank 1 or more";
-  s.A = a0.size() == 1 ? Shape{1, a0[0]} : a0;
-  s.B = b0.size() == 1 ? Shape{b0[0], 1} : b0;
-  s.M = s.A[s.A.size() - 2];
-  s.K = s.A.back();
-  s.N = s.B.back();
-  if (s.B[s.B.size() - 2] != s.K)
-    n.error() << "cannot multiply " << shapeToString(a0) << " by "
-              << shapeToString(b0);
-  Shape ab(s.A.begin(), s.A.end() - 2), bb(s.B.begin(), s.B.end() - 2);
-  s.Batch = broadcastShapes(n, {ab, bb});
-  s.Out = s.Batch;
-  if (a0.size() > 1)
-    s.Out.push_back(s.M);
-  if (b0.size() > 1)
-    s.Out.push_back(s.N);
-  return s;
-}
-
-/// Index into an operand of promoted shape `shape` at batch position `bi`
-/// and matrix position (r, c); `origRank` is the operand's real rank.
-std::vector<Expr> operandIndex(const Shape &shape, size_t origRank,
-                               const std::vector<Expr> &bi, Expr r, Expr c,
-                               bool isA) {
-  std::vector<Expr> idx;
-  size_t batchRank = shape.size() - 2, lead = bi.size() - batchRank;
-  for (size_t d = 0; d < batchRank; ++d)
-    idx.push_back(shape[d] == 1 ? indexConst(0) : bi[lead + d]);
-  if (origRank == 1) {
-    idx.push_back(isA ? c : r);
-    return idx;
-  }
-  idx.push_back(r);
-  idx.push_back(c);
-  return idx;
-}
-
 /// A per-tensor, per-row (of A: 1-D of M elements, or [..., M, 1]) or
 /// per-column (of B: 1-D of N elements, or [..., 1, N]) parameter.
-void checkMatParam(const ir::Node &n, size_t i, const MatShape &s, bool rows) {
+void checkMatParam(const ir::Node &n, size_t i, const MatMulShape &s, bool rows) {
   if (!n.hasInput(i))
     return;
   const Shape &p = n.inShape(i);
@@ -407,39 +360,28 @@ void lowerIntMatMul(LowerCtx &c, size_t aIdx, size_t bIdx, size_t azpIdx,
                     size_t bzpIdx,
                     const std::function<Expr(Expr, const std::vector<Expr> &,
                                              Expr, Expr)> &finish) {
-  const ir::Node &n = c.node();
   TensorRef a = c.in(aIdx), bm = c.in(bIdx), y = c.out(0);
   std::optional<TensorRef> azp, bzp;
   if (c.hasIn(azpIdx))
     azp = c.in(azpIdx);
   if (c.hasIn(bzpIdx))
     bzp = c.in(bzpIdx);
-  MatShape s = matShape(n, a.shape(), bm.shape());
-  KernelBuilder &b = c.b();
+  MatMulShape s = matmulShape(c.node(), a.shape(), bm.shape());
   const DType acc = DType::I32;
-  b.loops(s.Batch, [&](const std::vector<Expr> &bi) {
-    b.loop("i", s.M, [&](Expr i) {
-      b.loop("j", s.N, [&](Expr j) {
-        Expr az = azp ? cast(acc, loadMatParam(*azp, true, bi, i, j))
-                      : constantInt(acc, 0);
-        Expr bz = bzp ? cast(acc, loadMatParam(*bzp, false, bi, i, j))
-                      : constantInt(acc, 0);
-        Local sum = b.local("sum", constantInt(acc, 0));
-        b.loop("k", s.K, [&](Expr k) {
-          Expr av = cast(acc, a.load(operandIndex(s.A, a.rank(), bi, i, k, true)));
-          Expr bv =
-              cast(acc, bm.load(operandIndex(s.B, bm.rank(), bi, k, j, false)));
-          b.set(sum, sum.get() + (av - az) * (bv - bz));
-        });
-        std::vector<Expr> yi = bi;
-        if (a.rank() > 1)
-          yi.push_back(i);
-        if (bm.rank() > 1)
-          yi.push_back(j);
-        y.store(yi, finish(sum.get(), bi, i, j));
-      });
-    });
-  }, "b");
+  MatMulSpec spec;
+  spec.Acc = acc;
+  spec.LoadA = [&](const std::vector<Expr> &bi, const Expr &i, const Expr &k) {
+    Expr v = cast(acc, a.load(matmulOperandIndex(s, true, bi, i, k)));
+    return azp ? v - cast(acc, loadMatParam(*azp, true, bi, i, k)) : v;
+  };
+  spec.LoadB = [&](const std::vector<Expr> &bi, const Expr &k, const Expr &j) {
+    Expr v = cast(acc, bm.load(matmulOperandIndex(s, false, bi, k, j)));
+    return bzp ? v - cast(acc, loadMatParam(*bzp, false, bi, k, j)) : v;
+  };
+  if (finish)
+    spec.Finish = [&](const Expr &v, const std::vector<Expr> &bi, const Expr &i,
+                      const Expr &j) { return finish(v, bi, i, j); };
+  lowerMatrixProduct(c, s, y, spec);
 }
 
 void requireZeroPointType(const ir::Node &n, size_t zp, size_t of) {
@@ -454,15 +396,14 @@ void inferMatMulInteger(ir::Node &n) {
   requireInputType(n, 1, "B", {DType::I8, DType::U8});
   requireZeroPointType(n, 2, 0);
   requireZeroPointType(n, 3, 1);
-  MatShape s = matShape(n, n.inShape(0), n.inShape(1));
+  MatMulShape s = matmulShape(n, n.inShape(0), n.inShape(1));
   checkMatParam(n, 2, s, true);
   checkMatParam(n, 3, s, false);
   n.setOutput(0, DType::I32, s.Out);
 }
 
 void lowerMatMulInteger(LowerCtx &c) {
-  lowerIntMatMul(c, 0, 1, 2, 3,
-                 [](Expr acc, const std::vector<Expr> &, Expr, Expr) { return acc; });
+  lowerIntMatMul(c, 0, 1, 2, 3, nullptr);
 }
 
 /// The requantization multiplier a_scale * b_scale / y_scale, computed in
@@ -484,7 +425,7 @@ void inferQLinearMatMul(ir::Node &n) {
     if (n.inDType(i) != n.inDType(1))
       n.error() << "scales must share one type";
   }
-  MatShape s = matShape(n, n.inShape(0), n.inShape(3));
+  MatMulShape s = matmulShape(n, n.inShape(0), n.inShape(3));
   checkMatParam(n, 1, s, true);
   checkMatParam(n, 2, s, true);
   checkMatParam(n, 4, s, false);
@@ -513,43 +454,6 @@ void lowerQLinearMatMul(LowerCtx &c) {
 // Integer convolution
 // ---------------------------------------------------------------------------
 
-struct ConvShape {
-  int64_t N, C, M, Group;
-  Shape InSpatial;
-  Window W;
-};
-
-ConvShape convShape(const ir::Node &n, size_t xIdx, size_t wIdx) {
-  const Shape &x = n.inShape(xIdx), &w = n.inShape(wIdx);
-  if (x.size() < 3)
-    n.error() << "input must have rank 3 or more, got " << shapeToString(x);
-  if (w.size() != x.size())
-    n.error() << "weights " << shapeToString(w) << " do not match input "
-              << shapeToString(x);
-  ConvShape s;
-  s.N = x[0];
-  s.C = x[1];
-  s.M = w[0];
-  s.Group = n.attrInt("group", 1);
-  if (s.Group < 1 || s.C % s.Group || s.M % s.Group || w[1] * s.Group != s.C)
-    n.error() << "channels (" << s.C << " in, " << s.M << " out, weights "
-              << shapeToString(w) << ") do not fit group " << s.Group;
-  s.InSpatial.assign(x.begin() + 2, x.end());
-  std::vector<int64_t> kernel(w.begin() + 2, w.end());
-  std::vector<int64_t> ks = n.attrInts("kernel_shape", kernel);
-  if (ks != kernel)
-    n.error() << "kernel_shape " << shapeToString(ks)
-              << " does not match the weights " << shapeToString(w);
-  s.W = computeWindow(n, s.InSpatial, kernel);
-  return s;
-}
-
-Shape convOutShape(const ConvShape &s) {
-  Shape out = {s.N, s.M};
-  out.insert(out.end(), s.W.Out.begin(), s.W.Out.end());
-  return out;
-}
-
 /// A scalar or per-output-channel ([M]) parameter.
 void checkChannelParam(const ir::Node &n, size_t i, int64_t m, bool perChannel) {
   if (!n.hasInput(i))
@@ -569,12 +473,12 @@ Expr loadChannelParam(const TensorRef &t, const Expr &m) {
 }
 
 /// Lowers the int32 convolution sum (x - x_zp)(w - w_zp) (+ bias) and stores
-/// finish(acc, m) for every output element.
+/// finish(acc, m) for every output element (the padding contributes
+/// x_zp - x_zp = 0, so it is skipped like in a float convolution).
 void lowerIntConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx,
                   size_t wzpIdx, size_t biasIdx,
                   const std::function<Expr(Expr, Expr)> &finish) {
-  const ir::Node &n = c.node();
-  ConvShape s = convShape(n, xIdx, wIdx);
+  ConvShape s = convShape(c.node(), xIdx, wIdx);
   TensorRef x = c.in(xIdx), w = c.in(wIdx), y = c.out(0);
   std::optional<TensorRef> xzp, wzp, bias;
   if (c.hasIn(xzpIdx))
@@ -583,51 +487,20 @@ void lowerIntConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx,
     wzp = c.in(wzpIdx);
   if (biasIdx && c.hasIn(biasIdx))
     bias = c.in(biasIdx);
-  KernelBuilder &b = c.b();
-  size_t r = s.W.rank();
-  int64_t cPerGroup = s.C / s.Group, mPerGroup = s.M / s.Group;
   const DType acc = DType::I32;
   Expr xz = xzp ? cast(acc, xzp->loadFlat(indexConst(0))) : constantInt(acc, 0);
-  b.loop("n", s.N, [&](Expr nn) {
-    b.loop("m", s.M, [&](Expr m) {
-      Expr g = m / mPerGroup;
-      Expr wz = wzp ? cast(acc, loadChannelParam(*wzp, m)) : constantInt(acc, 0);
-      b.loops(s.W.Out, [&](const std::vector<Expr> &o) {
-        Local sum = b.local("sum", acc);
-        b.set(sum, bias ? cast(acc, bias->load({m})) : constantInt(acc, 0));
-        b.loop("ic", cPerGroup, [&](Expr ic) {
-          Expr ch = g * cPerGroup + ic;
-          std::vector<Expr> k(r);
-          std::function<void(size_t)> rec = [&](size_t d) {
-            if (d == r) {
-              std::vector<Expr> xi = {nn, ch}, wi = {m, ic};
-              for (size_t i = 0; i < r; ++i) {
-                xi.push_back(o[i] * s.W.Strides[i] + k[i] * s.W.Dilations[i] -
-                             s.W.PadBegin[i]);
-                wi.push_back(k[i]);
-              }
-              Expr xv = cast(acc, x.load(xi)) - xz;
-              Expr wv = cast(acc, w.load(wi)) - wz;
-              b.set(sum, sum.get() + xv * wv);
-              return;
-            }
-            // Padding contributes x_zp - x_zp = 0: skip it.
-            auto [lo, hi] = validKernelRange(o[d], s.W.Strides[d], s.W.Dilations[d],
-                                             s.W.PadBegin[d], s.W.Kernel[d],
-                                             s.InSpatial[d]);
-            b.loop("k" + std::to_string(d), lo, hi, [&](Expr kd) {
-              k[d] = kd;
-              rec(d + 1);
-            });
-          };
-          rec(0);
-        });
-        std::vector<Expr> yi = {nn, m};
-        yi.insert(yi.end(), o.begin(), o.end());
-        y.store(yi, finish(sum.get(), m));
-      }, "o");
-    });
-  });
+  ConvSpec spec;
+  spec.Acc = acc;
+  spec.LoadX = [&](const std::vector<Expr> &i) { return cast(acc, x.load(i)) - xz; };
+  spec.LoadW = [&](const std::vector<Expr> &i) {
+    Expr v = cast(acc, w.load(i));
+    return wzp ? v - cast(acc, loadChannelParam(*wzp, i[0])) : v;
+  };
+  if (bias)
+    spec.Init = [&](const Expr &m) { return cast(acc, bias->load({m})); };
+  if (finish)
+    spec.Finish = [&](const Expr &v, const Expr &m) { return finish(v, m); };
+  lowerConvolution(c, s, y, spec);
 }
 
 void inferConvInteger(ir::Node &n) {
@@ -638,11 +511,11 @@ void inferConvInteger(ir::Node &n) {
   ConvShape s = convShape(n, 0, 1);
   checkChannelParam(n, 2, s.M, false);
   checkChannelParam(n, 3, s.M, true);
-  n.setOutput(0, DType::I32, convOutShape(s));
+  n.setOutput(0, DType::I32, s.outShape());
 }
 
 void lowerConvInteger(LowerCtx &c) {
-  lowerIntConv(c, 0, 2, 1, 3, 0, [](Expr acc, Expr) { return acc; });
+  lowerIntConv(c, 0, 2, 1, 3, 0, nullptr);
 }
 
 void inferQLinearConv(ir::Node &n) {
@@ -671,7 +544,7 @@ void inferQLinearConv(ir::Node &n) {
       n.error() << "bias has shape " << shapeToString(n.inShape(8))
                 << ", expected [" << s.M << "]";
   }
-  n.setOutput(0, n.inDType(7), convOutShape(s));
+  n.setOutput(0, n.inDType(7), s.outShape());
 }
 
 void lowerQLinearConv(LowerCtx &c) {

@@ -1,0 +1,221 @@
+#include "compiler/ops/Contraction.h"
+
+namespace mlcc::ops {
+
+using namespace kir;
+
+namespace {
+
+/// The outputs o in [0, outExtent) whose input position
+/// o * stride + k * dilation - padBegin lies in [0, extent), for a fixed
+/// kernel offset k.
+std::pair<Expr, Expr> validOutputRange(const Expr &k, int64_t stride, int64_t dilation,
+                                       int64_t padBegin, int64_t extent,
+                                       int64_t outExtent) {
+  Expr base = indexConst(padBegin) - k * dilation; // o * stride >= base
+  Expr lo, hi;
+  if (stride == 1) {
+    lo = base;
+    hi = base + extent;
+  } else {
+    Expr s = indexConst(stride);
+    lo = floorDiv(base + (stride - 1), s);
+    hi = floorDiv(base + (extent - 1), s) + 1;
+  }
+  return {max(lo, indexConst(0)), min(hi, indexConst(outExtent))};
+}
+
+/// Where a row of results accumulates: in the output itself, or scratch.
+struct Row {
+  TensorRef Buf;
+  Expr Base; ///< flat offset of the row's first element in Buf
+  Expr get(const Expr &j) const { return Buf.loadFlat(Base + j); }
+  void set(const Expr &j, const Expr &v) const { Buf.storeFlat(Base + j, v); }
+};
+
+} // namespace
+
+// ---------------------------------------------------------------------------
+// Convolution
+// ---------------------------------------------------------------------------
+
+Shape ConvShape::outShape() const {
+  Shape out = {N, M};
+  out.insert(out.end(), W.Out.begin(), W.Out.end());
+  return out;
+}
+
+ConvShape convShape(const ir::Node &n, size_t xIdx, size_t wIdx) {
+  const Shape &x = n.inShape(xIdx), &w = n.inShape(wIdx);
+  if (x.size() < 3)
+    n.error() << "input must have rank 3 or more, got " << shapeToString(x);
+  if (w.size() != x.size())
+    n.error() << "weights " << shapeToString(w) << " do not match input "
+              << shapeToString(x);
+  ConvShape s;
+  s.N = x[0];
+  s.C = x[1];
+  s.M = w[0];
+  s.Group = n.attrInt("group", 1);
+  if (s.Group < 1 || s.C % s.Group || s.M % s.Group || w[1] * s.Group != s.C)
+    n.error() << "channels (" << s.C << " in, " << s.M << " out, weights "
+              << shapeToString(w) << ") do not fit group " << s.Group;
+  s.InSpatial.assign(x.begin() + 2, x.end());
+  std::vector<int64_t> kernel(w.begin() + 2, w.end());
+  std::vector<int64_t> ks = n.attrInts("kernel_shape", kernel);
+  if (ks != kernel)
+    n.error() << "kernel_shape " << shapeToString(ks)
+              << " does not match the weights " << shapeToString(w);
+  s.W = computeWindow(n, s.InSpatial, kernel);
+  return s;
+}
+
+void lowerConvolution(LowerCtx &c, const ConvShape &s, const TensorRef &y,
+                      const ConvSpec &spec) {
+  KernelBuilder &b = c.b();
+  size_t r = s.W.rank();
+  size_t last = r - 1;
+  int64_t cPerGroup = s.C / s.Group, mPerGroup = s.M / s.Group;
+  int64_t ow = s.W.Out[last];
+  bool direct = !spec.Finish && y.dtype() == spec.Acc;
+  TensorRef scratch;
+  if (!direct)
+    scratch = c.scratch("row", spec.Acc, {ow});
+  Shape outer(s.W.Out.begin(), s.W.Out.end() - 1);
+
+  b.loop("n", s.N, [&](Expr n) {
+    b.loop("m", s.M, [&](Expr m) {
+      Expr g = m / mPerGroup;
+      b.loops(outer, [&](const std::vector<Expr> &o) {
+        std::vector<Expr> yi = {n, m};
+        yi.insert(yi.end(), o.begin(), o.end());
+        yi.push_back(indexConst(0));
+        Row row = direct ? Row{y, y.offset(yi)} : Row{scratch, indexConst(0)};
+        Expr init = spec.Init ? spec.Init(m) : constant(spec.Acc, 0);
+        b.loop("j", ow, [&](Expr j) { row.set(j, init); });
+        b.loop("ic", cPerGroup, [&](Expr ic) {
+          Expr ch = g * cPerGroup + ic;
+          std::vector<Expr> k(r);
+          std::function<void(size_t)> rec = [&](size_t d) {
+            if (d < last) { // outer kernel axes: clip to this output row
+              auto [lo, hi] = validKernelRange(o[d], s.W.Strides[d], s.W.Dilations[d],
+                                               s.W.PadBegin[d], s.W.Kernel[d],
+                                               s.InSpatial[d]);
+              b.loop("k" + std::to_string(d), lo, hi, [&](Expr kd) {
+                k[d] = kd;
+                rec(d + 1);
+              });
+              return;
+            }
+            // Innermost: every kernel offset, the outputs it reaches.
+            b.loop("k" + std::to_string(d), s.W.Kernel[d], [&](Expr kd) {
+              k[d] = kd;
+              std::vector<Expr> wi = {m, ic};
+              wi.insert(wi.end(), k.begin(), k.end());
+              Expr wv = spec.LoadW(wi);
+              auto [lo, hi] = validOutputRange(kd, s.W.Strides[d], s.W.Dilations[d],
+                                               s.W.PadBegin[d], s.InSpatial[d], ow);
+              b.loop("ow", lo, hi, [&](Expr j) {
+                std::vector<Expr> xi = {n, ch};
+                for (size_t i = 0; i < last; ++i)
+                  xi.push_back(o[i] * s.W.Strides[i] + k[i] * s.W.Dilations[i] -
+                               s.W.PadBegin[i]);
+                xi.push_back(j * s.W.Strides[d] + kd * s.W.Dilations[d] -
+                             s.W.PadBegin[d]);
+                row.set(j, row.get(j) + spec.LoadX(xi) * wv);
+              });
+            });
+          };
+          rec(0);
+        });
+        if (!direct) {
+          Expr base = y.offset(yi);
+          b.loop("j", ow, [&](Expr j) {
+            y.storeFlat(base + j, spec.Finish ? spec.Finish(row.get(j), m) : row.get(j));
+          });
+        }
+      }, "o");
+    });
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Matrix product
+// ---------------------------------------------------------------------------
+
+MatMulShape matmulShape(const ir::Node &n, const Shape &a0, const Shape &b0) {
+  MatMulShape s;
+  if (a0.empty() || b0.empty())
+    n.error() << "matrix operands must have rank 1 or more";
+  s.RankA = a0.size();
+  s.RankB = b0.size();
+  s.A = a0.size() == 1 ? Shape{1, a0[0]} : a0;
+  s.B = b0.size() == 1 ? Shape{b0[0], 1} : b0;
+  s.M = s.A[s.A.size() - 2];
+  s.K = s.A.back();
+  s.N = s.B.back();
+  if (s.B[s.B.size() - 2] != s.K)
+    n.error() << "cannot multiply " << shapeToString(a0) << " by " << shapeToString(b0);
+  Shape ab(s.A.begin(), s.A.end() - 2), bb(s.B.begin(), s.B.end() - 2);
+  s.Batch = broadcastShapes(n, {ab, bb});
+  s.Out = s.Batch;
+  if (a0.size() > 1)
+    s.Out.push_back(s.M);
+  if (b0.size() > 1)
+    s.Out.push_back(s.N);
+  return s;
+}
+
+std::vector<Expr> matmulOperandIndex(const MatMulShape &s, bool isA,
+                                     const std::vector<Expr> &bi, const Expr &r,
+                                     const Expr &c) {
+  const Shape &shape = isA ? s.A : s.B;
+  size_t origRank = isA ? s.RankA : s.RankB;
+  std::vector<Expr> idx;
+  size_t batchRank = shape.size() - 2, lead = bi.size() - batchRank;
+  for (size_t d = 0; d < batchRank; ++d)
+    idx.push_back(shape[d] == 1 ? indexConst(0) : bi[lead + d]);
+  if (origRank == 1) { // the promoted axis is not in the buffer
+    idx.push_back(isA ? c : r);
+    return idx;
+  }
+  idx.push_back(r);
+  idx.push_back(c);
+  return idx;
+}
+
+void lowerMatrixProduct(LowerCtx &c, const MatMulShape &s, const TensorRef &y,
+                        const MatMulSpec &spec) {
+  KernelBuilder &b = c.b();
+  bool direct = !spec.Finish && y.dtype() == spec.Acc;
+  TensorRef scratch;
+  if (!direct)
+    scratch = c.scratch("row", spec.Acc, {s.N});
+  b.loops(s.Batch, [&](const std::vector<Expr> &bi) {
+    b.loop("i", s.M, [&](Expr i) {
+      std::vector<Expr> yi = bi;
+      if (s.RankA > 1)
+        yi.push_back(i);
+      if (s.RankB > 1)
+        yi.push_back(indexConst(0));
+      Expr base = y.offset(yi);
+      Row row = direct ? Row{y, base} : Row{scratch, indexConst(0)};
+      b.loop("j", s.N, [&](Expr j) {
+        row.set(j, spec.Init ? spec.Init(bi, i, j) : constant(spec.Acc, 0));
+      });
+      b.loop("k", s.K, [&](Expr k) {
+        Expr av = spec.LoadA(bi, i, k);
+        b.loop("j", s.N, [&](Expr j) {
+          row.set(j, row.get(j) + av * spec.LoadB(bi, k, j));
+        });
+      });
+      if (!direct)
+        b.loop("j", s.N, [&](Expr j) {
+          y.storeFlat(base + j, spec.Finish ? spec.Finish(row.get(j), bi, i, j)
+                                            : row.get(j));
+        });
+    });
+  }, "b");
+}
+
+} // namespace mlcc::ops

@@ -1,0 +1,88 @@
+//===- Contraction.h - Convolution and matrix-product loop nests ----------===//
+//
+// The float and integer forms of convolution (Conv, ConvInteger,
+// QLinearConv) and of matrix products (MatMul, Gemm, MatMulInteger,
+// QLinearMatMul) share their geometry and their loop nests; an op supplies
+// only how to read its operands and how to finish an accumulated value.
+//
+// The loop nests accumulate one output row at a time: the innermost loop
+// runs over contiguous output elements (the last spatial axis for a
+// convolution, the columns for a matrix product), which vectorizes, and
+// convolution windows are clipped to the image per kernel offset instead of
+// per element. The row lives in the output itself when the op needs no
+// finishing step and the accumulator type is the output type, otherwise in
+// a scratch buffer.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "compiler/ops/Window.h"
+
+namespace mlcc::ops {
+
+// --- convolution ---------------------------------------------------------
+
+struct ConvShape {
+  int64_t N, C, M, Group;
+  Shape InSpatial;
+  Window W;
+  /// [N, M, out spatial...]
+  Shape outShape() const;
+};
+
+/// Checks and resolves the geometry of a convolution whose input and
+/// weights are node inputs `xIdx` and `wIdx`.
+ConvShape convShape(const ir::Node &n, size_t xIdx, size_t wIdx);
+
+struct ConvSpec {
+  DType Acc;
+  /// Input element (in Acc) at [n, channel, spatial...].
+  std::function<Expr(const std::vector<Expr> &)> LoadX;
+  /// Weight element (in Acc) at [m, input channel in group, kernel...].
+  std::function<Expr(const std::vector<Expr> &)> LoadW;
+  /// Initial accumulator of output channel m (bias), default 0.
+  std::function<Expr(const Expr &m)> Init;
+  /// The stored value for an accumulator of channel m, default identity.
+  std::function<Expr(const Expr &acc, const Expr &m)> Finish;
+};
+
+/// y = conv(x, w): positions in the padding contribute nothing.
+void lowerConvolution(LowerCtx &c, const ConvShape &s, const TensorRef &y,
+                      const ConvSpec &spec);
+
+// --- matrix product ---------------------------------------------------------
+
+/// numpy matmul geometry: 1-D operands are promoted (and the added axis
+/// dropped from the result), batch dimensions broadcast.
+struct MatMulShape {
+  Shape A, B;  ///< operands promoted to rank >= 2
+  Shape Batch; ///< broadcast batch dims
+  int64_t M, K, N;
+  Shape Out;   ///< result shape
+  size_t RankA, RankB; ///< the operands' real ranks
+};
+
+MatMulShape matmulShape(const ir::Node &n, const Shape &a, const Shape &b);
+
+/// Index into operand A (isA) or B at batch position `bi`, matrix (r, c).
+std::vector<Expr> matmulOperandIndex(const MatMulShape &s, bool isA,
+                                     const std::vector<Expr> &bi, const Expr &r,
+                                     const Expr &c);
+
+struct MatMulSpec {
+  DType Acc;
+  /// A[bi, i, k] and B[bi, k, j] in Acc.
+  std::function<Expr(const std::vector<Expr> &bi, const Expr &i, const Expr &k)> LoadA;
+  std::function<Expr(const std::vector<Expr> &bi, const Expr &k, const Expr &j)> LoadB;
+  /// Initial accumulator (default 0) and the stored value (default identity).
+  std::function<Expr(const std::vector<Expr> &bi, const Expr &i, const Expr &j)> Init;
+  std::function<Expr(const Expr &acc, const std::vector<Expr> &bi, const Expr &i,
+                     const Expr &j)>
+      Finish;
+};
+
+/// y[bi, i, j] = Finish(Init + sum_k A[bi, i, k] * B[bi, k, j]).
+void lowerMatrixProduct(LowerCtx &c, const MatMulShape &s, const TensorRef &y,
+                        const MatMulSpec &spec);
+
+} // namespace mlcc::ops
