@@ -383,6 +383,69 @@ std::string printGraph(const Graph &g) {
   return os.str();
 }
 
+std::string printDot(const Graph &g) {
+  std::ostringstream os;
+  auto quote = [](const std::string &s) {
+    std::string q = "\"";
+    for (char c : s) {
+      if (c == '\x01') { // line break
+        q += "\\n";
+        continue;
+      }
+      if (c == '"' || c == '\\')
+        q += '\\';
+      q += c;
+    }
+    return q + "\"";
+  };
+  const std::string br = "\x01"; // marks a line break inside a dot label
+  os << "digraph " << quote(g.Name.empty() ? "main" : g.Name) << " {\n"
+     << "  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=10];\n";
+  std::map<const Value *, std::string> source;
+  for (size_t i = 0; i < g.Inputs.size(); ++i) {
+    std::string id = "in" + std::to_string(i);
+    os << "  " << id << " [shape=oval, label="
+       << quote(g.Inputs[i]->Name + br + g.Inputs[i]->Type.str()) << "];\n";
+    source[g.Inputs[i]] = id;
+  }
+  int consts = 0;
+  // The node id that produces `v`; declares a constant's node on first use.
+  auto src = [&](const Value *v) {
+    auto it = source.find(v);
+    if (it != source.end())
+      return it->second;
+    std::string id = "c" + std::to_string(consts++);
+    os << "  " << id << " [shape=note, fontsize=8, label="
+       << quote(v->Name + br + v->Type.str()) << "];\n";
+    source[v] = id;
+    return id;
+  };
+  auto edge = [&](const Value *v, const std::string &to) {
+    std::string from = src(v);
+    os << "  " << from << " -> " << to << " [label=" << quote(v->Type.str())
+       << ", fontsize=8];\n";
+  };
+  for (size_t n = 0; n < g.Nodes.size(); ++n) {
+    const Node &node = *g.Nodes[n];
+    std::string id = "n" + std::to_string(n);
+    os << "  " << id << " [shape=box, style=rounded, label="
+       << quote(node.OpType + br + node.Name) << "];\n";
+    for (const Value *in : node.Inputs)
+      if (in)
+        edge(in, id);
+    for (const Value *out : node.Outputs)
+      if (out)
+        source[out] = id;
+  }
+  for (size_t i = 0; i < g.Outputs.size(); ++i) {
+    std::string id = "out" + std::to_string(i);
+    os << "  " << id << " [shape=oval, label=" << quote(g.Outputs[i]->Name) << "];\n";
+    edge(g.Outputs[i], id);
+  }
+  os << "}\n";
+  return os.str();
+}
+
 // ---------------------------------------------------------------------------
 // Verifier
 // ---------------------------------------------------------------------------

@@ -183,6 +183,10 @@ private:
 /// Deterministic text form (--emit graph).
 std::string printGraph(const Graph &g);
 
+/// Graphviz text of the graph (--dump-dot): nodes as boxes, values as edges
+/// labelled with their types, constants as notes.
+std::string printDot(const Graph &g);
+
 /// Checks structural invariants: inputs defined before use, each value
 /// produced once, known types on every value, graph outputs defined.
 /// Throws an Internal CompileError describing the first violation.

@@ -258,6 +258,8 @@ void runDriver(const DriverOptions &o) {
     pack::OutputFiles::checkWritable(o.Output);
   if (!o.Report.empty())
     pack::OutputFiles::checkWritable(o.Report);
+  if (!o.DumpDot.empty())
+    pack::OutputFiles::checkWritable(o.DumpDot);
   if (o.Backend == "c" && o.Target != "host")
     fail(ErrorKind::Usage) << "--backend c builds for the host only; use the "
                               "default LLVM backend for --target " << o.Target;
@@ -278,6 +280,8 @@ void runDriver(const DriverOptions &o) {
   kir::Program program = runPipeline(*graph, po);
 
   pack::OutputFiles out;
+  if (!o.DumpDot.empty())
+    out.write(o.DumpDot, ir::printDot(*graph));
   auto emitText = [&](const std::string &text) {
     if (toStdout)
       std::cout << text;

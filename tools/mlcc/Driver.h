@@ -20,6 +20,7 @@ struct DriverOptions {
   bool SizeOpt = false;
   std::string Report; ///< --report FILE.json
   std::string DumpIr, DumpIrDir;
+  std::string DumpDot; ///< --dump-dot FILE.dot
   bool TimePasses = false;
   bool Verbose = false;
 };

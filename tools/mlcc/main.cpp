@@ -69,6 +69,8 @@ int main(int argc, char **argv) {
                  "or after-<pass>");
   app.add_option("--dump-ir-dir", o.DumpIrDir,
                  "Write --dump-ir output as files NNN_<pass>.txt in this folder");
+  app.add_option("--dump-dot", o.DumpDot,
+                 "Write the optimized graph as Graphviz (dot) to this file");
   app.add_flag("--time-passes", o.TimePasses, "Print the time of each pass");
   app.add_flag("-v,--verbose", o.Verbose,
                "Print a summary: target, kernels, code/weight/arena bytes, "
