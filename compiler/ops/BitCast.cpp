@@ -1,21 +1,16 @@
 //===- BitCast.cpp - BitCast ----------------------------------------------===//
 //
 // BitCast (opset 26) reinterprets each element's bits as another type of the
-// same width. Between integer types (and bool <-> 8-bit integers) the
-// reinterpretation is the wrapping integer conversion the kernel IR's casts
-// already perform, so it lowers to a cast.
-//
-// Reinterpreting floating-point bits as integers (or the reverse) has no
-// kernel-IR expression: arithmetic cannot read or build NaN payloads, and
-// f16/bf16 loads are widened to f32. Those pairs are rejected as
-// unsupported until the kernel IR grows a bit-cast facility.
+// same width. The bytes do not change, so it is a View op: the output shares
+// the input's storage (kernels read it with the output's element type), and
+// constant folding keeps the bytes under the new type. This covers every
+// pair of storable types of equal width, floats included (NaN payloads and
+// all); bool reinterprets as the 8-bit integers.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/ops/Lowering.h"
 
 namespace mlcc::ops {
-
-using namespace kir;
 
 namespace {
 
@@ -26,9 +21,6 @@ DType bitcastTarget(const ir::Node &n) {
     n.error() << "attribute 'to' (" << code << ") is not a valid target type";
   return *t;
 }
-
-/// Types whose bits a wrapping integer conversion preserves.
-bool isIntegerLike(DType t) { return isInteger(t) || t == DType::Bool; }
 
 void inferBitCast(ir::Node &n) {
   DType from = n.inDType(0), to = bitcastTarget(n);
@@ -43,25 +35,18 @@ void inferBitCast(ir::Node &n) {
   if (fb == 0 || tb == 0 || fb != tb)
     n.error() << "cannot bitcast " << dtypeOnnxName(from) << " to "
               << dtypeOnnxName(to) << ": the bit widths differ";
-  if (!isStorable(from) || !isStorable(to) || !isIntegerLike(from) ||
-      !isIntegerLike(to))
+  if (!isStorable(from) || !isStorable(to))
     n.error(ErrorKind::Unsupported)
         << "bitcast from " << dtypeOnnxName(from) << " to " << dtypeOnnxName(to)
-        << " is not supported (only between integer and bool types: the kernel "
-           "IR has no bit reinterpretation of floating-point values)";
+        << " is not supported";
   n.setOutput(0, to, n.inShape(0));
-}
-
-void lowerBitCast(LowerCtx &c) {
-  DType to = c.node().Outputs[0]->Type.Type;
-  lowerElementwise(c, [to](const std::vector<Expr> &a) { return cast(to, a[0]); });
 }
 
 } // namespace
 
 MLCC_OPS(BitCast) {
-  R.add({.Name = "BitCast", .SinceVersion = 26, .Fusion = FusionClass::Elementwise,
-         .Infer = inferBitCast, .Lower = lowerBitCast});
+  R.add({.Name = "BitCast", .SinceVersion = 26, .Fusion = FusionClass::View,
+         .Infer = inferBitCast});
 }
 
 } // namespace mlcc::ops

@@ -629,13 +629,21 @@ std::string storageExpr(const Program &p, const Kernel &k, size_t param,
                         const Storage &s) {
   std::string T = cType(k.Params[param]->Type);
   bool written = k.Written[param];
+  // Storage of another element type (a view that reinterprets bytes, e.g.
+  // BitCast) is passed with a pointer cast.
+  auto as = [&](DType own, const std::string &e) {
+    if (cType(own) == T)
+      return e;
+    return "(" + std::string(written ? "" : "const ") + T + " *)(" +
+           (written ? "void *" : "const void *") + ")" + e;
+  };
   switch (s.Kind) {
   case StorageKind::Input:
-    return "in->" + p.Inputs[s.Index].CName;
+    return as(p.Inputs[s.Index].Type, "in->" + p.Inputs[s.Index].CName);
   case StorageKind::Output:
-    return "out->" + p.Outputs[s.Index].CName;
+    return as(p.Outputs[s.Index].Type, "out->" + p.Outputs[s.Index].CName);
   case StorageKind::Constant:
-    return p.Constants[s.Index].Name;
+    return as(p.Constants[s.Index].Type, p.Constants[s.Index].Name);
   case StorageKind::Arena:
     return "(" + std::string(written ? "" : "const ") + T + " *)(void *)(a + " +
            std::to_string(p.ArenaBuffers[s.Index].Offset) + ")";
