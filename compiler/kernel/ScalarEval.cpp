@@ -2,6 +2,7 @@
 
 #include "compiler/support/Error.h"
 #include "compiler/support/Float16.h"
+#include "compiler/support/Tensor.h"
 #include "compiler/support/Float8.h"
 
 #include <cmath>
@@ -368,106 +369,23 @@ Scalar evalCast(DType to, DType from, Scalar a) {
 }
 
 Scalar loadScalar(DType type, const void *p) {
+  MLCC_CHECK(isStorable(type), "load of " << dtypeName(type));
   Scalar r;
-  switch (type) {
-  case DType::F32: {
-    float f;
-    std::memcpy(&f, p, 4);
-    r.F = f;
-    return r;
-  }
-  case DType::F64:
-    std::memcpy(&r.F, p, 8);
-    return r;
-  case DType::F16: {
-    uint16_t h;
-    std::memcpy(&h, p, 2);
-    r.F = halfToFloat(h);
-    return r;
-  }
-  case DType::BF16: {
-    uint16_t h;
-    std::memcpy(&h, p, 2);
-    r.F = bfloat16ToFloat(h);
-    return r;
-  }
-  case DType::F8E4M3FN:
-  case DType::F8E4M3FNUZ:
-  case DType::F8E5M2:
-  case DType::F8E5M2FNUZ:
-  case DType::F8E8M0:
-    r.F = float8ToFloat(type, *(const uint8_t *)p);
-    return r;
-  case DType::I8: { int8_t v; std::memcpy(&v, p, 1); r.I = v; return r; }
-  case DType::U8: { uint8_t v; std::memcpy(&v, p, 1); r.I = v; return r; }
-  case DType::Bool: { uint8_t v; std::memcpy(&v, p, 1); r.I = v != 0; return r; }
-  case DType::I16: { int16_t v; std::memcpy(&v, p, 2); r.I = v; return r; }
-  case DType::U16: { uint16_t v; std::memcpy(&v, p, 2); r.I = v; return r; }
-  case DType::I32: { int32_t v; std::memcpy(&v, p, 4); r.I = v; return r; }
-  case DType::U32: { uint32_t v; std::memcpy(&v, p, 4); r.I = v; return r; }
-  case DType::I64:
-  case DType::U64:
-  case DType::Index:
-    std::memcpy(&r.I, p, 8);
-    return r;
-  default:
-    MLCC_CHECK(false, "load of " << dtypeName(type));
-  }
+  if (isFloat(type))
+    r.F = loadScalarDouble(type, p);
+  else
+    r.I = loadScalarInt(type, p);
   return r;
 }
 
 void storeScalar(DType type, void *p, Scalar v) {
-  switch (type) {
-  case DType::F32: {
-    float f = (float)v.F;
-    std::memcpy(p, &f, 4);
-    return;
-  }
-  case DType::F64:
-    std::memcpy(p, &v.F, 8);
-    return;
-  case DType::F16: {
-    uint16_t h = floatToHalf((float)v.F);
-    std::memcpy(p, &h, 2);
-    return;
-  }
-  case DType::BF16: {
-    uint16_t h = floatToBfloat16((float)v.F);
-    std::memcpy(p, &h, 2);
-    return;
-  }
-  case DType::F8E4M3FN:
-  case DType::F8E4M3FNUZ:
-  case DType::F8E5M2:
-  case DType::F8E5M2FNUZ:
-  case DType::F8E8M0: {
-    uint8_t b = floatToFloat8(type, (float)v.F);
-    std::memcpy(p, &b, 1);
-    return;
-  }
-  case DType::I8: case DType::U8: case DType::Bool: {
-    uint8_t b = (uint8_t)v.I;
-    if (type == DType::Bool)
-      b = v.I != 0;
-    std::memcpy(p, &b, 1);
-    return;
-  }
-  case DType::I16: case DType::U16: {
-    uint16_t s = (uint16_t)v.I;
-    std::memcpy(p, &s, 2);
-    return;
-  }
-  case DType::I32: case DType::U32: {
-    uint32_t s = (uint32_t)v.I;
-    std::memcpy(p, &s, 4);
-    return;
-  }
-  case DType::I64: case DType::U64: case DType::Index:
-    std::memcpy(p, &v.I, 8);
-    return;
-  default:
-    MLCC_CHECK(false, "store of " << dtypeName(type));
-  }
+  MLCC_CHECK(isStorable(type), "store of " << dtypeName(type));
+  // Values are already normalized to their type: floats convert exactly (or
+  // round like a cast for the narrow formats), integers wrap.
+  if (isFloat(type))
+    mlcc::storeScalar(type, p, v.F);
+  else
+    storeScalarInt(type, p, v.I);
 }
 
 } // namespace mlcc::kir

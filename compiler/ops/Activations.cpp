@@ -17,21 +17,6 @@ using namespace kir;
 
 namespace {
 
-void inferFloatUnary(ir::Node &n) {
-  requireFloat(n, 0);
-  inferSameAsInput(n);
-}
-
-/// Floats, or floats and signed integers (Relu from 14, LeakyRelu...).
-void inferFloatOrSigned(ir::Node &n) {
-  DType t = n.inDType(0);
-  if (!isFloat(t) && !isSignedInt(t))
-    n.error(ErrorKind::Unsupported)
-        << "input 0 has type " << dtypeOnnxName(t)
-        << "; a floating-point or signed integer type is required";
-  inferSameAsInput(n);
-}
-
 using AttrFn = std::function<Expr(const ir::Node &, const Expr &)>;
 
 /// A one-input float activation whose function reads node attributes.
@@ -183,7 +168,7 @@ Expr gelu(const ir::Node &n, const Expr &x) {
 MLCC_OPS(Activations) {
   addActivation(
       R, "Relu", 1, [](const ir::Node &, const Expr &x) { return max(x, 0.0); },
-      inferFloatOrSigned);
+      inferSignedOrFloatUnary);
   addActivation(R, "LeakyRelu", 1, [](const ir::Node &n, const Expr &x) {
     double alpha = n.attrFloat("alpha", 0.01);
     return select(lt(x, 0.0), x * alpha, x);

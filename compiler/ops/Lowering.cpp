@@ -167,6 +167,25 @@ int64_t normalizeAxis(const ir::Node &n, int64_t axis, int64_t rank,
 
 void inferSameAsInput(ir::Node &n) { n.setOutput(0, n.inType(0)); }
 
+void inferFloatUnary(ir::Node &n) {
+  requireFloat(n, 0);
+  inferSameAsInput(n);
+}
+
+void inferNumericUnary(ir::Node &n) {
+  requireNumeric(n, 0);
+  inferSameAsInput(n);
+}
+
+void inferSignedOrFloatUnary(ir::Node &n) {
+  DType t = n.inDType(0);
+  if (!isFloat(t) && !isSignedInt(t))
+    n.error(ErrorKind::Unsupported)
+        << "input 0 has type " << dtypeOnnxName(t)
+        << "; a floating-point or signed integer type is required";
+  inferSameAsInput(n);
+}
+
 void requireSameDTypes(const ir::Node &n) {
   DType t = n.inDType(0);
   for (size_t i = 1; i < n.Inputs.size(); ++i)

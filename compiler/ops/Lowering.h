@@ -113,6 +113,11 @@ int64_t normalizeAxis(const ir::Node &n, int64_t axis, int64_t rank,
 
 /// Output 0 = input 0's type.
 void inferSameAsInput(ir::Node &n);
+/// inferSameAsInput for float inputs / numeric inputs / floats and signed
+/// integers (a clear Unsupported error otherwise).
+void inferFloatUnary(ir::Node &n);
+void inferNumericUnary(ir::Node &n);
+void inferSignedOrFloatUnary(ir::Node &n);
 /// Output 0: input 0's dtype, shape = broadcast of all present inputs.
 void inferBroadcast(ir::Node &n);
 /// Same, but the output dtype is Bool (comparisons, logical ops).

@@ -13,26 +13,6 @@ using namespace kir;
 
 namespace {
 
-void inferFloatUnary(ir::Node &n) {
-  requireFloat(n, 0);
-  inferSameAsInput(n);
-}
-
-void inferNumericUnary(ir::Node &n) {
-  requireNumeric(n, 0);
-  inferSameAsInput(n);
-}
-
-/// Neg: floats and signed integers.
-void inferSignedUnary(ir::Node &n) {
-  DType t = n.inDType(0);
-  if (!isFloat(t) && !isSignedInt(t))
-    n.error(ErrorKind::Unsupported)
-        << "input 0 has type " << dtypeOnnxName(t)
-        << "; a floating-point or signed integer type is required";
-  inferSameAsInput(n);
-}
-
 void inferFloatPredicate(ir::Node &n) {
   requireFloat(n, 0);
   n.setOutput(0, DType::Bool, n.inShape(0));
@@ -71,7 +51,7 @@ void lowerIsInf(LowerCtx &c) {
 MLCC_OPS(Math) {
   addElementwise(
       R, "Neg", 1, [](const std::vector<Expr> &a) { return -a[0]; },
-      inferSignedUnary);
+      inferSignedOrFloatUnary);
   addElementwise(
       R, "Abs", 1, [](const std::vector<Expr> &a) { return abs(a[0]); },
       inferNumericUnary);

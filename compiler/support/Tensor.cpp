@@ -213,11 +213,15 @@ int64_t loadScalarInt(DType dtype, const void *src) {
     std::memcpy(&x, src, 1);
     return x;
   }
-  case DType::U8:
-  case DType::Bool: {
+  case DType::U8: {
     uint8_t x;
     std::memcpy(&x, src, 1);
     return x;
+  }
+  case DType::Bool: { // any non-zero byte is true
+    uint8_t x;
+    std::memcpy(&x, src, 1);
+    return x != 0;
   }
   case DType::I16: {
     int16_t x;
