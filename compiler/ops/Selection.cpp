@@ -1,10 +1,9 @@
-//===- Misc.cpp - Compress, NonZero, Unique, CenterCropPad, Col2Im --------===//
+//===- Selection.cpp - Compress, NonZero, Unique ---------------------------===//
 //
-// Compress, NonZero and Unique have output shapes that depend on input
-// values: the condition of Compress, and the whole input of NonZero and
-// Unique, must be compile-time constants (the data of Compress stays a
-// run-time value: the kernel copies the selected runs). CenterCropPad and
-// Col2Im need their shape inputs constant.
+// Ops whose output shape depends on input values: the condition of Compress,
+// and the whole input of NonZero and Unique, must be compile-time constants
+// (the data of Compress stays a run-time value: the kernel copies the
+// selected runs).
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/ops/Lowering.h"
@@ -84,7 +83,6 @@ void lowerCompress(LowerCtx &c) {
     at += e - b;
   }
 }
-
 // --- NonZero --------------------------------------------------------------
 
 /// Multi-indices of the nonzero elements, row-major order.
@@ -119,7 +117,6 @@ void lowerNonZero(LowerCtx &c) {
     }
   }
 }
-
 // --- Unique ---------------------------------------------------------------
 
 struct UniquePlan {
@@ -247,171 +244,15 @@ void lowerUnique(LowerCtx &c) {
   storeInts(3, p.Counts);
 }
 
-// --- CenterCropPad --------------------------------------------------------
-
-struct CropPlan {
-  std::vector<int64_t> Offset; ///< input index = output index + offset
-  Shape Out;
-};
-
-CropPlan cropPlan(const ir::Node &n) {
-  const Shape &in = n.inShape(0);
-  int64_t r = (int64_t)in.size();
-  std::vector<int64_t> shape =
-      n.constInputInts(1, "the target shape determines the output shape");
-  std::vector<int64_t> axes = n.attrInts("axes");
-  if (axes.empty())
-    for (int64_t i = 0; i < r; ++i)
-      axes.push_back(i);
-  if (axes.size() != shape.size())
-    n.error() << "shape has " << shape.size() << " entries for " << axes.size()
-              << " axes";
-  CropPlan p;
-  p.Offset.assign((size_t)r, 0);
-  p.Out = in;
-  for (size_t i = 0; i < axes.size(); ++i) {
-    size_t d = (size_t)normalizeAxis(n, axes[i], r);
-    int64_t target = shape[i];
-    if (target < 0)
-      n.error() << "negative target extent " << target;
-    p.Out[d] = target;
-    // Crop: start rounded down; pad: the odd pixel goes to the end.
-    p.Offset[d] = in[d] >= target ? (in[d] - target) / 2 : -((target - in[d]) / 2);
-  }
-  return p;
-}
-
-void inferCenterCropPad(ir::Node &n) {
-  CropPlan p = cropPlan(n);
-  n.setOutput(0, n.inDType(0), p.Out);
-}
-
-void lowerCenterCropPad(LowerCtx &c) {
-  CropPlan p = cropPlan(c.node());
-  TensorRef x = c.in(0), y = c.out(0);
-  DType ct = y.computeType();
-  c.b().loops(y.shape(), [&](const std::vector<Expr> &o) {
-    Expr inside = boolConst(true);
-    std::vector<Expr> src(o.size());
-    for (size_t d = 0; d < o.size(); ++d) {
-      src[d] = o[d] + p.Offset[d];
-      int64_t e = x.shape()[d];
-      if (p.Offset[d] < 0 || p.Out[d] + p.Offset[d] > e) {
-        inside = land(inside, land(ge(src[d], indexConst(0)), lt(src[d], indexConst(e))));
-        src[d] = clamp(src[d], indexConst(0), indexConst(std::max<int64_t>(e - 1, 0)));
-      }
-    }
-    if (x.numel() == 0) {
-      y.store(o, constant(ct, 0));
-      return;
-    }
-    y.store(o, select(inside, x.load(src), constant(ct, 0)));
-  });
-}
-
-// --- Col2Im ---------------------------------------------------------------
-
-struct Col2ImPlan {
-  Shape Image, Block, Blocks;
-  std::vector<int64_t> Strides, Dilations, PadBegin;
-  int64_t C = 0;
-};
-
-Col2ImPlan col2imPlan(const ir::Node &n) {
-  Col2ImPlan p;
-  p.Image = n.constInputInts(1, "the image shape determines the output shape");
-  p.Block = n.constInputInts(2, "the block shape determines the computation");
-  size_t r = p.Image.size();
-  const Shape &in = n.inShape(0);
-  if (in.size() != 3)
-    n.error() << "input must have rank 3, got " << shapeToString(in);
-  if (p.Block.size() != r || r == 0)
-    n.error() << "image_shape and block_shape must have the same nonzero length";
-  p.Strides = n.attrInts("strides", std::vector<int64_t>(r, 1));
-  p.Dilations = n.attrInts("dilations", std::vector<int64_t>(r, 1));
-  std::vector<int64_t> pads = n.attrInts("pads", std::vector<int64_t>(2 * r, 0));
-  if (p.Strides.size() != r || p.Dilations.size() != r || pads.size() != 2 * r)
-    n.error() << "strides, dilations and pads must match the image rank " << r;
-  int64_t bsize = 1, nblocks = 1;
-  for (size_t d = 0; d < r; ++d) {
-    if (p.Block[d] < 1 || p.Strides[d] < 1 || p.Dilations[d] < 1 || p.Image[d] < 0)
-      n.error() << "invalid block, stride, dilation or image extent";
-    int64_t eff = p.Dilations[d] * (p.Block[d] - 1) + 1;
-    int64_t cnt = (p.Image[d] + pads[d] + pads[d + r] - eff) / p.Strides[d] + 1;
-    if (cnt < 1)
-      n.error() << "the block does not fit the padded image on axis " << d;
-    p.Blocks.push_back(cnt);
-    p.PadBegin.push_back(pads[d]);
-    bsize *= p.Block[d];
-    nblocks *= cnt;
-  }
-  if (in[1] % bsize)
-    n.error() << "input channels " << in[1] << " are not a multiple of the block size "
-              << bsize;
-  if (in[2] != nblocks)
-    n.error() << "input has " << in[2] << " blocks, expected " << nblocks;
-  p.C = in[1] / bsize;
-  return p;
-}
-
-void inferCol2Im(ir::Node &n) {
-  requireNumeric(n, 0);
-  Col2ImPlan p = col2imPlan(n);
-  Shape out = {n.inShape(0)[0], p.C};
-  out.insert(out.end(), p.Image.begin(), p.Image.end());
-  n.setOutput(0, n.inDType(0), out);
-}
-
-void lowerCol2Im(LowerCtx &c) {
-  Col2ImPlan p = col2imPlan(c.node());
-  TensorRef x = c.in(0), y = c.out(0);
-  KernelBuilder &b = c.b();
-  DType ct = y.computeType();
-  size_t r = p.Image.size();
-  // Each output pixel sums the (block offset, block position) pairs that
-  // land on it; iterate over those pairs and accumulate into the output.
-  b.loop("i", y.numel(), [&](Expr i) { y.storeFlat(i, constant(ct, 0)); });
-  int64_t nb = x.shape()[0];
-  b.loop("n", nb, [&](Expr n) {
-    b.loop("c", p.C, [&](Expr ch) {
-      b.loops(p.Block, [&](const std::vector<Expr> &k) {
-        b.loops(p.Blocks, [&](const std::vector<Expr> &l) {
-          Expr inside = boolConst(true);
-          std::vector<Expr> pos(r);
-          Expr kFlat = indexConst(0), lFlat = indexConst(0);
-          for (size_t d = 0; d < r; ++d) {
-            pos[d] = l[d] * p.Strides[d] - p.PadBegin[d] + k[d] * p.Dilations[d];
-            inside = land(inside, land(ge(pos[d], indexConst(0)),
-                                       lt(pos[d], indexConst(p.Image[d]))));
-            kFlat = kFlat * p.Block[d] + k[d];
-            lFlat = lFlat * p.Blocks[d] + l[d];
-          }
-          int64_t bsize = x.shape()[1] / p.C;
-          b.ifThen(inside, [&] {
-            std::vector<Expr> yi = {n, ch};
-            yi.insert(yi.end(), pos.begin(), pos.end());
-            y.store(yi, y.load(yi) + x.load({n, ch * bsize + kFlat, lFlat}));
-          });
-        }, "l");
-      }, "k");
-    });
-  });
-}
-
 } // namespace
 
-MLCC_OPS(Misc) {
+MLCC_OPS(Selection) {
   R.add({.Name = "Compress", .SinceVersion = 9, .Fusion = FusionClass::Injective,
          .Infer = inferCompress, .Lower = lowerCompress});
   R.add({.Name = "NonZero", .SinceVersion = 9, .Fusion = FusionClass::Opaque,
          .Infer = inferNonZero, .Lower = lowerNonZero});
   R.add({.Name = "Unique", .SinceVersion = 11, .Fusion = FusionClass::Opaque,
          .Infer = inferUnique, .Lower = lowerUnique});
-  R.add({.Name = "CenterCropPad", .SinceVersion = 18,
-         .Fusion = FusionClass::Injective, .Infer = inferCenterCropPad,
-         .Lower = lowerCenterCropPad});
-  R.add({.Name = "Col2Im", .SinceVersion = 18, .Fusion = FusionClass::Opaque,
-         .Infer = inferCol2Im, .Lower = lowerCol2Im});
 }
 
 } // namespace mlcc::ops

@@ -1,0 +1,64 @@
+//===- Quantization.h - Helpers shared by the quantized ops --------------===//
+//
+// Saturation ranges and rounding of quantized types, and input type checks,
+// used by Quantize.cpp (QuantizeLinear, DequantizeLinear) and QLinear.cpp
+// (the integer and requantizing matrix products and convolutions).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "compiler/ops/Lowering.h"
+
+#include <cmath>
+
+namespace mlcc::ops::quant {
+
+using kir::Expr;
+using namespace kir;
+
+/// The representable range of an integer type, for saturation.
+inline std::pair<double, double> intRange(DType t) {
+  switch (t) {
+  case DType::I8: return {-128.0, 127.0};
+  case DType::U8: return {0.0, 255.0};
+  case DType::I16: return {-32768.0, 32767.0};
+  case DType::U16: return {0.0, 65535.0};
+  case DType::U32: return {0.0, 4294967295.0};
+  default: return {-2147483648.0, 2147483647.0};
+  }
+}
+
+inline void requireQuantType(const ir::Node &n, DType t, const char *what,
+                      std::initializer_list<DType> allowed) {
+  for (DType a : allowed)
+    if (a == t)
+      return;
+  std::string list;
+  for (DType a : allowed)
+    list += (list.empty() ? "" : ", ") + std::string(dtypeOnnxName(a));
+  n.error(ErrorKind::Unsupported) << what << " has type " << dtypeOnnxName(t)
+                                  << "; supported: " << list;
+}
+
+inline void requireInputType(const ir::Node &n, size_t i, const char *what,
+                      std::initializer_list<DType> allowed) {
+  requireQuantType(n, n.inDType(i), what, allowed);
+}
+
+/// Rounds a compute-type value to the precision of storage type `t` (f16 and
+/// bf16 values are computed in f32 but must round like their type).
+inline Expr roundTo(DType t, const Expr &v) {
+  if (isNarrowFloat(t))
+    return cast(DType::F32, cast(t, v));
+  return v;
+}
+
+/// round_half_even(v) + zp, saturated to `out`'s range; v and zp in f64.
+inline Expr saturateRound(DType out, const Expr &v, const Expr &zp) {
+  auto [lo, hi] = intRange(out);
+  Expr r = unary(UnOp::Round, v) + zp;
+  return clamp(r, constant(DType::F64, lo), constant(DType::F64, hi));
+}
+
+
+} // namespace mlcc::ops::quant
