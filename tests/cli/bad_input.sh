@@ -58,6 +58,8 @@ expect bad-broadcast 1 "node 'add1' (Add): shapes [2,3] and [4,5] do not broadca
                        -- "$data/bad_broadcast.onnx" -o "$work/out/libm.a"
 expect undefined-in  1 "input 'nowhere' is not defined" \
                        -- "$data/undefined_input.onnx" -o "$work/out/libm.a"
+mkdir -p "$work/ext" && cp "$root/tests/golden/models/external_data.onnx" "$work/ext/"
+expect missing-external 1 "cannot open external data file" -- "$work/ext/external_data.onnx" -o "$work/out/libm.a"
 expect missing-dir   1 "does not exist" -- "$digits" -o "$work/out/no/such/dir/libm.a"
 expect bad-extension 2 "cannot tell what to write" -- "$digits" -o "$work/out/model.xyz"
 expect bad-target    2 "unknown target" -- "$digits" --target vax -o "$work/out/libm.a"

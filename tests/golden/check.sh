@@ -13,7 +13,7 @@ update=${2:-}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$here/expected"
 failures=0
-for model in "$here"/models/*.onnx; do
+for model in "$here"/models/*.onnx; do  # (*.bin files are external data)
   name=$(basename "$model" .onnx)
   for kind in graph kernels; do
     want=$here/expected/$name.$kind.txt

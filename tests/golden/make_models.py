@@ -71,3 +71,13 @@ b = np.array([1, 2, 3], dtype=np.float32)
 save([helper.make_node("Gemm", ["x", "w", "b"], ["y"], transB=1)],
      "gemm_bias", [vi("x", F, [2, 4])], [vi("y", F, [2, 3])],
      [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+
+# Frontend: weights in an external data file (location relative to the model).
+w2 = (np.arange(6, dtype=np.float32) - 2.5).reshape(2, 3)
+g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "external_data",
+                      [vi("x", F, [1, 2])], [vi("y", F, [1, 3])],
+                      [numpy_helper.from_array(w2, "w")])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+m.ir_version = 8
+onnx.save_model(m, os.path.join(here, "external_data.onnx"), save_as_external_data=True,
+                all_tensors_to_one_file=True, location="external_data.bin", size_threshold=0)
