@@ -230,8 +230,12 @@ int64_t bindDim(const pb::TensorShape::Dimension &d, const LoadOptions &opts,
 class GraphBuilder {
 public:
   GraphBuilder(const LoadOptions &opts, std::string baseDir,
-               const std::map<std::string, int64_t> &opsets)
-      : Opts(opts), BaseDir(std::move(baseDir)), Opsets(opsets) {}
+               const std::map<std::string, int64_t> &opsets,
+               const google::protobuf::RepeatedPtrField<pb::Function> &functions)
+      : Opts(opts), BaseDir(std::move(baseDir)), Opsets(opsets) {
+    for (const pb::Function &f : functions)
+      Functions[{f.domain() == "ai.onnx" ? "" : f.domain(), f.name()}] = &f;
+  }
 
   /// Converts a (sub)graph. `outer` resolves names captured from enclosing
   /// graphs; `isMain` selects graph-input handling.
@@ -493,11 +497,89 @@ private:
     return true;
   }
 
+  /// Expands a call of a model-local function in place: its nodes are added
+  /// with their values renamed under the call's name, formal inputs bound to
+  /// the call's inputs, attribute references replaced by the call's
+  /// attributes (or the function's defaults), and its outputs bound to the
+  /// call's output names through Identity nodes.
+  void inlineFunctionCall(ir::Graph &g, const pb::Node &call, const pb::Function &fn,
+                          std::map<std::string, ir::Value *> &scope,
+                          const std::map<std::string, ir::Value *> *outer) {
+    std::string callName = call.name().empty() ? g.uniqueNodeName(call.op_type()) : call.name();
+    std::string where = "node '" + callName + "' (" + call.op_type() + ")";
+    if (++CallDepth > 64)
+      fail(ErrorKind::Unsupported) << where << ": model-local functions nest too deeply "
+                                   << "(recursive functions are not supported)";
+    if (call.input_size() > fn.input_size() || call.output_size() > fn.output_size())
+      fail(ErrorKind::Invalid) << where << ": calls function '" << fn.name() << "' with "
+                               << call.input_size() << " inputs and " << call.output_size()
+                               << " outputs; it takes " << fn.input_size() << " and "
+                               << fn.output_size();
+    std::string prefix = callName + "/";
+    std::map<std::string, std::string> rename; // function name -> graph name
+    for (int i = 0; i < fn.input_size(); ++i)
+      rename[fn.input(i)] = i < call.input_size() ? call.input(i) : "";
+    std::map<std::string, const pb::Attribute *> attrs;
+    for (const pb::Attribute &a : fn.attribute_proto())
+      attrs[a.name()] = &a; // defaults
+    for (const pb::Attribute &a : call.attribute())
+      attrs[a.name()] = &a;
+    auto mapName = [&](const std::string &n) {
+      if (n.empty())
+        return n;
+      auto it = rename.find(n);
+      return it != rename.end() ? it->second : prefix + n;
+    };
+    // The function's nodes see its own opset imports.
+    std::map<std::string, int64_t> saved = Opsets;
+    for (const pb::OperatorSetId &os : fn.opset_import())
+      Opsets[os.domain() == "ai.onnx" ? "" : os.domain()] = os.version();
+    for (const pb::Node &fnode : fn.node()) {
+      pb::Node n = fnode;
+      n.set_name(prefix + (fnode.name().empty() ? fnode.op_type() : fnode.name()));
+      for (int i = 0; i < n.input_size(); ++i)
+        n.set_input(i, mapName(fnode.input(i)));
+      for (int i = 0; i < n.output_size(); ++i)
+        n.set_output(i, mapName(fnode.output(i)));
+      n.clear_attribute();
+      for (const pb::Attribute &a : fnode.attribute()) {
+        if (a.ref_attr_name().empty()) {
+          *n.add_attribute() = a;
+          continue;
+        }
+        auto it = attrs.find(a.ref_attr_name());
+        if (it == attrs.end())
+          continue; // not given and no default: the attribute is absent
+        pb::Attribute *b = n.add_attribute();
+        *b = *it->second;
+        b->set_name(a.name());
+      }
+      addNode(g, n, scope, outer);
+    }
+    Opsets = saved;
+    for (int i = 0; i < call.output_size(); ++i) {
+      if (call.output(i).empty())
+        continue;
+      pb::Node id;
+      id.set_op_type("Identity");
+      id.set_name(prefix + "output" + std::to_string(i));
+      id.add_input(mapName(fn.output(i)));
+      id.add_output(call.output(i));
+      addNode(g, id, scope, outer);
+    }
+    --CallDepth;
+  }
+
   void addNode(ir::Graph &g, const pb::Node &np,
                std::map<std::string, ir::Value *> &scope,
                const std::map<std::string, ir::Value *> *outer) {
     if (addConstantNode(g, np, np.name().empty() ? "Constant" : np.name(), scope))
       return;
+    auto fn = Functions.find({np.domain() == "ai.onnx" ? "" : np.domain(), np.op_type()});
+    if (fn != Functions.end()) {
+      inlineFunctionCall(g, np, *fn->second, scope, outer);
+      return;
+    }
     auto node = std::make_unique<ir::Node>();
     node->OpType = np.op_type();
     node->Domain = np.domain() == "ai.onnx" ? "" : np.domain();
@@ -615,6 +697,8 @@ private:
   const LoadOptions &Opts;
   std::string BaseDir;
   std::map<std::string, int64_t> Opsets;
+  std::map<std::pair<std::string, std::string>, const pb::Function *> Functions;
+  int CallDepth = 0;
 };
 
 } // namespace
@@ -646,13 +730,8 @@ std::unique_ptr<ir::Graph> loadModel(const std::string &path,
                                  << def->second
                                  << " of the default domain; mlcc supports 1 to "
                                  << MaxDefaultOpset;
-  if (model.functions_size() > 0) {
-    // Model-local functions are expanded only when used; report at use.
-  }
-  GraphBuilder builder(options, dirOf(path), opsets);
+  GraphBuilder builder(options, dirOf(path), opsets, model.functions());
   std::shared_ptr<ir::Graph> g = builder.build(model.graph(), true, nullptr);
-  // Nodes that call a model-local function are reported by the op lookup
-  // (the function's domain has no registered ops).
   auto out = std::make_unique<ir::Graph>();
   *out = std::move(*g);
   if (out->Name.empty())
@@ -660,7 +739,7 @@ std::unique_ptr<ir::Graph> loadModel(const std::string &path,
   return out;
 }
 
-std::vector<std::string> graphInputNames(const std::string &path) {
+std::vector<GraphInputDesc> describeGraphInputs(const std::string &path) {
   std::string bytes = readFile(path, "model");
   pb::Model model;
   if (!model.ParseFromString(bytes))
@@ -668,30 +747,16 @@ std::vector<std::string> graphInputNames(const std::string &path) {
   std::set<std::string> inits;
   for (auto &t : model.graph().initializer())
     inits.insert(t.name());
-  std::vector<std::string> names;
-  for (auto &vi : model.graph().input())
-    if (!inits.count(vi.name()))
-      names.push_back(vi.name());
-  return names;
-}
-
-std::vector<std::vector<std::string>> graphInputDims(const std::string &path) {
-  std::string bytes = readFile(path, "model");
-  pb::Model model;
-  if (!model.ParseFromString(bytes))
-    fail(ErrorKind::Invalid) << "'" << path << "' is not an ONNX model";
-  std::set<std::string> inits;
-  for (auto &t : model.graph().initializer())
-    inits.insert(t.name());
-  std::vector<std::vector<std::string>> out;
+  std::vector<GraphInputDesc> out;
   for (auto &vi : model.graph().input()) {
     if (inits.count(vi.name()))
       continue;
-    std::vector<std::string> dims;
+    GraphInputDesc d{vi.name(), {}};
     if (vi.type().has_tensor_type())
-      for (auto &d : vi.type().tensor_type().shape().dim())
-        dims.push_back(d.has_dim_value() ? std::to_string(d.dim_value()) : d.dim_param());
-    out.push_back(dims);
+      for (auto &dim : vi.type().tensor_type().shape().dim())
+        d.Dims.push_back(dim.has_dim_value() ? std::to_string(dim.dim_value())
+                                             : dim.dim_param());
+    out.push_back(std::move(d));
   }
   return out;
 }

@@ -1,7 +1,7 @@
 //===- OnnxLoader.h - ONNX protobuf to graph IR ---------------------------===//
 //
-// Reads an ONNX model file into a Graph: initializers and Constant-free
-// constants, node attributes (with subgraphs), opset imports, every
+// Reads an ONNX model file into a Graph: initializers and Constant nodes
+// (as constants), calls of model-local functions (expanded), node attributes (with subgraphs), opset imports, every
 // TensorProto storage form (raw_data, the typed fields, external files).
 // Symbolic input dimensions are bound from LoadOptions::Dims; inputs listed
 // in LoadOptions::Frozen become compile-time constants.
@@ -37,12 +37,16 @@ struct LoadOptions {
 std::unique_ptr<ir::Graph> loadModel(const std::string &path,
                                      const LoadOptions &options);
 
-/// Names of the graph inputs that are not initializers, in order.
-std::vector<std::string> graphInputNames(const std::string &path);
+/// A graph input as written in the model file (before any binding).
+struct GraphInputDesc {
+  std::string Name;
+  /// Each dimension: a number, the symbolic name (dim_param), or "".
+  std::vector<std::string> Dims;
+};
 
-/// For each non-initializer graph input, its dimensions as written in the
-/// model: a number, or the symbolic name (dim_param), or "" if neither.
-std::vector<std::vector<std::string>> graphInputDims(const std::string &path);
+/// The graph inputs that are not initializers, in order (for tools that
+/// feed test data: the conformance harness).
+std::vector<GraphInputDesc> describeGraphInputs(const std::string &path);
 
 /// Reads a serialized TensorProto file (the backend tests' input_N.pb).
 TensorPtr loadTensorFile(const std::string &path);

@@ -79,5 +79,31 @@ g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "external
                       [numpy_helper.from_array(w2, "w")])
 m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
 m.ir_version = 8
+if os.path.exists(os.path.join(here, "external_data.bin")):
+    os.remove(os.path.join(here, "external_data.bin"))  # onnx appends to it
 onnx.save_model(m, os.path.join(here, "external_data.onnx"), save_as_external_data=True,
                 all_tensors_to_one_file=True, location="external_data.bin", size_threshold=0)
+
+# Frontend: model-local functions are expanded. "Scaled" multiplies by an
+# attribute (an attribute reference); "Block" calls Scaled and adds its input.
+scaled = helper.make_function(
+    "local", "Scaled", ["a"], ["b"],
+    [helper.make_node("Constant", [], ["k"], value_float=0.0),
+     helper.make_node("LeakyRelu", ["a"], ["b"])],
+    [helper.make_opsetid("", 13)], attributes=["alpha"])
+# alpha of LeakyRelu comes from the call's attribute.
+ref = onnx.AttributeProto()
+ref.name, ref.ref_attr_name, ref.type = "alpha", "alpha", onnx.AttributeProto.FLOAT
+scaled.node[1].attribute.append(ref)
+block = helper.make_function(
+    "local", "Block", ["x"], ["y"],
+    [helper.make_node("Scaled", ["x"], ["s"], domain="local", alpha=0.25),
+     helper.make_node("Add", ["s", "x"], ["y"])],
+    [helper.make_opsetid("", 13), helper.make_opsetid("local", 1)])
+g = helper.make_graph([helper.make_node("Block", ["x"], ["h"], domain="local", name="block1"),
+                       helper.make_node("Scaled", ["h"], ["y"], domain="local", name="scaled1", alpha=0.5)],
+                      "local_functions", [vi("x", F, [4])], [vi("y", F, [4])])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("local", 1)],
+                      functions=[scaled, block])
+m.ir_version = 8
+onnx.save(m, os.path.join(here, "local_functions.onnx"))

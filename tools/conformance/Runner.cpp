@@ -406,8 +406,10 @@ private:
   /// the shapes of the first test data set's inputs.
   std::vector<std::string> symbolicDims(const fs::path &caseDir,
                                         const std::vector<fs::path> &inFiles) {
-    std::vector<std::vector<std::string>> dims =
-        onnx::graphInputDims((caseDir / "model.onnx").string());
+    std::vector<onnx::GraphInputDesc> inputs = graphInputs(caseDir);
+    std::vector<std::vector<std::string>> dims;
+    for (auto &in : inputs)
+      dims.push_back(in.Dims);
     std::map<std::string, int64_t> bound;
     for (size_t i = 0; i < dims.size() && i < inFiles.size(); ++i) {
       bool symbolic = false;
@@ -434,14 +436,22 @@ private:
     return out;
   }
 
-  /// Graph input names (in order, initializers excluded) of a case's model.
-  std::vector<std::string> graphInputNames(const fs::path &caseDir) {
+  /// The graph inputs (initializers excluded) of a case's model, read once.
+  std::vector<onnx::GraphInputDesc> graphInputs(const fs::path &caseDir) {
     std::lock_guard<std::mutex> lock(Mu);
-    auto it = InputNameCache.find(caseDir.string());
-    if (it != InputNameCache.end())
-      return it->second;
-    std::vector<std::string> names = readGraphInputs((caseDir / "model.onnx").string());
-    InputNameCache[caseDir.string()] = names;
+    auto it = InputCache.find(caseDir.string());
+    if (it == InputCache.end())
+      it = InputCache
+               .emplace(caseDir.string(),
+                        onnx::describeGraphInputs((caseDir / "model.onnx").string()))
+               .first;
+    return it->second;
+  }
+
+  std::vector<std::string> graphInputNames(const fs::path &caseDir) {
+    std::vector<std::string> names;
+    for (auto &in : graphInputs(caseDir))
+      names.push_back(in.Name);
     return names;
   }
 
@@ -450,8 +460,6 @@ private:
     auto it = std::find(names.begin(), names.end(), name);
     return it == names.end() ? -1 : (int)(it - names.begin());
   }
-
-  static std::vector<std::string> readGraphInputs(const std::string &model);
 
   int report(double seconds) {
     std::map<std::string, std::array<int, 3>> perFolder;
@@ -524,14 +532,8 @@ private:
   std::set<std::string> Known;
   std::vector<Result> Results;
   std::mutex Mu;
-  std::map<std::string, std::vector<std::string>> InputNameCache;
+  std::map<std::string, std::vector<onnx::GraphInputDesc>> InputCache;
 };
-
-std::vector<std::string> Harness::readGraphInputs(const std::string &model) {
-  // The loader with every symbolic dimension unbound would fail; read the
-  // names straight from the protobuf instead.
-  return onnx::graphInputNames(model);
-}
 
 } // namespace
 
