@@ -101,17 +101,25 @@ public:
   }
 
 private:
+  /// An internal, always-inlined conversion function `ret name(arg)`; `b` is
+  /// positioned in its entry block.
+  llvm::Function *newHelper(const std::string &name, llvm::Type *ret, llvm::Type *arg,
+                            IRBuilder<> &b) {
+    auto *fty = llvm::FunctionType::get(ret, {arg}, false);
+    auto *f = llvm::Function::Create(fty, llvm::GlobalValue::InternalLinkage, name, M);
+    f->addFnAttr(llvm::Attribute::AlwaysInline);
+    f->addFnAttr(llvm::Attribute::NoUnwind);
+    b.SetInsertPoint(llvm::BasicBlock::Create(Ctx, "entry", f));
+    return f;
+  }
+
   llvm::Function *float8Helper(const std::string &name, DType t, bool toFloat) {
     if (auto *f = M.getFunction(name))
       return f;
     llvm::Type *f32 = llvm::Type::getFloatTy(Ctx), *i8 = llvm::Type::getInt8Ty(Ctx),
                *i32 = llvm::Type::getInt32Ty(Ctx);
-    auto *fty = llvm::FunctionType::get(toFloat ? f32 : i8, {toFloat ? i8 : f32}, false);
-    auto *f = llvm::Function::Create(fty, llvm::GlobalValue::InternalLinkage, name, M);
-    f->addFnAttr(llvm::Attribute::AlwaysInline);
-    f->addFnAttr(llvm::Attribute::NoUnwind);
-    auto *bb = llvm::BasicBlock::Create(Ctx, "entry", f);
-    IRBuilder<> b(bb);
+    IRBuilder<> b(Ctx);
+    llvm::Function *f = newHelper(name, toFloat ? f32 : i8, toFloat ? i8 : f32, b);
     Value *arg = f->getArg(0);
     auto c32 = [&](uint32_t v) { return llvm::ConstantInt::get(i32, v); };
     auto asFloat = [&](uint32_t bits) {
@@ -207,12 +215,8 @@ private:
       return f;
     llvm::Type *f32 = llvm::Type::getFloatTy(Ctx), *i16 = llvm::Type::getInt16Ty(Ctx),
                *i32 = llvm::Type::getInt32Ty(Ctx);
-    auto *fty = llvm::FunctionType::get(toFloat ? f32 : i16, {toFloat ? i16 : f32}, false);
-    auto *f = llvm::Function::Create(fty, llvm::GlobalValue::InternalLinkage, name, M);
-    f->addFnAttr(llvm::Attribute::AlwaysInline);
-    f->addFnAttr(llvm::Attribute::NoUnwind);
-    auto *bb = llvm::BasicBlock::Create(Ctx, "entry", f);
-    IRBuilder<> b(bb);
+    IRBuilder<> b(Ctx);
+    llvm::Function *f = newHelper(name, toFloat ? f32 : i16, toFloat ? i16 : f32, b);
     Value *arg = f->getArg(0);
     auto c32 = [&](uint32_t v) { return llvm::ConstantInt::get(i32, v); };
     if (bf16 && toFloat) {
