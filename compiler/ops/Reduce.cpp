@@ -71,6 +71,12 @@ Reduction reductionFor(const std::string &op, DType t) {
     r.Init = constant(acc, 0);
     r.Combine = add;
     r.Finish = [](Expr a, int64_t n) { return a / (double)n; };
+  } else if (op == "ReduceMax" && t == DType::Bool) { // any
+    r.Init = boolConst(false);
+    r.Combine = [](Expr a, Expr x) { return lor(a, x); };
+  } else if (op == "ReduceMin" && t == DType::Bool) { // all
+    r.Init = boolConst(true);
+    r.Combine = [](Expr a, Expr x) { return land(a, x); };
   } else if (op == "ReduceMax") {
     r.Init = lowestValue(t);
     r.Combine = [](Expr a, Expr x) { return max(a, x); };
@@ -111,7 +117,10 @@ Reduction reductionFor(const std::string &op, DType t) {
 }
 
 void inferReduce(ir::Node &n, int64_t since) {
-  requireNumeric(n, 0);
+  // Bool inputs: ReduceMax/ReduceMin from opset 20.
+  bool boolOk = n.Opset >= 20 && (n.OpType == "ReduceMax" || n.OpType == "ReduceMin");
+  if (!(boolOk && n.inDType(0) == DType::Bool))
+    requireNumeric(n, 0);
   bool noop;
   std::vector<int64_t> axes = reduceAxes(n, since, noop);
   if (noop) {
