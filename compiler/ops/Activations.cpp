@@ -22,16 +22,10 @@ using AttrFn = std::function<Expr(const ir::Node &, const Expr &)>;
 /// A one-input float activation whose function reads node attributes.
 void addActivation(OpRegistry &R, const char *name, int64_t since, AttrFn fn,
                    std::function<void(ir::Node &)> infer = inferFloatUnary) {
-  OpSchema s;
-  s.Name = name;
-  s.SinceVersion = since;
-  s.Fusion = FusionClass::Elementwise;
-  s.Infer = std::move(infer);
-  s.Lower = [fn](LowerCtx &c) {
-    const ir::Node &n = c.node();
-    lowerElementwise(c, [&](const std::vector<Expr> &a) { return fn(n, a[0]); });
-  };
-  R.add(std::move(s));
+  addElementwise(
+      R, name, since,
+      NodeScalarFn([fn](const ir::Node &n, const std::vector<Expr> &a) { return fn(n, a[0]); }),
+      std::move(infer));
 }
 
 Expr sigmoid(const Expr &x) { return 1.0 / (1.0 + exp(-x)); }

@@ -68,19 +68,6 @@ void lowerVariadic(LowerCtx &c, BinOp op, bool mean) {
   });
 }
 
-void addBinary(OpRegistry &R, const char *name, int64_t since,
-               std::function<Expr(Expr, Expr)> fn) {
-  OpSchema s;
-  s.Name = name;
-  s.SinceVersion = since;
-  s.Fusion = FusionClass::Elementwise;
-  s.Infer = inferNumericBroadcast;
-  s.Lower = [fn](LowerCtx &c) {
-    lowerElementwise(c, [&](const std::vector<Expr> &a) { return fn(a[0], a[1]); });
-  };
-  R.add(s);
-}
-
 void addVariadic(OpRegistry &R, const char *name, int64_t since, BinOp op,
                  bool mean) {
   OpSchema s;
@@ -197,10 +184,10 @@ MLCC_OPS(Arithmetic) {
            .Lower = [bop, mean](LowerCtx &c) { lowerVariadic(c, bop, mean); }});
   }
 
-  addBinary(R, "Add", 7, [](Expr a, Expr b) { return a + b; });
-  addBinary(R, "Sub", 7, [](Expr a, Expr b) { return a - b; });
-  addBinary(R, "Mul", 7, [](Expr a, Expr b) { return a * b; });
-  addBinary(R, "Div", 7, [](Expr a, Expr b) { return a / b; });
+  addBinaryElementwise(R, "Add", 7, inferNumericBroadcast, [](Expr a, Expr b) { return a + b; });
+  addBinaryElementwise(R, "Sub", 7, inferNumericBroadcast, [](Expr a, Expr b) { return a - b; });
+  addBinaryElementwise(R, "Mul", 7, inferNumericBroadcast, [](Expr a, Expr b) { return a * b; });
+  addBinaryElementwise(R, "Div", 7, inferNumericBroadcast, [](Expr a, Expr b) { return a / b; });
   R.add({.Name = "Mod", .SinceVersion = 10, .Fusion = FusionClass::Elementwise,
          .Infer = inferNumericBroadcast, .Lower = lowerMod});
   R.add({.Name = "Pow", .SinceVersion = 7, .Fusion = FusionClass::Elementwise,

@@ -57,23 +57,9 @@ void inferCompare(ir::Node &n, bool allowBool) {
   inferBroadcastBool(n);
 }
 
-void addBinary(OpRegistry &R, const char *name, int64_t since,
-               std::function<void(ir::Node &)> infer,
-               std::function<Expr(Expr, Expr)> fn) {
-  OpSchema s;
-  s.Name = name;
-  s.SinceVersion = since;
-  s.Fusion = FusionClass::Elementwise;
-  s.Infer = std::move(infer);
-  s.Lower = [fn](LowerCtx &c) {
-    lowerElementwise(c, [&](const std::vector<Expr> &a) { return fn(a[0], a[1]); });
-  };
-  R.add(std::move(s));
-}
-
 void addCompare(OpRegistry &R, const char *name, int64_t since, bool allowBool,
                 std::function<Expr(Expr, Expr)> fn) {
-  addBinary(
+  addBinaryElementwise(
       R, name, since, [allowBool](ir::Node &n) { inferCompare(n, allowBool); },
       std::move(fn));
 }
@@ -136,9 +122,9 @@ void inferBitwiseNot(ir::Node &n) {
 } // namespace
 
 MLCC_OPS(Logical) {
-  addBinary(R, "And", 1, inferBoolBinary, [](Expr a, Expr b) { return land(a, b); });
-  addBinary(R, "Or", 1, inferBoolBinary, [](Expr a, Expr b) { return lor(a, b); });
-  addBinary(R, "Xor", 1, inferBoolBinary,
+  addBinaryElementwise(R, "And", 1, inferBoolBinary, [](Expr a, Expr b) { return land(a, b); });
+  addBinaryElementwise(R, "Or", 1, inferBoolBinary, [](Expr a, Expr b) { return lor(a, b); });
+  addBinaryElementwise(R, "Xor", 1, inferBoolBinary,
             [](Expr a, Expr b) { return binary(BinOp::Xor, a, b); });
   addElementwise(
       R, "Not", 1, [](const std::vector<Expr> &a) { return lnot(a[0]); }, inferNot);
@@ -155,11 +141,11 @@ MLCC_OPS(Logical) {
 
   R.add({.Name = "BitShift", .SinceVersion = 11, .Fusion = FusionClass::Elementwise,
          .Infer = inferBitShift, .Lower = lowerBitShift});
-  addBinary(R, "BitwiseAnd", 18, inferIntBinary,
+  addBinaryElementwise(R, "BitwiseAnd", 18, inferIntBinary,
             [](Expr a, Expr b) { return binary(BinOp::BitAnd, a, b); });
-  addBinary(R, "BitwiseOr", 18, inferIntBinary,
+  addBinaryElementwise(R, "BitwiseOr", 18, inferIntBinary,
             [](Expr a, Expr b) { return binary(BinOp::BitOr, a, b); });
-  addBinary(R, "BitwiseXor", 18, inferIntBinary,
+  addBinaryElementwise(R, "BitwiseXor", 18, inferIntBinary,
             [](Expr a, Expr b) { return binary(BinOp::BitXor, a, b); });
   addElementwise(
       R, "BitwiseNot", 18,

@@ -208,18 +208,21 @@ void inferBroadcastBool(ir::Node &n) {
   n.Outputs[0]->Type.Type = DType::Bool;
 }
 
-void requireDType(const ir::Node &n, size_t i,
-                  std::initializer_list<DType> allowed) {
-  DType t = n.inDType(i);
+void requireType(const ir::Node &n, DType t, const std::string &what,
+                 std::initializer_list<DType> allowed) {
   for (DType a : allowed)
     if (a == t)
       return;
   std::string list;
   for (DType a : allowed)
     list += (list.empty() ? "" : ", ") + std::string(dtypeOnnxName(a));
-  n.error(ErrorKind::Unsupported)
-      << "input " << i << " has type " << dtypeOnnxName(t)
-      << "; supported: " << list;
+  n.error(ErrorKind::Unsupported) << what << " has type " << dtypeOnnxName(t)
+                                  << "; supported: " << list;
+}
+
+void requireDType(const ir::Node &n, size_t i,
+                  std::initializer_list<DType> allowed) {
+  requireType(n, n.inDType(i), "input " + std::to_string(i), allowed);
 }
 
 void requireFloat(const ir::Node &n, size_t i) {
@@ -311,7 +314,7 @@ void lowerReduction(LowerCtx &c, const TensorRef &x, const TensorRef &y,
 }
 
 void addElementwise(OpRegistry &R, const std::string &name, int64_t since,
-                    ScalarFn fn, std::function<void(ir::Node &)> infer,
+                    NodeScalarFn fn, std::function<void(ir::Node &)> infer,
                     const std::string &domain) {
   OpSchema s;
   s.Domain = domain;
@@ -319,8 +322,29 @@ void addElementwise(OpRegistry &R, const std::string &name, int64_t since,
   s.SinceVersion = since;
   s.Fusion = FusionClass::Elementwise;
   s.Infer = std::move(infer);
-  s.Lower = [fn](LowerCtx &c) { lowerElementwise(c, fn); };
+  s.Lower = [fn](LowerCtx &c) {
+    const ir::Node &n = c.node();
+    lowerElementwise(c, [&](const std::vector<Expr> &a) { return fn(n, a); });
+  };
   R.add(std::move(s));
+}
+
+void addElementwise(OpRegistry &R, const std::string &name, int64_t since,
+                    ScalarFn fn, std::function<void(ir::Node &)> infer,
+                    const std::string &domain) {
+  addElementwise(
+      R, name, since,
+      NodeScalarFn([fn](const ir::Node &, const std::vector<Expr> &a) { return fn(a); }),
+      std::move(infer), domain);
+}
+
+void addBinaryElementwise(OpRegistry &R, const std::string &name, int64_t since,
+                          std::function<void(ir::Node &)> infer,
+                          std::function<Expr(Expr, Expr)> fn) {
+  addElementwise(
+      R, name, since,
+      ScalarFn([fn](const std::vector<Expr> &a) { return fn(a[0], a[1]); }),
+      std::move(infer));
 }
 
 } // namespace mlcc::ops

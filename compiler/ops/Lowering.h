@@ -124,6 +124,10 @@ void inferBroadcast(ir::Node &n);
 void inferBroadcastBool(ir::Node &n);
 /// Checks that all present inputs share input 0's dtype.
 void requireSameDTypes(const ir::Node &n);
+/// Checks that type `t` of `what` ("input 1", "the output", ...) is one of
+/// `allowed`; an Unsupported error lists them otherwise.
+void requireType(const ir::Node &n, DType t, const std::string &what,
+                 std::initializer_list<DType> allowed);
 /// Checks input i's dtype is one of `allowed`.
 void requireDType(const ir::Node &n, size_t i, std::initializer_list<DType> allowed);
 void requireFloat(const ir::Node &n, size_t i);
@@ -155,11 +159,23 @@ struct Reduction {
 void lowerReduction(LowerCtx &c, const TensorRef &x, const TensorRef &y,
                     const std::vector<int64_t> &axes, const Reduction &r);
 
-/// Registers a one-input elementwise op computing `fn`, with `infer`
-/// defaulting to inferSameAsInput.
+/// A scalar function that also reads the node (its attributes).
+using NodeScalarFn =
+    std::function<Expr(const ir::Node &, const std::vector<Expr> &args)>;
+
+/// Registers an elementwise op computing `fn` over its inputs (lowered with
+/// lowerElementwise), with `infer` defaulting to inferSameAsInput.
+void addElementwise(OpRegistry &R, const std::string &name, int64_t since,
+                    NodeScalarFn fn,
+                    std::function<void(ir::Node &)> infer = inferSameAsInput,
+                    const std::string &domain = "");
 void addElementwise(OpRegistry &R, const std::string &name, int64_t since,
                     ScalarFn fn,
                     std::function<void(ir::Node &)> infer = inferSameAsInput,
                     const std::string &domain = "");
+/// The two-input form: fn(a, b).
+void addBinaryElementwise(OpRegistry &R, const std::string &name, int64_t since,
+                          std::function<void(ir::Node &)> infer,
+                          std::function<Expr(Expr, Expr)> fn);
 
 } // namespace mlcc::ops

@@ -120,9 +120,12 @@ Expr requantMultiplier(DType st, const Expr &as, const Expr &bs, const Expr &ys)
   return cast(DType::F64, roundTo(st, m / cast(ct, ys)));
 }
 
-void inferQLinearMatMul(ir::Node &n) {
-  requireInputType(n, 0, "a", {DType::I8, DType::U8});
-  requireInputType(n, 3, "b", {DType::I8, DType::U8});
+/// QLinearMatMul and QLinearConv share their operand layout: (a, a_scale,
+/// a_zp, b, b_scale, b_zp, y_scale, y_zp, ...) with 8-bit data, zero points
+/// of their data's type and scales of one float type.
+void checkQLinearTypes(const ir::Node &n, const char *a, const char *b) {
+  requireInputType(n, 0, a, {DType::I8, DType::U8});
+  requireInputType(n, 3, b, {DType::I8, DType::U8});
   requireZeroPointType(n, 2, 0);
   requireZeroPointType(n, 5, 3);
   requireInputType(n, 7, "y_zero_point", {DType::I8, DType::U8});
@@ -131,6 +134,10 @@ void inferQLinearMatMul(ir::Node &n) {
     if (n.inDType(i) != n.inDType(1))
       n.error() << "scales must share one type";
   }
+}
+
+void inferQLinearMatMul(ir::Node &n) {
+  checkQLinearTypes(n, "a", "b");
   MatMulShape s = matmulShape(n, n.inShape(0), n.inShape(3));
   checkMatParam(n, 1, s, true);
   checkMatParam(n, 2, s, true);
@@ -225,16 +232,7 @@ void lowerConvInteger(LowerCtx &c) {
 }
 
 void inferQLinearConv(ir::Node &n) {
-  requireInputType(n, 0, "x", {DType::I8, DType::U8});
-  requireInputType(n, 3, "w", {DType::I8, DType::U8});
-  requireZeroPointType(n, 2, 0);
-  requireZeroPointType(n, 5, 3);
-  requireInputType(n, 7, "y_zero_point", {DType::I8, DType::U8});
-  for (size_t i : {1, 4, 6}) {
-    requireInputType(n, i, "a scale", {DType::F32, DType::F16, DType::BF16});
-    if (n.inDType(i) != n.inDType(1))
-      n.error() << "scales must share one type";
-  }
+  checkQLinearTypes(n, "x", "w");
   ConvShape s = convShape(n, 0, 3);
   checkChannelParam(n, 1, s.M, false);
   checkChannelParam(n, 2, s.M, false);

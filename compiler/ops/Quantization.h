@@ -28,21 +28,9 @@ inline std::pair<double, double> intRange(DType t) {
   }
 }
 
-inline void requireQuantType(const ir::Node &n, DType t, const char *what,
-                      std::initializer_list<DType> allowed) {
-  for (DType a : allowed)
-    if (a == t)
-      return;
-  std::string list;
-  for (DType a : allowed)
-    list += (list.empty() ? "" : ", ") + std::string(dtypeOnnxName(a));
-  n.error(ErrorKind::Unsupported) << what << " has type " << dtypeOnnxName(t)
-                                  << "; supported: " << list;
-}
-
 inline void requireInputType(const ir::Node &n, size_t i, const char *what,
                       std::initializer_list<DType> allowed) {
-  requireQuantType(n, n.inDType(i), what, allowed);
+  requireType(n, n.inDType(i), what, allowed);
 }
 
 /// Rounds a compute-type value to the precision of storage type `t` (f16 and

@@ -132,7 +132,7 @@ void inferQuantize(ir::Node &n) {
   requireInputType(n, 1, "y_scale",
                    {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I32});
   DType out = quantizeOutputType(n);
-  requireQuantType(n, out, "the output",
+  requireType(n, out, "the output",
                    {DType::I8, DType::U8, DType::I16, DType::U16, DType::I32,
                     DType::F8E4M3FN, DType::F8E4M3FNUZ, DType::F8E5M2,
                     DType::F8E5M2FNUZ});
