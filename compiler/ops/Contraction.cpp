@@ -6,25 +6,6 @@ using namespace kir;
 
 namespace {
 
-/// The outputs o in [0, outExtent) whose input position
-/// o * stride + k * dilation - padBegin lies in [0, extent), for a fixed
-/// kernel offset k.
-std::pair<Expr, Expr> validOutputRange(const Expr &k, int64_t stride, int64_t dilation,
-                                       int64_t padBegin, int64_t extent,
-                                       int64_t outExtent) {
-  Expr base = indexConst(padBegin) - k * dilation; // o * stride >= base
-  Expr lo, hi;
-  if (stride == 1) {
-    lo = base;
-    hi = base + extent;
-  } else {
-    Expr s = indexConst(stride);
-    lo = floorDiv(base + (stride - 1), s);
-    hi = floorDiv(base + (extent - 1), s) + 1;
-  }
-  return {max(lo, indexConst(0)), min(hi, indexConst(outExtent))};
-}
-
 /// Where a row of results accumulates: in the output itself, or scratch.
 struct Row {
   TensorRef Buf;
@@ -113,8 +94,9 @@ void lowerConvolution(LowerCtx &c, const ConvShape &s, const TensorRef &y,
               std::vector<Expr> wi = {m, ic};
               wi.insert(wi.end(), k.begin(), k.end());
               Expr wv = spec.LoadW(wi);
-              auto [lo, hi] = validOutputRange(kd, s.W.Strides[d], s.W.Dilations[d],
-                                               s.W.PadBegin[d], s.InSpatial[d], ow);
+              // The outputs this kernel offset reaches inside the image.
+              auto [lo, hi] = affineRange(kd * s.W.Dilations[d] - s.W.PadBegin[d],
+                                          s.W.Strides[d], s.InSpatial[d], ow);
               b.loop("ow", lo, hi, [&](Expr j) {
                 std::vector<Expr> xi = {n, ch};
                 for (size_t i = 0; i < last; ++i)

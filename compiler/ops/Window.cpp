@@ -59,25 +59,24 @@ Window computeWindow(const ir::Node &n, const Shape &in,
   return w;
 }
 
+std::pair<Expr, Expr> affineRange(const Expr &base, int64_t step, int64_t extent,
+                                  int64_t limit) {
+  // base + t*step >= 0      <=>  t >= ceil(-base / step)
+  // base + t*step < extent  <=>  t <  ceil((extent - base) / step)
+  Expr lo = indexConst(0) - base, hi = indexConst(extent) - base;
+  if (step != 1) {
+    Expr s = indexConst(step);
+    lo = floorDiv(lo + (step - 1), s);
+    hi = floorDiv(hi + (step - 1), s);
+  }
+  return {max(lo, indexConst(0)), min(hi, indexConst(limit))};
+}
+
 std::pair<Expr, Expr> validKernelRange(const Expr &o, int64_t stride,
                                        int64_t dilation, int64_t padBegin,
                                        int64_t kernel, int64_t extent) {
-  // Input position p = o*stride + k*dilation - padBegin must satisfy
-  // 0 <= p < extent  <=>  (padBegin - o*stride) <= k*dilation < extent + padBegin - o*stride.
-  Expr base = indexConst(padBegin) - o * stride;
-  Expr lo, hi;
-  if (dilation == 1) {
-    lo = base;
-    hi = base + extent;
-  } else {
-    Expr d = indexConst(dilation);
-    // ceil(a / d) for positive d: floorDiv(a + d - 1, d)
-    lo = floorDiv(base + (dilation - 1), d);
-    hi = floorDiv(base + (extent + dilation - 1), d);
-  }
-  lo = max(lo, indexConst(0));
-  hi = min(hi, indexConst(kernel));
-  return {lo, hi};
+  // Input position o*stride - padBegin + k*dilation.
+  return affineRange(o * stride - padBegin, dilation, extent, kernel);
 }
 
 } // namespace mlcc::ops

@@ -21,6 +21,13 @@ struct Window {
 Window computeWindow(const ir::Node &n, const Shape &in,
                      const std::vector<int64_t> &kernel, bool ceilMode = false);
 
+/// The integers t in [0, limit) with 0 <= base + t * step < extent, as a
+/// range [lo, hi) (empty when hi <= lo); `step` is positive. Clips sliding
+/// windows to the image both ways: kernel offsets for an output position,
+/// and output positions for a kernel offset.
+std::pair<kir::Expr, kir::Expr> affineRange(const kir::Expr &base, int64_t step,
+                                            int64_t extent, int64_t limit);
+
 /// The range [lo, hi) of kernel offsets k for which the input position
 /// o * stride + k * dilation - padBegin lies inside [0, extent).
 std::pair<kir::Expr, kir::Expr> validKernelRange(const kir::Expr &o,
