@@ -14,6 +14,11 @@
  *  - Tensors are dense, row-major arrays. Element types: float16 and
  *    bfloat16 are passed as their uint16_t bit patterns, the float8 types as
  *    their uint8_t bit patterns, bool as uint8_t 0/1.
+ *  - NAME_run_with(in, out, arena, arena_size, options) is NAME_run with
+ *    optional multi-threading: the parallel loops of the model's kernels
+ *    call options->parallel_for (see mlcc_run_options); NAME_run and a NULL
+ *    options run everything on the calling thread and need nothing.
+ *    mlcc_pthread.c (optional, Linux) provides a thread pool for it.
  *  - NAME_info() describes the inputs and outputs (names, types, shapes).
  *  - Functions return an mlcc_status: 0 on success, a small positive code
  *    otherwise. Define MLCC_NO_STATUS_STRING to compile out the messages.
@@ -56,6 +61,22 @@ typedef int32_t mlcc_dtype;
 #define MLCC_FLOAT8E5M2 19
 #define MLCC_FLOAT8E5M2FNUZ 20
 #define MLCC_FLOAT8E8M0 24
+
+/*
+ * How NAME_run_with runs a parallel loop: parallel_for(pool, count, task,
+ * context) must call task(context, i, worker) once for every i in
+ * [0, count), on any of num_workers threads, and return when all calls have
+ * returned; `worker` (0 <= worker < num_workers) tells the calling thread
+ * apart. Tasks of one loop are independent; each keeps its temporaries on
+ * its own thread's stack, so the arena size does not depend on the number
+ * of workers. A NULL parallel_for runs the loops serially.
+ */
+typedef void (*mlcc_task_fn)(void *context, int32_t index, int32_t worker);
+typedef struct mlcc_run_options {
+  void (*parallel_for)(void *pool, int32_t count, mlcc_task_fn task, void *context);
+  void *pool;          /* passed to parallel_for */
+  int32_t num_workers; /* threads parallel_for may use, the caller's included */
+} mlcc_run_options;
 
 typedef struct mlcc_tensor_info {
   const char *name;      /* the ONNX tensor name */

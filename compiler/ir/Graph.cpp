@@ -376,7 +376,10 @@ std::string printGraph(const Graph &g) {
     os << "(";
     for (size_t i = 0; i < n->Inputs.size(); ++i)
       os << (i ? ", " : "") << valueRef(n->Inputs[i]);
-    os << ")  # " << n->Name << "\n";
+    os << ")  # " << n->Name;
+    if (n->Group >= 0)
+      os << "  [fused " << n->Group << "]";
+    os << "\n";
   }
   for (auto *out : g.Outputs)
     os << "  output " << valueRef(out) << ": " << out->Type.str() << "\n";
@@ -441,6 +444,18 @@ std::string printDot(const Graph &g) {
     std::string id = "out" + std::to_string(i);
     os << "  " << id << " [shape=oval, label=" << quote(g.Outputs[i]->Name) << "];\n";
     edge(g.Outputs[i], id);
+  }
+  // Fused groups as clusters: one box per kernel around its nodes.
+  std::map<int, std::vector<size_t>> groups;
+  for (size_t n = 0; n < g.Nodes.size(); ++n)
+    if (g.Nodes[n]->Group >= 0)
+      groups[g.Nodes[n]->Group].push_back(n);
+  for (auto &[id, members] : groups) {
+    os << "  subgraph cluster_fused" << id << " {\n    label="
+       << quote("fused " + std::to_string(id)) << "; style=dashed;";
+    for (size_t n : members)
+      os << " n" << n << ";";
+    os << "\n  }\n";
   }
   os << "}\n";
   return os.str();

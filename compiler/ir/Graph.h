@@ -96,6 +96,10 @@ public:
   /// values that names captured by the subgraphs now refer to (the copy's
   /// surroundings were renamed). Looked up before the graph's own names.
   std::map<std::string, Value *> Captured;
+  /// Fusion group (set by fuse-ops): nodes with the same non-negative id are
+  /// computed by one kernel. The group's first node builds the loop nest;
+  /// the others are elementwise nodes applied to each element it stores.
+  int Group = -1;
 
   /// "node 'conv1' (Conv)": the prefix of every message about this node.
   std::string where() const;

@@ -1,6 +1,7 @@
 #include "compiler/kernel/Interpreter.h"
 
 #include "compiler/kernel/ScalarEval.h"
+#include "compiler/kernel/Schedule.h"
 #include "compiler/support/Error.h"
 
 #include <unordered_map>
@@ -142,6 +143,12 @@ private:
 } // namespace
 
 void interpret(const Kernel &k, const std::vector<void *> &args) {
+  if (hasVectors(k.Body)) {
+    Kernel scalar = scalarize(k);
+    Machine m(scalar, args);
+    m.run();
+    return;
+  }
   Machine m(k, args);
   m.run();
 }

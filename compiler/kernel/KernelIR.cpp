@@ -127,6 +127,42 @@ Expr load(const Buffer &buf, Expr index) {
   return e;
 }
 
+Expr vload(const Buffer &buf, Expr index, int lanes) {
+  Expr e = load(buf, std::move(index));
+  if (lanes == 1)
+    return e;
+  MLCC_CHECK(lanes > 1 && buf->Type != DType::Bool,
+             "vector load of " << lanes << " " << dtypeName(buf->Type));
+  auto v = std::make_shared<ExprNode>(*e);
+  v->Lanes = lanes;
+  return v;
+}
+
+Expr broadcast(Expr a, int lanes) {
+  MLCC_CHECK(a && a->Lanes == 1, "broadcast of a vector");
+  if (lanes == 1)
+    return a;
+  auto e = make(ExprKind::Broadcast, a->Type);
+  e->Lanes = lanes;
+  e->A = std::move(a);
+  return e;
+}
+
+namespace {
+/// Broadcasts scalar operands to the widest operand's lanes.
+void matchLanes(std::initializer_list<Expr *> ops) {
+  int lanes = 1;
+  for (Expr *e : ops)
+    lanes = std::max(lanes, (*e)->Lanes);
+  for (Expr *e : ops) {
+    if ((*e)->Lanes == 1 && lanes > 1)
+      *e = broadcast(*e, lanes);
+    MLCC_CHECK((*e)->Lanes == lanes, "operands of " << (*e)->Lanes << " and "
+                                                    << lanes << " lanes");
+  }
+}
+} // namespace
+
 Expr unary(UnOp op, Expr a) {
   MLCC_CHECK(a, "unary on null");
   DType t = a->Type;
@@ -146,12 +182,14 @@ Expr unary(UnOp op, Expr a) {
     return a->A;
   auto e = make(ExprKind::Unary, rt);
   e->Un = op;
+  e->Lanes = a->Lanes;
   e->A = std::move(a);
   return e;
 }
 
 Expr binary(BinOp op, Expr a, Expr b) {
   MLCC_CHECK(a && b, "binary on null");
+  matchLanes({&a, &b});
   DType t = a->Type;
   MLCC_CHECK(t == b->Type, "binary " << binOpName(op) << " mixes "
                                      << dtypeName(t) << " and "
@@ -221,6 +259,7 @@ Expr binary(BinOp op, Expr a, Expr b) {
   }
   auto e = make(ExprKind::Binary, rt);
   e->Bin = op;
+  e->Lanes = a->Lanes;
   e->A = std::move(a);
   e->B = std::move(b);
   return e;
@@ -228,6 +267,7 @@ Expr binary(BinOp op, Expr a, Expr b) {
 
 Expr select(Expr cond, Expr ifTrue, Expr ifFalse) {
   MLCC_CHECK(cond && ifTrue && ifFalse, "select on null");
+  matchLanes({&cond, &ifTrue, &ifFalse});
   MLCC_CHECK(cond->Type == DType::Bool, "select condition of type "
                                             << dtypeName(cond->Type));
   MLCC_CHECK(ifTrue->Type == ifFalse->Type,
@@ -238,6 +278,7 @@ Expr select(Expr cond, Expr ifTrue, Expr ifFalse) {
   if (ifTrue == ifFalse)
     return ifTrue;
   auto e = make(ExprKind::Select, ifTrue->Type);
+  e->Lanes = ifTrue->Lanes;
   e->A = std::move(cond);
   e->B = std::move(ifTrue);
   e->C = std::move(ifFalse);
@@ -252,6 +293,7 @@ Expr cast(DType type, Expr a) {
   if (a->isConst() && !isNarrowFloat(type) && !isNarrowFloat(a->Type))
     return fromScalar(type, evalCast(type, a->Type, scalarOf(a)));
   auto e = make(ExprKind::Cast, type);
+  e->Lanes = a->Lanes;
   e->A = std::move(a);
   return e;
 }
@@ -359,6 +401,7 @@ public:
     case StmtKind::For:
       expr(s->Begin);
       expr(s->End);
+      check(s->Begin->Lanes == 1 && s->End->Lanes == 1, "vector loop bound");
       check(!Vars.count(s->LoopVar.get()), "loop variable " +
                                                s->LoopVar->Name +
                                                " is bound twice");
@@ -371,9 +414,11 @@ public:
                                              s->Buf->Name);
       expr(s->Index);
       expr(s->Value);
+      check(s->Index->Lanes == 1, "vector index of a store to " + s->Buf->Name);
       break;
     case StmtKind::If:
       expr(s->Cond);
+      check(s->Cond->Lanes == 1, "vector if condition");
       stmt(s->Inner);
       if (s->Else)
         stmt(s->Else);
@@ -401,6 +446,11 @@ public:
       check(Buffers.count(e->Buf.get()), "load from unknown buffer " +
                                              e->Buf->Name);
       expr(e->A);
+      check(e->A->Lanes == 1, "vector load index");
+      break;
+    case ExprKind::Broadcast:
+      expr(e->A);
+      check(e->A->Lanes == 1 && e->Lanes > 1, "broadcast of a vector");
       break;
     case ExprKind::Unary:
       check(!isNarrowFloat(e->A->Type), "arithmetic on a narrow float");
@@ -529,7 +579,14 @@ public:
     case ExprKind::Load:
       os << name(e->Buf.get()) << "[";
       expr(os, e->A);
+      if (e->Lanes > 1)
+        os << " +" << e->Lanes;
       os << "]";
+      return;
+    case ExprKind::Broadcast:
+      os << "x" << e->Lanes << "(";
+      expr(os, e->A);
+      os << ")";
       return;
     case ExprKind::Unary:
       os << unOpName(e->Un) << "(";
@@ -579,7 +636,10 @@ public:
       os << ")";
       return;
     case ExprKind::Cast:
-      os << dtypeName(e->Type) << "(";
+      os << dtypeName(e->Type);
+      if (e->Lanes > 1)
+        os << "x" << e->Lanes;
+      os << "(";
       expr(os, e->A);
       os << ")";
       return;
@@ -607,6 +667,8 @@ public:
     case StmtKind::Store:
       os << ind << name(s->Buf.get()) << "[";
       expr(os, s->Index);
+      if (s->Value->Lanes > 1)
+        os << " +" << s->Value->Lanes;
       os << "] = ";
       expr(os, s->Value);
       os << "\n";

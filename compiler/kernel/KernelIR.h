@@ -6,7 +6,7 @@
 //
 //   Kernel   := name, parameter buffers, body
 //   Stmt     := Block | For | Store | If | Alloc
-//   Expr     := Const | Var | Load | Unary | Binary | Select | Cast
+//   Expr     := Const | Var | Load | Unary | Binary | Select | Cast | Broadcast
 //
 // - Buffers are flat arrays of one element type; a Load/Store takes a single
 //   Index-typed element offset. Multi-dimensional indexing is built by the
@@ -16,6 +16,12 @@
 // - Loops run over [begin, end) with unit step and carry a LoopKind, the hook
 //   for schedules: vectorize, unroll and parallel are properties of a loop,
 //   not separate IR.
+// - Vectors: an Expr has `Lanes` (1 for a scalar). A vector Load reads
+//   Lanes consecutive elements from its (scalar) index, a Store of a vector
+//   value writes Lanes consecutive elements, Broadcast repeats a scalar, and
+//   arithmetic works lane by lane. Schedules (compiler/kernel/Schedule.h)
+//   create vectors; `scalarize` turns them back into lane loops for the
+//   emitters and the interpreter that want scalars.
 // - Types: every Expr has a DType. Arithmetic is only on f32/f64, integers,
 //   Index and Bool; f16/bf16/float8 values exist only as loads, stores and
 //   casts (the helpers compute in f32; casts to float8 do not saturate, see
@@ -125,7 +131,7 @@ using Buffer = std::shared_ptr<const BufferNode>;
 // Expressions
 // ---------------------------------------------------------------------------
 
-enum class ExprKind : uint8_t { Const, VarRef, Load, Unary, Binary, Select, Cast };
+enum class ExprKind : uint8_t { Const, VarRef, Load, Unary, Binary, Select, Cast, Broadcast };
 
 struct ExprNode;
 using Expr = std::shared_ptr<const ExprNode>;
@@ -133,6 +139,7 @@ using Expr = std::shared_ptr<const ExprNode>;
 struct ExprNode {
   ExprKind Kind;
   DType Type;
+  int Lanes = 1; ///< 1: a scalar; more: a vector of Type elements
   /// Const: integer and Bool values live in IntValue, floats in FloatValue.
   int64_t IntValue = 0;
   double FloatValue = 0;
@@ -140,7 +147,8 @@ struct ExprNode {
   BinOp Bin = BinOp::Add;
   Var V;        ///< VarRef
   Buffer Buf;   ///< Load
-  Expr A, B, C; ///< operands: Load index in A; Select cond/true/false in A/B/C
+  Expr A, B, C; ///< operands: Load index in A; Select cond/true/false in A/B/C;
+                ///< Broadcast: the scalar in A
 
   bool isConst() const { return Kind == ExprKind::Const; }
   /// True for a Const equal to `v` (any numeric type).
@@ -148,13 +156,18 @@ struct ExprNode {
 };
 
 // Constructors. They fold constants and trivial identities (x+0, x*1, ...)
-// so that index arithmetic stays readable; they check operand types.
+// so that index arithmetic stays readable; they check operand types. Binary
+// and select broadcast a scalar operand to the other operands' lanes.
 Expr constant(DType type, double value);
 Expr constantInt(DType type, int64_t value);
 Expr indexConst(int64_t value);
 Expr boolConst(bool value);
 Expr varRef(const Var &v);
 Expr load(const Buffer &buf, Expr index);
+/// `lanes` consecutive elements from `index` (a scalar Index).
+Expr vload(const Buffer &buf, Expr index, int lanes);
+/// A vector of `lanes` copies of the scalar `a`.
+Expr broadcast(Expr a, int lanes);
 Expr unary(UnOp op, Expr a);
 Expr binary(BinOp op, Expr a, Expr b);
 Expr select(Expr cond, Expr ifTrue, Expr ifFalse);
@@ -194,6 +207,7 @@ struct StmtNode {
 Stmt block(std::vector<Stmt> stmts);
 Stmt forLoop(Var v, Expr begin, Expr end, Stmt body,
              LoopKind kind = LoopKind::Serial);
+/// Stores `value` at `index` (value->Lanes consecutive elements).
 Stmt store(const Buffer &buf, Expr index, Expr value);
 Stmt ifThen(Expr cond, Stmt thenStmt, Stmt elseStmt = nullptr);
 Stmt alloc(const Buffer &buf, Stmt body);

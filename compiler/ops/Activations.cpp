@@ -95,11 +95,11 @@ void inferClip(ir::Node &n) {
   inferSameAsInput(n);
 }
 
-void lowerClip(LowerCtx &c) {
-  const ir::Node &n = c.node();
-  TensorRef x = c.in(0), y = c.out(0);
-  DType ct = x.computeType();
-  Expr lo, hi;
+/// Clip of x = args[0] by the bounds: attributes before opset 11, then the
+/// optional inputs min and max (args holds the present inputs in order).
+Expr clip(const ir::Node &n, const std::vector<Expr> &args) {
+  Expr v = args[0], lo, hi;
+  DType ct = v->Type;
   if (n.Opset < 11) {
     double fmax = std::numeric_limits<float>::max();
     if (n.hasAttr("min"))
@@ -107,18 +107,30 @@ void lowerClip(LowerCtx &c) {
     if (n.hasAttr("max"))
       hi = constant(ct, n.attrFloat("max", fmax));
   } else {
-    if (c.hasIn(1))
-      lo = c.in(1).loadFlat(indexConst(0));
-    if (c.hasIn(2))
-      hi = c.in(2).loadFlat(indexConst(0));
+    size_t next = 1;
+    if (n.hasInput(1))
+      lo = args[next++];
+    if (n.hasInput(2))
+      hi = args[next++];
   }
+  if (lo)
+    v = max(v, lo);
+  if (hi)
+    v = min(v, hi);
+  return v;
+}
+
+void lowerClip(LowerCtx &c) {
+  const ir::Node &n = c.node();
+  TensorRef x = c.in(0), y = c.out(0);
+  std::vector<Expr> bounds;
+  for (size_t i = 1; i < 3; ++i)
+    if (n.Opset >= 11 && c.hasIn(i))
+      bounds.push_back(c.in(i).loadFlat(indexConst(0)));
   c.b().loop("i", x.numel(), [&](Expr i) {
-    Expr v = x.loadFlat(i);
-    if (lo)
-      v = max(v, lo);
-    if (hi)
-      v = min(v, hi);
-    y.storeFlat(i, v);
+    std::vector<Expr> args = {x.loadFlat(i)};
+    args.insert(args.end(), bounds.begin(), bounds.end());
+    y.storeFlat(i, clip(n, args));
   });
 }
 
@@ -211,7 +223,7 @@ MLCC_OPS(Activations) {
     return x * sigmoid(x * alpha);
   });
   R.add({.Name = "Clip", .SinceVersion = 1, .Fusion = FusionClass::Elementwise,
-         .Infer = inferClip, .Lower = lowerClip});
+         .Infer = inferClip, .Lower = lowerClip, .Scalar = clip});
 }
 
 } // namespace mlcc::ops

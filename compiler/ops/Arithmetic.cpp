@@ -53,19 +53,18 @@ void lowerMod(LowerCtx &c) {
   });
 }
 
+/// Sum/Max/Min/Mean of the present inputs' elements.
+Expr variadic(const std::vector<Expr> &a, BinOp op, bool mean) {
+  Expr acc = a[0];
+  for (size_t i = 1; i < a.size(); ++i)
+    acc = binary(op, acc, a[i]);
+  if (mean)
+    acc = acc / (double)a.size();
+  return acc;
+}
+
 void lowerVariadic(LowerCtx &c, BinOp op, bool mean) {
-  size_t count = 0;
-  for (size_t i = 0; i < c.node().Inputs.size(); ++i)
-    if (c.hasIn(i))
-      ++count;
-  lowerElementwise(c, [&](const std::vector<Expr> &a) {
-    Expr acc = a[0];
-    for (size_t i = 1; i < a.size(); ++i)
-      acc = binary(op, acc, a[i]);
-    if (mean)
-      acc = acc / (double)count;
-    return acc;
-  });
+  lowerElementwise(c, [&](const std::vector<Expr> &a) { return variadic(a, op, mean); });
 }
 
 void addVariadic(OpRegistry &R, const char *name, int64_t since, BinOp op,
@@ -76,6 +75,9 @@ void addVariadic(OpRegistry &R, const char *name, int64_t since, BinOp op,
   s.Fusion = FusionClass::Elementwise;
   s.Infer = inferNumericBroadcast;
   s.Lower = [op, mean](LowerCtx &c) { lowerVariadic(c, op, mean); };
+  s.Scalar = [op, mean](const ir::Node &, const std::vector<Expr> &a) {
+    return variadic(a, op, mean);
+  };
   R.add(s);
 }
 

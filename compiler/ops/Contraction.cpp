@@ -58,7 +58,7 @@ void lowerConvolution(LowerCtx &c, const ConvShape &s, const TensorRef &y,
   size_t last = r - 1;
   int64_t cPerGroup = s.C / s.Group, mPerGroup = s.M / s.Group;
   int64_t ow = s.W.Out[last];
-  bool direct = !spec.Finish && y.dtype() == spec.Acc;
+  bool direct = !spec.Finish && y.dtype() == spec.Acc && !y.writeOnly();
   TensorRef scratch;
   if (!direct)
     scratch = c.scratch("row", spec.Acc, {ow});
@@ -169,7 +169,7 @@ std::vector<Expr> matmulOperandIndex(const MatMulShape &s, bool isA,
 void lowerMatrixProduct(LowerCtx &c, const MatMulShape &s, const TensorRef &y,
                         const MatMulSpec &spec) {
   KernelBuilder &b = c.b();
-  bool direct = !spec.Finish && y.dtype() == spec.Acc;
+  bool direct = !spec.Finish && y.dtype() == spec.Acc && !y.writeOnly();
   TensorRef scratch;
   if (!direct)
     scratch = c.scratch("row", spec.Acc, {s.N});
@@ -198,6 +198,88 @@ void lowerMatrixProduct(LowerCtx &c, const MatMulShape &s, const TensorRef &y,
         });
     });
   }, "b");
+}
+
+// ---------------------------------------------------------------------------
+// Register-tiled contraction
+// ---------------------------------------------------------------------------
+
+std::optional<PackedOperand> packedOperand(const ir::Node &n) {
+  if (!n.hasAttr("mlcc.panel"))
+    return std::nullopt;
+  PackedOperand p;
+  p.Tile.Lanes = n.attrInt("mlcc.lanes", 1);
+  p.Tile.Panel = n.attrInt("mlcc.panel", 1);
+  p.Tile.Rows = n.attrInt("mlcc.rows", 1);
+  p.Input = (size_t)n.attrInt("mlcc.packed_input", 0);
+  if (p.Tile.Lanes < 1 || p.Tile.Panel % p.Tile.Lanes || p.Tile.Rows < 1 ||
+      !n.hasInput(p.Input))
+    n.error(ErrorKind::Internal) << "internal error: bad packed-operand attributes";
+  return p;
+}
+
+void lowerTiledContraction(LowerCtx &c, const TiledContraction &t) {
+  KernelBuilder &b = c.b();
+  const int64_t L = t.Tile.Lanes, VM = t.Tile.Panel, NV = VM / L;
+  const int64_t RW = std::min(t.Tile.Rows, t.Rows);
+  const int64_t panels = (t.Cols + VM - 1) / VM;
+  int64_t kred = 1;
+  for (int64_t e : t.Reduce)
+    kred *= e;
+  const kir::Buffer &packed = t.PackedB.buffer();
+  MLCC_CHECK(packed && t.PackedB.numel() >= panels * kred * VM,
+             "packed operand of " << t.PackedB.numel() << " elements");
+
+  const int64_t rowTiles = (t.Rows + RW - 1) / RW;
+  bool parallelPanels = t.Parallel && panels > 1;
+  bool parallelRows = t.Parallel && panels == 1 && rowTiles > 1;
+  b.loop("p", panels, [&](Expr p) {
+    b.loop("rt", rowTiles, [&](Expr rt) {
+      Expr r0 = min(rt * RW, indexConst(t.Rows - RW));
+      Local acc = b.local("acc", t.Acc, RW * VM);
+      auto accAt = [&](int64_t r, int64_t v) { return indexConst((r * NV + v) * L); };
+      for (int64_t r = 0; r < RW; ++r)
+        for (int64_t v = 0; v < NV; ++v)
+          b.store(acc.Buf, accAt(r, v), broadcast(constant(t.Acc, 0), (int)L));
+      // The reduction: one step per element of the Reduce box.
+      std::vector<Expr> k(t.Reduce.size());
+      std::function<void(size_t)> rec = [&](size_t d) {
+        if (d < t.Reduce.size()) {
+          b.loop("k" + std::to_string(d), t.Reduce[d], [&](Expr kd) {
+            k[d] = kd;
+            rec(d + 1);
+          });
+          return;
+        }
+        Expr kf = indexConst(0);
+        for (size_t i = 0; i < k.size(); ++i)
+          kf = kf * t.Reduce[i] + k[i];
+        Expr panelBase = ((t.FirstPanel + p) * kred + kf) * VM;
+        std::vector<Expr> bv;
+        for (int64_t v = 0; v < NV; ++v)
+          bv.push_back(cast(t.Acc, vload(packed, panelBase + v * L, (int)L)));
+        for (int64_t r = 0; r < RW; ++r) {
+          Expr a = t.LoadA(r0 + r, k);
+          for (int64_t v = 0; v < NV; ++v)
+            b.store(acc.Buf, accAt(r, v),
+                    vload(acc.Buf, accAt(r, v), (int)L) + a * bv[(size_t)v]);
+        }
+      };
+      rec(0);
+      // Spill the tile (constant offsets keep acc in registers), then store
+      // the columns that exist.
+      Local tile = b.local("tile", t.Acc, RW * VM);
+      for (int64_t r = 0; r < RW; ++r)
+        for (int64_t v = 0; v < NV; ++v)
+          b.store(tile.Buf, accAt(r, v), vload(acc.Buf, accAt(r, v), (int)L));
+      Expr cols = min(indexConst(VM), indexConst(t.Cols) - p * VM);
+      b.loop("r", RW, [&](Expr r) {
+        b.loop("j", indexConst(0), cols, [&](Expr j) {
+          t.Store(r0 + r, p * VM + j, tile.get(r * VM + j));
+        });
+      });
+    }, parallelRows ? LoopKind::Parallel : LoopKind::Serial);
+  }, parallelPanels ? LoopKind::Parallel : LoopKind::Serial);
 }
 
 } // namespace mlcc::ops

@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "compiler/kernel/Schedule.h"
 #include "compiler/ops/Window.h"
 
 namespace mlcc::ops {
@@ -84,5 +85,47 @@ struct MatMulSpec {
 /// y[bi, i, j] = Finish(Init + sum_k A[bi, i, k] * B[bi, k, j]).
 void lowerMatrixProduct(LowerCtx &c, const MatMulShape &s, const TensorRef &y,
                         const MatMulSpec &spec);
+
+// --- register-tiled contraction --------------------------------------------
+
+/// out(r, c) = sum over the box `Reduce` of A(r, k) * B(k, c), for r in
+/// [0, Rows), c in [0, Cols): the generator behind every float contraction
+/// whose B operand is packed in panels (pack-weights, mlcc.PackPanels).
+///
+/// Each tile of Tile.Rows rows by Tile.Panel columns keeps its accumulators
+/// in vector registers for the whole reduction; per reduction step it
+/// broadcasts Tile.Rows scalars of A and loads Panel/Lanes vectors of the
+/// packed B panel. Edge tiles are shifted back so that they overlap the
+/// previous tile (rows are then computed twice and stored twice with the
+/// same value), so every tile is full; columns past Cols are computed on the
+/// panel's zero padding and not stored.
+struct TiledContraction {
+  int64_t Rows = 0, Cols = 0;
+  std::vector<int64_t> Reduce;
+  kir::ContractionTile Tile;
+  DType Acc = DType::F32;
+  /// A(r, k), a scalar of type Acc.
+  std::function<Expr(const Expr &r, const std::vector<Expr> &k)> LoadA;
+  /// The packed B operand (mlcc.PackPanels layout) and the index of the
+  /// first panel this contraction reads (a group's panels).
+  TensorRef PackedB;
+  Expr FirstPanel = kir::indexConst(0);
+  /// Stores the sum for (r, c).
+  std::function<void(const Expr &r, const Expr &c, const Expr &acc)> Store;
+  /// Run the panels (or, with a single panel, the row tiles) as a parallel
+  /// loop; false when the caller's own loop is parallel.
+  bool Parallel = false;
+};
+
+void lowerTiledContraction(LowerCtx &c, const TiledContraction &t);
+
+/// Attributes pack-weights sets on a contraction whose B operand it packed,
+/// and the packed operand's input index.
+struct PackedOperand {
+  kir::ContractionTile Tile;
+  size_t Input = 0;
+};
+/// The packed operand of `n`, if pack-weights packed one.
+std::optional<PackedOperand> packedOperand(const ir::Node &n);
 
 } // namespace mlcc::ops

@@ -6,6 +6,64 @@ namespace mlcc::ops {
 
 using namespace kir;
 
+/// The fused elementwise nodes after an output (LowerCtx::fuseEpilogue).
+class Epilogue {
+public:
+  LowerCtx *Ctx = nullptr;
+  const ir::Value *Root = nullptr; ///< the output the lowering stores
+  std::vector<const ir::Node *> Chain;
+  TensorRef Final; ///< the last chain node's output
+  bool Read = false;
+
+  /// Stores `v`, an element of Root at flat offset `off` (multi-index `idx`
+  /// when the lowering has it), through the chain into Final.
+  void store(const Expr &off, const std::vector<Expr> *idx, const Expr &v) {
+    const OpRegistry &reg = OpRegistry::instance();
+    const Shape &shape = Root->Type.Dims;
+    std::vector<Expr> decomposed;
+    auto index = [&]() -> const std::vector<Expr> & {
+      if (idx)
+        return *idx;
+      if (decomposed.empty()) {
+        int64_t stride = 1;
+        decomposed.resize(shape.size());
+        for (size_t d = shape.size(); d-- > 0;) {
+          decomposed[d] = (off / stride) % shape[d];
+          stride *= shape[d];
+        }
+      }
+      return decomposed;
+    };
+    DType rt = Root->Type.Type;
+    Expr x = cast(computeType(rt), cast(rt, v));
+    const ir::Value *prev = Root;
+    for (const ir::Node *n : Chain) {
+      std::vector<Expr> args;
+      for (size_t i = 0; i < n->Inputs.size(); ++i) {
+        const ir::Value *in = n->Inputs[i];
+        if (!in)
+          continue;
+        if (in == prev) {
+          args.push_back(x);
+          continue;
+        }
+        TensorRef t = Ctx->operand(in);
+        if (t.numel() == 1)
+          args.push_back(t.loadFlat(indexConst(0)));
+        else if (t.shape() == shape)
+          args.push_back(t.loadFlat(off));
+        else
+          args.push_back(t.loadBroadcast(index()));
+      }
+      Expr r = reg.lookup(*n).Scalar(*n, args);
+      DType ot = n->Outputs[0]->Type.Type;
+      x = cast(computeType(ot), cast(ot, r));
+      prev = n->Outputs[0];
+    }
+    Final.storeFlat(off, x);
+  }
+};
+
 // ---------------------------------------------------------------------------
 // TensorRef
 // ---------------------------------------------------------------------------
@@ -44,6 +102,10 @@ Expr TensorRef::offset(const std::vector<Expr> &idx) const {
 }
 
 Expr TensorRef::loadFlat(const Expr &off) const {
+  if (Epi) { // write-only: remember the misuse, LowerCtx reports it
+    Epi->Read = true;
+    return kir::constant(computeType(), 0);
+  }
   if (!Buf) {
     MLCC_CHECK(Const, "load from a tensor with no storage");
     // Inlined constant: all elements equal.
@@ -72,10 +134,18 @@ Expr TensorRef::loadBroadcast(const std::vector<Expr> &outIdx) const {
 }
 
 void TensorRef::store(const std::vector<Expr> &idx, const Expr &value) const {
+  if (Epi) {
+    Epi->store(offset(idx), &idx, value);
+    return;
+  }
   storeFlat(offset(idx), value);
 }
 
 void TensorRef::storeFlat(const Expr &off, const Expr &value) const {
+  if (Epi) {
+    Epi->store(off, nullptr, value);
+    return;
+  }
   MLCC_CHECK(Buf && B, "store to a tensor with no buffer");
   B->store(Buf, off, cast(Type.Type, value));
 }
@@ -92,19 +162,49 @@ TensorRef LowerCtx::in(size_t i) {
     return it->second;
   if (!N.hasInput(i))
     N.error() << "input " << i << " is required but missing";
-  const ir::Value *v = N.Inputs[i];
+  TensorRef ref = operand(N.Inputs[i]);
+  Ins[i] = ref;
+  return ref;
+}
+
+TensorRef LowerCtx::operand(const ir::Value *v) {
+  auto it = Operands.find(v);
+  if (it != Operands.end())
+    return it->second;
   TensorRef ref;
   if (v->Const && (v->Const->isSplat() || v->Const->numel() <= 1) &&
       v->Const->numel() >= 1) {
     ref = TensorRef(&B, nullptr, v->Const, v->Type);
   } else {
-    Buffer buf = B.param("in" + std::to_string(i), v->Type.Type,
-                         std::max<int64_t>(v->Type.numel(), 1));
-    Bindings.push_back({ParamBinding::Input, i, v->Type});
+    size_t index = SIZE_MAX;
+    for (size_t i = 0; i < N.Inputs.size() && index == SIZE_MAX; ++i)
+      if (N.Inputs[i] == v)
+        index = i;
+    Buffer buf = B.param(index == SIZE_MAX ? "x" + std::to_string(Operands.size())
+                                           : "in" + std::to_string(index),
+                         v->Type.Type, std::max<int64_t>(v->Type.numel(), 1));
+    Bindings.push_back({ParamBinding::Input, index, v->Type, v});
     ref = TensorRef(&B, buf, v->Const, v->Type);
   }
-  Ins[i] = ref;
+  Operands[v] = ref;
   return ref;
+}
+
+void LowerCtx::fuseEpilogue(size_t i, std::vector<const ir::Node *> chain) {
+  MLCC_CHECK(!Outs.count(i) && N.hasOutput(i) && !chain.empty(),
+             N.where() << ": epilogue fused after output " << i << " too late");
+  auto e = std::make_shared<Epilogue>();
+  e->Ctx = this;
+  e->Root = N.Outputs[i];
+  e->Chain = std::move(chain);
+  Epilogues[i] = e;
+}
+
+bool LowerCtx::epilogueRead() const {
+  for (auto &[i, e] : Epilogues)
+    if (e->Read)
+      return true;
+  return false;
 }
 
 TensorRef LowerCtx::out(size_t i) {
@@ -112,11 +212,19 @@ TensorRef LowerCtx::out(size_t i) {
   if (it != Outs.end())
     return it->second;
   MLCC_CHECK(N.hasOutput(i), N.where() << " output " << i << " is omitted");
+  auto epi = Epilogues.find(i);
   const ir::Value *v = N.Outputs[i];
-  Buffer buf = B.param("out" + std::to_string(i), v->Type.Type,
-                       std::max<int64_t>(v->Type.numel(), 1));
-  Bindings.push_back({ParamBinding::Output, i, v->Type});
-  TensorRef ref(&B, buf, nullptr, v->Type);
+  const ir::Value *stored =
+      epi == Epilogues.end() ? v : epi->second->Chain.back()->Outputs[0];
+  Buffer buf = B.param("out" + std::to_string(i), stored->Type.Type,
+                       std::max<int64_t>(stored->Type.numel(), 1));
+  Bindings.push_back({ParamBinding::Output, i, stored->Type, stored});
+  TensorRef ref(&B, buf, nullptr, stored->Type);
+  if (epi != Epilogues.end()) {
+    epi->second->Final = ref;
+    ref = TensorRef(&B, nullptr, nullptr, v->Type);
+    ref.Epi = epi->second;
+  }
   Outs[i] = ref;
   return ref;
 }
@@ -124,7 +232,7 @@ TensorRef LowerCtx::out(size_t i) {
 TensorRef LowerCtx::scratch(const std::string &name, DType type, Shape dims) {
   ir::TensorType t{type, std::move(dims)};
   Buffer buf = B.param(name, type, std::max<int64_t>(t.numel(), 1));
-  Bindings.push_back({ParamBinding::Scratch, 0, t});
+  Bindings.push_back({ParamBinding::Scratch, 0, t, nullptr});
   return TensorRef(&B, buf, nullptr, t);
 }
 
@@ -322,6 +430,7 @@ void addElementwise(OpRegistry &R, const std::string &name, int64_t since,
   s.SinceVersion = since;
   s.Fusion = FusionClass::Elementwise;
   s.Infer = std::move(infer);
+  s.Scalar = fn;
   s.Lower = [fn](LowerCtx &c) {
     const ir::Node &n = c.node();
     lowerElementwise(c, [&](const std::vector<Expr> &a) { return fn(n, a); });

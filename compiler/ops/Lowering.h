@@ -24,7 +24,14 @@ namespace mlcc::ops {
 
 using kir::Expr;
 
+class Epilogue;
+
 /// A node operand (or scratch buffer) inside the kernel being built.
+///
+/// An output may carry an epilogue (see LowerCtx::fuseEpilogue): its stores
+/// then pass each element through the fused elementwise nodes and write the
+/// last one's buffer. Such an output is write-only: a lowering that reads
+/// back what it stored must check `writeOnly()` and accumulate elsewhere.
 class TensorRef {
 public:
   TensorRef() = default;
@@ -57,9 +64,13 @@ public:
   /// Stores a compute-type value (converted to the storage type).
   void store(const std::vector<Expr> &idx, const Expr &value) const;
   void storeFlat(const Expr &off, const Expr &value) const;
+  /// True for an output with an epilogue: it cannot be loaded.
+  bool writeOnly() const { return Epi != nullptr; }
 
 private:
+  friend class LowerCtx;
   kir::KernelBuilder *B = nullptr;
+  std::shared_ptr<Epilogue> Epi;
   kir::Buffer Buf;
   TensorPtr Const; ///< Set when inlined (splat) or known.
   ir::TensorType Type;
@@ -68,8 +79,9 @@ private:
 /// Where a kernel parameter's storage comes from.
 struct ParamBinding {
   enum Kind { Input, Output, Scratch } K;
-  size_t Index = 0;       ///< node input/output index
+  size_t Index = 0;       ///< node input/output index (fused operands: none)
   ir::TensorType Type;    ///< scratch buffers: their type
+  const ir::Value *V = nullptr; ///< Input/Output: the graph value
 };
 
 class LowerCtx {
@@ -87,6 +99,17 @@ public:
   /// A temporary buffer for this kernel only (in the arena).
   TensorRef scratch(const std::string &name, DType type, Shape dims);
 
+  /// Fuses `chain` after output `i`: elementwise nodes with a Scalar
+  /// function, each consuming the previous one's output (the first consumes
+  /// output i), all of output i's shape. Must be called before out(i).
+  void fuseEpilogue(size_t i, std::vector<const ir::Node *> chain);
+  /// True when the lowering loaded from an output that has an epilogue
+  /// (the fusion was not valid for this lowering).
+  bool epilogueRead() const;
+
+  /// Any graph value as a kernel input (operands of fused nodes).
+  TensorRef operand(const ir::Value *v);
+
   /// One binding per kernel parameter, in parameter order.
   const std::vector<ParamBinding> &bindings() const { return Bindings; }
 
@@ -94,6 +117,8 @@ private:
   const ir::Node &N;
   kir::KernelBuilder &B;
   std::map<size_t, TensorRef> Ins, Outs;
+  std::map<const ir::Value *, TensorRef> Operands;
+  std::map<size_t, std::shared_ptr<Epilogue>> Epilogues;
   std::vector<ParamBinding> Bindings;
 };
 
@@ -159,9 +184,6 @@ struct Reduction {
 void lowerReduction(LowerCtx &c, const TensorRef &x, const TensorRef &y,
                     const std::vector<int64_t> &axes, const Reduction &r);
 
-/// A scalar function that also reads the node (its attributes).
-using NodeScalarFn =
-    std::function<Expr(const ir::Node &, const std::vector<Expr> &args)>;
 
 /// Registers an elementwise op computing `fn` over its inputs (lowered with
 /// lowerElementwise), with `infer` defaulting to inferSameAsInput.

@@ -20,8 +20,27 @@ void inferMatMul(ir::Node &n) {
 }
 
 void lowerMatMul(LowerCtx &c) {
-  TensorRef a = c.in(0), bm = c.in(1), y = c.out(0);
-  MatMulShape s = matmulShape(c.node(), a.shape(), bm.shape());
+  TensorRef a = c.in(0), y = c.out(0);
+  MatMulShape s = matmulShape(c.node(), a.shape(), c.node().inShape(1));
+  if (auto po = packedOperand(c.node())) { // B: a constant matrix
+    TiledContraction t;
+    t.Rows = a.numel() / s.K;
+    t.Cols = s.N;
+    t.Reduce = {s.K};
+    t.Tile = po->Tile;
+    t.Acc = y.computeType();
+    t.PackedB = c.in(po->Input);
+    t.Parallel = true;
+    t.LoadA = [&](const Expr &r, const std::vector<Expr> &k) {
+      return a.loadFlat(r * s.K + k[0]);
+    };
+    t.Store = [&](const Expr &r, const Expr &col, const Expr &acc) {
+      y.storeFlat(r * s.N + col, acc);
+    };
+    lowerTiledContraction(c, t);
+    return;
+  }
+  TensorRef bm = c.in(1);
   MatMulSpec spec;
   spec.Acc = y.computeType();
   spec.LoadA = [&](const std::vector<Expr> &bi, const Expr &i, const Expr &k) {
@@ -56,7 +75,7 @@ void inferGemm(ir::Node &n) {
 
 void lowerGemm(LowerCtx &c) {
   const ir::Node &n = c.node();
-  TensorRef a = c.in(0), bm = c.in(1), y = c.out(0);
+  TensorRef a = c.in(0), y = c.out(0);
   bool ta = n.attrInt("transA", 0), tb = n.attrInt("transB", 0);
   double alpha = n.attrFloat("alpha", 1.0), beta = n.attrFloat("beta", 1.0);
   MatMulShape s;
@@ -72,14 +91,34 @@ void lowerGemm(LowerCtx &c) {
   spec.LoadA = [&](const std::vector<Expr> &, const Expr &i, const Expr &k) {
     return ta ? a.load({k, i}) : a.load({i, k});
   };
-  spec.LoadB = [&](const std::vector<Expr> &, const Expr &k, const Expr &j) {
-    return tb ? bm.load({j, k}) : bm.load({k, j});
-  };
   std::optional<TensorRef> cm;
   if (c.hasIn(2) && beta != 0.0)
     cm = c.in(2);
   auto term = [&](const Expr &i, const Expr &j) {
     return cm->loadBroadcast({i, j}) * beta;
+  };
+  if (auto po = packedOperand(n)) { // B: a constant matrix
+    TiledContraction t;
+    t.Rows = s.M;
+    t.Cols = s.N;
+    t.Reduce = {s.K};
+    t.Tile = po->Tile;
+    t.Acc = y.computeType();
+    t.PackedB = c.in(po->Input);
+    t.Parallel = true;
+    t.LoadA = [&](const Expr &i, const std::vector<Expr> &k) {
+      return ta ? a.load({k[0], i}) : a.load({i, k[0]});
+    };
+    t.Store = [&](const Expr &i, const Expr &j, const Expr &acc) {
+      Expr v = alpha == 1.0 ? acc : acc * alpha;
+      y.store({i, j}, cm ? v + term(i, j) : v);
+    };
+    lowerTiledContraction(c, t);
+    return;
+  }
+  TensorRef bm = c.in(1);
+  spec.LoadB = [&](const std::vector<Expr> &, const Expr &k, const Expr &j) {
+    return tb ? bm.load({j, k}) : bm.load({k, j});
   };
   if (alpha == 1.0) { // start from beta * C: no finishing pass
     if (cm)

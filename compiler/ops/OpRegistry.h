@@ -15,6 +15,7 @@
 #pragma once
 
 #include "compiler/ir/Graph.h"
+#include "compiler/kernel/KernelIR.h"
 
 #include <functional>
 #include <map>
@@ -25,6 +26,12 @@
 namespace mlcc::ops {
 
 class LowerCtx;
+
+/// The value of one output element of an elementwise op from its present
+/// inputs' elements (in compute type, in input order, omitted inputs
+/// skipped); may read the node's attributes.
+using NodeScalarFn = std::function<kir::Expr(const ir::Node &,
+                                             const std::vector<kir::Expr> &args)>;
 
 /// How an op combines with neighbours when kernels are fused.
 enum class FusionClass : uint8_t {
@@ -48,6 +55,9 @@ struct OpSchema {
   std::function<void(ir::Node &)> Infer;
   /// Builds the kernel computing the node (null for View ops).
   std::function<void(LowerCtx &)> Lower;
+  /// Elementwise ops: the scalar function Lower computes for every element.
+  /// Set for the ops that fusion may inline into a producer's epilogue.
+  NodeScalarFn Scalar;
   /// False for ops whose result must not be computed at compile time
   /// (random numbers).
   bool Foldable = true;

@@ -125,6 +125,11 @@ std::string writeHeader(const kir::Program &p, const std::string &source) {
   os << "mlcc_status " << N << "_run(const " << N << "_inputs *in, " << N
      << "_outputs *out,\n    void *arena, size_t arena_size);\n\n";
   os << "/* Same as " << N
+     << "_run; the kernels' parallel loops go through options->parallel_for\n"
+        "   (see mlcc_run_options; NULL options run on the calling thread). */\n";
+  os << "mlcc_status " << N << "_run_with(const " << N << "_inputs *in, " << N
+     << "_outputs *out,\n    void *arena, size_t arena_size, const mlcc_run_options *options);\n\n";
+  os << "/* Same as " << N
      << "_run, with inputs and outputs given as arrays of pointers\n"
         "   in the order of the structs above. */\n";
   os << "mlcc_status " << N

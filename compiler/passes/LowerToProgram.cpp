@@ -86,11 +86,23 @@ public:
         C.unite(n->Inputs[0], n->Outputs[0]);
     assignExternalStorage();
 
+    // A fused group is lowered where its last node stands (its operands
+    // are all computed by then).
+    std::map<int, std::vector<const ir::Node *>> groups;
+    for (auto &n : G.Nodes)
+      if (n->Group >= 0)
+        groups[n->Group].push_back(n.get());
     for (auto &n : G.Nodes) {
       const ops::OpSchema &schema = reg.lookup(*n);
       if (schema.Fusion == ops::FusionClass::View)
         continue;
-      lowerNode(*n, schema);
+      if (n->Group < 0) {
+        lowerNode({n.get()}, schema);
+        continue;
+      }
+      const std::vector<const ir::Node *> &members = groups[n->Group];
+      if (members.back() == n.get())
+        lowerNode(members, reg.lookup(*members.front()));
     }
     emitOutputCopies();
     kir::planMemory(P);
@@ -181,20 +193,35 @@ private:
     return P.Kernels.size() - 1;
   }
 
-  void lowerNode(const ir::Node &n, const ops::OpSchema &schema) {
+  /// Lowers `nodes`: one node, or a fused group (the root, then the
+  /// elementwise chain applied to its stores).
+  void lowerNode(const std::vector<const ir::Node *> &nodes,
+                 const ops::OpSchema &schema) {
+    const ir::Node &n = *nodes.front();
     kir::KernelBuilder b(n.OpType);
     ops::LowerCtx ctx(n, b);
+    std::vector<const ir::Node *> chain(nodes.begin() + 1, nodes.end());
+    size_t fusedOut = 0;
+    if (!chain.empty()) {
+      while (!n.Outputs[fusedOut])
+        ++fusedOut;
+      ctx.fuseEpilogue(fusedOut, chain);
+    }
     schema.Lower(ctx);
     kir::Kernel k = b.finish();
+    if (ctx.epilogueRead())
+      n.error(ErrorKind::Internal) << "internal error: the lowering reads a fused output";
     kir::Call call;
-    call.Label = n.where();
+    std::string kernelName;
+    for (const ir::Node *m : nodes) {
+      call.Label += (call.Label.empty() ? "" : " + ") + m->where();
+      kernelName += (kernelName.empty() ? "" : "_") + m->OpType;
+    }
     for (auto &pb : ctx.bindings()) {
       switch (pb.K) {
       case ops::ParamBinding::Input:
-        call.Args.push_back(storageOf(n.Inputs[pb.Index]));
-        break;
       case ops::ParamBinding::Output:
-        call.Args.push_back(storageOf(n.Outputs[pb.Index]));
+        call.Args.push_back(storageOf(pb.V));
         break;
       case ops::ParamBinding::Scratch:
         call.Args.push_back({StorageKind::Arena, P.ArenaBuffers.size()});
@@ -216,7 +243,7 @@ private:
       if (!bound && n.Outputs[i]->Type.numel() > 0)
         n.error(ErrorKind::Internal) << "internal error: lowering does not write output " << i;
     }
-    call.KernelIndex = addKernel(std::move(k), n.OpType);
+    call.KernelIndex = addKernel(std::move(k), kernelName);
     P.Calls.push_back(std::move(call));
   }
 

@@ -9,6 +9,7 @@
 
 #include "compiler/ir/Graph.h"
 #include "compiler/kernel/Program.h"
+#include "compiler/kernel/Schedule.h"
 
 namespace mlcc::passes {
 
@@ -26,6 +27,23 @@ void inferAndFold(ir::Graph &g, const FoldOptions &options = {});
 
 /// eliminate-dead-code: removes nodes none of whose outputs is used.
 void eliminateDeadCode(ir::Graph &g);
+
+/// fold-batch-norm: BatchNormalization (inference form) after a Conv,
+/// ConvTranspose, Gemm or MatMul with constant weights becomes a scale of the
+/// weights and a new bias, computed by constant folding (the nodes it adds
+/// are ordinary Mul/Add/... nodes that infer-and-fold evaluates).
+void foldBatchNorm(ir::Graph &g);
+
+/// pack-weights: constant weights of float Conv/Gemm/MatMul are reordered
+/// (by an mlcc.PackPanels node that constant folding evaluates) into the
+/// panels of the register tile chosen for `target`; the node then lowers
+/// through the register-tiled contraction generator.
+void packWeights(ir::Graph &g, const kir::ScheduleTarget &target);
+
+/// fuse-ops: groups each loop-nest node with the chain of elementwise nodes
+/// that consumes its output (Node::Group); lower-to-kernels makes one kernel
+/// per group.
+void fuseOps(ir::Graph &g);
 
 /// lower-to-kernels: lowers every node to a kernel (sharing identical
 /// kernels), binds storage (views share their input's storage; outputs that

@@ -81,18 +81,22 @@ private:
 } // namespace
 
 std::vector<std::string> passNames() {
-  return {"infer-and-fold", "eliminate-dead-code", "lower-to-kernels",
-          "plan-memory"};
+  return {"infer-and-fold", "eliminate-dead-code", "fold-batch-norm",
+          "pack-weights", "fuse-ops", "lower-to-kernels", "plan-memory", "schedule"};
 }
 
 kir::Program runPipeline(ir::Graph &g, const PipelineOptions &options) {
   PassRunner passes(g, options);
   passes.run("infer-and-fold", [&](ir::Graph &x) { passes::inferAndFold(x, options.Fold); });
   passes.run("eliminate-dead-code", passes::eliminateDeadCode);
+  passes.run("fold-batch-norm", passes::foldBatchNorm);
+  passes.run("pack-weights", [&](ir::Graph &x) { passes::packWeights(x, options.Schedule); });
+  passes.run("fuse-ops", passes::fuseOps);
   if (options.GraphOnly)
     return {};
   kir::Program program;
   passes.timed("lower-to-kernels", [&] { program = passes::lowerToProgram(g, options.Name); });
+  passes.timed("schedule", [&] { kir::scheduleProgram(program, options.Schedule); });
   return program;
 }
 

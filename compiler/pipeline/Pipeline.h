@@ -1,6 +1,8 @@
 //===- Pipeline.h - The ordered list of passes ----------------------------===//
 #pragma once
 
+#include "compiler/kernel/Schedule.h"
+
 #include "compiler/ir/Graph.h"
 #include "compiler/kernel/Program.h"
 #include "compiler/passes/Passes.h"
@@ -20,6 +22,8 @@ struct PipelineOptions {
   bool TimePasses = false;
   /// Stop after the graph passes (for --emit graph).
   bool GraphOnly = false;
+  /// The target's SIMD width and registers, for the kernel schedules.
+  kir::ScheduleTarget Schedule;
 };
 
 /// Runs the graph passes and lowers the result; returns the program

@@ -3,6 +3,7 @@
 #include "compiler/pack/Header.h"
 #include "compiler/support/Error.h"
 #include "compiler/support/Float8.h"
+#include "compiler/kernel/Schedule.h"
 
 #include <cinttypes>
 #include <cmath>
@@ -302,7 +303,10 @@ class KernelWriter {
 public:
   explicit KernelWriter(std::ostream &os) : OS(os) {}
 
-  void write(const Kernel &k) {
+  /// Writes `kernel`; vector statements become loops over lanes, which the
+  /// C compiler vectorizes again.
+  void write(const Kernel &kernel) {
+    Kernel k = scalarize(kernel);
     OS << "static MLCC_NOINLINE void " << k.Name << "(";
     for (size_t i = 0; i < k.Params.size(); ++i) {
       const Buffer &b = k.Params[i];
@@ -670,9 +674,11 @@ std::string emitC(const Program &p, const std::string &headerName) {
     w.write(k);
   }
 
-  // Entry point.
-  os << "mlcc_status " << N << "_run(const " << N << "_inputs *in, " << N
-     << "_outputs *out,\n    void *arena, size_t arena_size) {\n";
+  // Entry points. The C backend runs parallel loops serially: options is
+  // accepted and unused.
+  os << "mlcc_status " << N << "_run_with(const " << N << "_inputs *in, " << N
+     << "_outputs *out,\n    void *arena, size_t arena_size, const mlcc_run_options *options) {\n";
+  os << "  (void)options;\n";
   if (p.ArenaSize > 0)
     os << "  unsigned char *a = (unsigned char *)arena;\n";
   os << "  if (in == NULL || out == NULL)\n    return MLCC_ERR_NULL_ARGUMENT;\n";
@@ -697,6 +703,9 @@ std::string emitC(const Program &p, const std::string &headerName) {
     os << ");\n";
   }
   os << "  return MLCC_OK;\n}\n\n";
+  os << "mlcc_status " << N << "_run(const " << N << "_inputs *in, " << N
+     << "_outputs *out,\n    void *arena, size_t arena_size) {\n";
+  os << "  return " << N << "_run_with(in, out, arena, arena_size, NULL);\n}\n\n";
 
   os << "mlcc_status " << N
      << "_run_ptrs(const void *const *inputs, void *const *outputs,\n"

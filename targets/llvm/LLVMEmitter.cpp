@@ -288,9 +288,17 @@ private:
 class KernelEmitter {
 public:
   KernelEmitter(ModuleEmitter &me, llvm::Function *f, llvm::BasicBlock *entry)
-      : ME(me), F(f), B(me.Ctx), Entry(entry) {}
+      : ME(me), F(f), B(me.Ctx), Entry(entry) {
+    // a * b + c may become one fused multiply-add (at most one rounding
+    // fewer); nothing else about floating point is relaxed.
+    llvm::FastMathFlags fmf;
+    fmf.setAllowContract(true);
+    B.setFastMathFlags(fmf);
+  }
 
   void bindParam(const BufferNode *buf, Value *ptr) { Buffers[buf] = ptr; }
+  /// The kernel's `const mlcc_run_options *` (may be null at run time).
+  void setOptions(Value *opts) { Opts = opts; }
 
   void stmt(const Stmt &s) {
     switch (s->Kind) {
@@ -305,7 +313,11 @@ public:
       Value *v = expr(s->Value);
       if (s->Buf->Type == DType::Bool)
         v = B.CreateZExt(v, B.getInt8Ty());
-      B.CreateStore(v, address(s->Buf.get(), expr(s->Index)));
+      Value *addr = address(s->Buf.get(), expr(s->Index));
+      if (s->Value->Lanes > 1)
+        B.CreateAlignedStore(v, addr, llvm::Align(dtypeSize(s->Buf->Type)));
+      else
+        B.CreateStore(v, addr);
       return;
     }
     case StmtKind::If: {
@@ -348,7 +360,109 @@ private:
     return B.CreateInBoundsGEP(ME.memoryType(buf->Type), it->second, index);
   }
 
+  /// A Parallel loop: its body becomes a task function
+  /// `void task(void *context, int32_t index, int32_t worker)` whose context
+  /// holds every buffer and variable in scope, run through
+  /// options->parallel_for when the caller gave one, else in a serial loop.
+  void parallelLoop(const StmtNode &s) {
+    Value *begin = expr(s.Begin), *end = expr(s.End);
+    llvm::Type *i32 = B.getInt32Ty();
+    // The context: buffers, variables, then the loop's begin.
+    std::vector<const BufferNode *> bufs;
+    std::vector<const VarNode *> vars;
+    std::vector<llvm::Type *> fields;
+    for (auto &[b, v] : Buffers) {
+      bufs.push_back(b);
+      fields.push_back(ME.PtrTy);
+    }
+    for (auto &[var, v] : Vars) {
+      vars.push_back(var);
+      fields.push_back(ME.IndexTy);
+    }
+    fields.push_back(ME.IndexTy);
+    auto *ctxTy = llvm::StructType::get(ME.Ctx, fields);
+    Value *ctx;
+    {
+      IRBuilder<> eb(Entry, Entry->begin());
+      ctx = eb.CreateAlloca(ctxTy, nullptr, "par.ctx");
+    }
+    unsigned f = 0;
+    for (auto *b : bufs)
+      B.CreateStore(Buffers[b], B.CreateStructGEP(ctxTy, ctx, f++));
+    for (auto *v : vars)
+      B.CreateStore(Vars[v], B.CreateStructGEP(ctxTy, ctx, f++));
+    B.CreateStore(begin, B.CreateStructGEP(ctxTy, ctx, f));
+
+    // The task function.
+    auto *taskTy = llvm::FunctionType::get(B.getVoidTy(), {ME.PtrTy, i32, i32}, false);
+    auto *task = llvm::Function::Create(taskTy, llvm::GlobalValue::InternalLinkage,
+                                        F->getName() + ".task", ME.M);
+    task->addFnAttr(llvm::Attribute::NoUnwind);
+    for (auto &attr : F->getAttributes().getFnAttrs())
+      if (attr.isStringAttribute())
+        task->addFnAttr(attr);
+    {
+      auto *entry = llvm::BasicBlock::Create(ME.Ctx, "entry", task);
+      auto *start = llvm::BasicBlock::Create(ME.Ctx, "start", task);
+      KernelEmitter sub(ME, task, entry);
+      sub.setOptions(llvm::ConstantPointerNull::get(ME.PtrTy)); // nested: serial
+      IRBuilder<> &tb = sub.B;
+      tb.SetInsertPoint(start);
+      Value *tctx = task->getArg(0);
+      unsigned g = 0;
+      for (auto *b : bufs)
+        sub.Buffers[b] = tb.CreateLoad(ME.PtrTy, tb.CreateStructGEP(ctxTy, tctx, g++));
+      for (auto *v : vars)
+        sub.Vars[v] = tb.CreateLoad(ME.IndexTy, tb.CreateStructGEP(ctxTy, tctx, g++));
+      Value *tbegin = tb.CreateLoad(ME.IndexTy, tb.CreateStructGEP(ctxTy, tctx, g));
+      sub.Vars[s.LoopVar.get()] =
+          tb.CreateAdd(tbegin, tb.CreateSExt(task->getArg(1), ME.IndexTy), s.LoopVar->Name);
+      sub.stmt(s.Inner);
+      tb.CreateRetVoid();
+      IRBuilder<> eb(entry);
+      eb.CreateBr(start);
+    }
+
+    // parallel_for(pool, count, task, ctx), or a serial loop.
+    Value *count = B.CreateSub(end, begin);
+    count = B.CreateSelect(B.CreateICmpSLT(count, llvm::ConstantInt::get(ME.IndexTy, 0)),
+                           llvm::ConstantInt::get(ME.IndexTy, 0), count);
+    count = B.CreateTrunc(count, i32);
+    auto *hookBB = llvm::BasicBlock::Create(ME.Ctx, "par.hook", F);
+    auto *serialBB = llvm::BasicBlock::Create(ME.Ctx, "par.serial", F);
+    auto *doneBB = llvm::BasicBlock::Create(ME.Ctx, "par.done", F);
+    auto *checkFn = llvm::BasicBlock::Create(ME.Ctx, "par.check", F);
+    B.CreateCondBr(B.CreateIsNull(Opts), serialBB, checkFn);
+    B.SetInsertPoint(checkFn);
+    Value *fn = B.CreateLoad(ME.PtrTy, Opts, "parallel_for");
+    B.CreateCondBr(B.CreateIsNull(fn), serialBB, hookBB);
+    B.SetInsertPoint(hookBB);
+    Value *pool = B.CreateLoad(ME.PtrTy, B.CreateConstInBoundsGEP1_64(ME.PtrTy, Opts, 1));
+    auto *hookTy = llvm::FunctionType::get(B.getVoidTy(), {ME.PtrTy, i32, ME.PtrTy, ME.PtrTy},
+                                           false);
+    B.CreateCall(hookTy, fn, {pool, count, task, ctx});
+    B.CreateBr(doneBB);
+    // Serial: task(ctx, i, 0) for each i.
+    B.SetInsertPoint(serialBB);
+    auto *header = llvm::BasicBlock::Create(ME.Ctx, "par.loop", F);
+    auto *body = llvm::BasicBlock::Create(ME.Ctx, "par.body", F);
+    B.CreateBr(header);
+    B.SetInsertPoint(header);
+    llvm::PHINode *i = B.CreatePHI(i32, 2);
+    i->addIncoming(B.getInt32(0), serialBB);
+    B.CreateCondBr(B.CreateICmpSLT(i, count), body, doneBB);
+    B.SetInsertPoint(body);
+    B.CreateCall(taskTy, task, {ctx, i, B.getInt32(0)});
+    i->addIncoming(B.CreateAdd(i, B.getInt32(1)), body);
+    B.CreateBr(header);
+    B.SetInsertPoint(doneBB);
+  }
+
   void forLoop(const StmtNode &s) {
+    if (s.Loop == LoopKind::Parallel && Opts) {
+      parallelLoop(s);
+      return;
+    }
     Value *begin = expr(s.Begin), *end = expr(s.End);
     llvm::BasicBlock *pre = B.GetInsertBlock();
     auto *header = llvm::BasicBlock::Create(ME.Ctx, "loop", F);
@@ -410,6 +524,10 @@ private:
       return it->second;
     }
     case ExprKind::Load: {
+      if (e->Lanes > 1)
+        return B.CreateAlignedLoad(
+            llvm::FixedVectorType::get(ME.memoryType(e->Buf->Type), (unsigned)e->Lanes),
+            address(e->Buf.get(), expr(e->A)), llvm::Align(dtypeSize(e->Buf->Type)));
       Value *v = B.CreateLoad(ME.memoryType(e->Buf->Type),
                               address(e->Buf.get(), expr(e->A)));
       if (e->Buf->Type == DType::Bool)
@@ -424,6 +542,8 @@ private:
       return B.CreateSelect(expr(e->A), expr(e->B), expr(e->C));
     case ExprKind::Cast:
       return castValue(e->Type, e->A->Type, expr(e->A));
+    case ExprKind::Broadcast:
+      return B.CreateVectorSplat((unsigned)e->Lanes, expr(e->A));
     }
     return nullptr;
   }
@@ -580,6 +700,8 @@ private:
     if (isFloat8(to))
       return B.CreateCall(ME.floatToFloat8(to), {castValue(DType::F32, from, a)});
     llvm::Type *t = ME.valueType(to);
+    if (auto *vt = llvm::dyn_cast<llvm::FixedVectorType>(a->getType()))
+      t = llvm::FixedVectorType::get(t, vt->getNumElements());
     if (to == DType::Bool) {
       if (isFloat(from))
         return B.CreateFCmpUNE(a, llvm::ConstantFP::get(a->getType(), 0.0));
@@ -607,6 +729,7 @@ private:
   llvm::BasicBlock *Entry;
   std::map<const BufferNode *, Value *> Buffers;
   std::map<const VarNode *, Value *> Vars;
+  Value *Opts = nullptr;
 };
 
 } // namespace
@@ -642,7 +765,7 @@ std::unique_ptr<llvm::Module> emitModule(const Program &p, llvm::LLVMContext &ct
   // Kernels.
   std::vector<llvm::Function *> kernels;
   for (auto &k : p.Kernels) {
-    std::vector<llvm::Type *> params(k.Params.size(), ptr);
+    std::vector<llvm::Type *> params(k.Params.size() + 1, ptr); // + options
     auto *fty = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), params, false);
     auto *f = llvm::Function::Create(fty, llvm::GlobalValue::InternalLinkage, k.Name, *mod);
     f->addFnAttr(llvm::Attribute::NoUnwind);
@@ -657,6 +780,7 @@ std::unique_ptr<llvm::Module> emitModule(const Program &p, llvm::LLVMContext &ct
     KernelEmitter ke(me, f, entry);
     for (size_t i = 0; i < k.Params.size(); ++i)
       ke.bindParam(k.Params[i].get(), f->getArg((unsigned)i));
+    ke.setOptions(f->getArg((unsigned)k.Params.size()));
     ke.builder().SetInsertPoint(start);
     ke.stmt(k.Body);
     ke.builder().CreateRetVoid();
@@ -665,15 +789,16 @@ std::unique_ptr<llvm::Module> emitModule(const Program &p, llvm::LLVMContext &ct
     kernels.push_back(f);
   }
 
-  // NAME_run(in, out, arena, arena_size).
+  // NAME_run_with(in, out, arena, arena_size, options).
   auto *runTy = llvm::FunctionType::get(i32, {ptr, ptr, ptr, size}, false);
-  auto *run = llvm::Function::Create(runTy, llvm::GlobalValue::ExternalLinkage,
-                                     p.Name + "_run", *mod);
+  auto *runWithTy = llvm::FunctionType::get(i32, {ptr, ptr, ptr, size, ptr}, false);
+  auto *run = llvm::Function::Create(runWithTy, llvm::GlobalValue::ExternalLinkage,
+                                     p.Name + "_run_with", *mod);
   run->addFnAttr(llvm::Attribute::NoUnwind);
   {
     IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", run));
     Value *in = run->getArg(0), *out = run->getArg(1), *arena = run->getArg(2),
-          *arenaSize = run->getArg(3);
+          *arenaSize = run->getArg(3), *options = run->getArg(4);
     auto check = [&](Value *bad, int status) {
       auto *err = llvm::BasicBlock::Create(ctx, "error", run);
       auto *ok = llvm::BasicBlock::Create(ctx, "ok", run);
@@ -716,20 +841,23 @@ std::unique_ptr<llvm::Module> emitModule(const Program &p, llvm::LLVMContext &ct
           break;
         }
       }
+      args.push_back(options);
       b.CreateCall(kernels[c.KernelIndex], args);
     }
     b.CreateRet(llvm::ConstantInt::get(i32, 0));
   }
 
-  // NAME_run_ptrs: the structs are arrays of pointers, so this forwards.
-  auto *runPtrs = llvm::Function::Create(runTy, llvm::GlobalValue::ExternalLinkage,
-                                         p.Name + "_run_ptrs", *mod);
-  runPtrs->addFnAttr(llvm::Attribute::NoUnwind);
-  {
-    IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", runPtrs));
+  // NAME_run and NAME_run_ptrs (the structs are arrays of pointers): the
+  // same with no options.
+  for (const char *suffix : {"_run", "_run_ptrs"}) {
+    auto *fn = llvm::Function::Create(runTy, llvm::GlobalValue::ExternalLinkage,
+                                      p.Name + suffix, *mod);
+    fn->addFnAttr(llvm::Attribute::NoUnwind);
+    IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", fn));
     std::vector<Value *> args;
-    for (auto &a : runPtrs->args())
+    for (auto &a : fn->args())
       args.push_back(&a);
+    args.push_back(llvm::ConstantPointerNull::get(me.PtrTy));
     b.CreateRet(b.CreateCall(run, args));
   }
 

@@ -177,6 +177,48 @@ std::unique_ptr<llvm::TargetMachine> makeMachine(const TargetSpec &t,
   return tm;
 }
 
+} // namespace
+
+kir::ScheduleTarget scheduleTarget(const TargetSpec &t) {
+  std::unique_ptr<llvm::TargetMachine> tm = makeMachine(t, CodegenOptions{});
+  const llvm::MCSubtargetInfo *sti = tm->getMCSubtargetInfo();
+  auto has = [&](const char *f) { return sti->checkFeatures(std::string("+") + f); };
+  llvm::Triple triple(t.Triple);
+  kir::ScheduleTarget s;
+  if (triple.isX86()) {
+    s.VectorRegisters = triple.isArch64Bit() ? 16 : 8;
+    if (has("avx512f")) {
+      s.VectorBytes = 64;
+      s.VectorRegisters = 32;
+    } else if (has("avx")) {
+      s.VectorBytes = 32;
+    } else if (has("sse2")) {
+      s.VectorBytes = 16;
+    }
+    s.Fma = has("fma");
+  } else if (triple.isAArch64()) {
+    s.VectorBytes = has("neon") ? 16 : 0;
+    s.VectorRegisters = 32;
+    s.Fma = true;
+  } else if (triple.isARM() || triple.isThumb()) {
+    if (has("mve.fp")) { // Helium: 8 Q registers
+      s.VectorBytes = 16;
+      s.VectorRegisters = 8;
+    } else if (has("neon")) {
+      s.VectorBytes = 16;
+      s.VectorRegisters = 16;
+    }
+    s.Fma = has("vfp4") || has("fp-armv8");
+  } else if (triple.isRISCV()) {
+    s.Fma = has("f");
+  }
+  if (s.VectorBytes == 0)
+    s.VectorRegisters = 0;
+  return s;
+}
+
+namespace {
+
 void optimize(llvm::Module &m, llvm::TargetMachine &tm, const CodegenOptions &o) {
   if (o.OptLevel <= 0)
     return;

@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "compiler/kernel/Schedule.h"
+
 #include "compiler/kernel/Program.h"
 
 #include <string>
@@ -33,6 +35,10 @@ std::vector<TargetSpec> targetPresets();
 /// target or CPU.
 TargetSpec resolveTarget(const std::string &target, const std::string &cpu,
                          const std::string &features);
+
+/// What the kernel schedules need to know about `t`: its SIMD width and
+/// register count, from the CPU's features (AVX-512, AVX2, SSE, NEON, MVE).
+kir::ScheduleTarget scheduleTarget(const TargetSpec &t);
 
 enum class OutputKind { Object, Assembly, LlvmIr };
 

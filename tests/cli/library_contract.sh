@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The library contract, on every target preset:
 #  - no mutable global state: no writable data in the object (.data/.bss);
-#  - nothing needed from the target but libm (and memcpy/memset/memmove):
+#  - nothing needed from the target but libm (and memcpy/memset/memmove, or
+#    their Arm run-time ABI names __aeabi_memcpy/memset/memclr...):
 #    the undefined symbols are checked against that list (FPU-less targets
 #    may also need the compiler's own soft-float helpers, which every gcc
 #    link provides);
@@ -19,7 +20,7 @@ rm -rf "$work" && mkdir -p "$work"
 failures=0
 
 libm='acos|acosh|asin|asinh|atan|atanh|cos|cosh|erf|exp|exp2|expm1|fmod|log|log2|log10|log1p|pow|rint|round|roundeven|nearbyint|sin|sinh|tan|tanh|floor|ceil|trunc|fabs|sqrt|fmin|fmax|ldexp|frexp'
-allowed="^(($libm)f?|memcpy|memset|memmove)\$"
+allowed="^(($libm)f?|memcpy|memset|memmove|__aeabi_mem(cpy|move|set|clr)[48]?)\$"
 softfloat='^(__aeabi_[a-z0-9]+|__(add|sub|mul|div|neg|cmp|eq|ne|lt|le|gt|ge|unord)[sd]f[23]|__(fix|fixuns)[sd]f[sd]i|__float(un)?[sd]i[sd]f|__(extend|trunc)[sd]f[sd]f2|__[a-z]+di3|__clzsi2)$'
 
 models=("$root/examples/digits/digits.onnx")

@@ -49,7 +49,7 @@ save([helper.make_node("Relu", ["x"], ["y1"]),
       helper.make_node("Identity", ["y1"], ["y2"])],
      "output_alias", [vi("x", F, [4])], [vi("y1", F, [4]), vi("y2", F, [4])])
 
-# plan-memory: a chain of elementwise ops reuses two arena buffers.
+# fuse-ops: a chain of elementwise ops becomes one kernel that needs no arena.
 save([helper.make_node("Relu", ["x"], ["a"]),
       helper.make_node("Exp", ["a"], ["b"]),
       helper.make_node("Neg", ["b"], ["c"]),
@@ -107,3 +107,22 @@ m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13), helper.make
                       functions=[scaled, block])
 m.ir_version = 8
 onnx.save(m, os.path.join(here, "local_functions.onnx"))
+
+# fold-batch-norm, pack-weights, fuse-ops: a Conv's BatchNormalization folds
+# into its weights and bias, the weights are packed for the register tile,
+# and the residual Add and the Relu run in the Conv's kernel.
+rng = np.random.default_rng(0)
+cw = (rng.standard_normal((8, 4, 3, 3)) * 0.2).astype(np.float32)
+cb = rng.standard_normal(8).astype(np.float32)
+bn = [rng.uniform(0.5, 1.5, 8), rng.standard_normal(8), rng.standard_normal(8) * 0.1,
+      rng.uniform(0.5, 2.0, 8)]
+save([helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1], name="conv"),
+      helper.make_node("BatchNormalization", ["c", "scale", "bias", "mean", "var"], ["n"],
+                       name="bn"),
+      helper.make_node("Add", ["n", "r"], ["s"], name="residual"),
+      helper.make_node("Relu", ["s"], ["y"], name="relu")],
+     "conv_bn_relu_add", [vi("x", F, [1, 4, 5, 6]), vi("r", F, [1, 8, 5, 6])],
+     [vi("y", F, [1, 8, 5, 6])],
+     [numpy_helper.from_array(cw, "w"), numpy_helper.from_array(cb, "b")] +
+     [numpy_helper.from_array(a.astype(np.float32), n)
+      for a, n in zip(bn, ["scale", "bias", "mean", "var"])])

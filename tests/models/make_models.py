@@ -5,14 +5,19 @@ For every model NAME, writes into OUT/NAME/:
   model.onnx   exported with torch.onnx.export (eval mode)
   input.bin    the input tensor, raw float32 little-endian
   input.shape  its shape, comma-separated (e.g. 1,3,224,224)
+  flops.json   only with --flops: the multiply-accumulates of the model's
+               convolutions and matrix products (Conv/Gemm/MatMul in ONNX),
+               counted on a PyTorch forward pass; "flops" is 2 * "macs"
 
 Weights are random (fixed seeds, torchvision's default initialisation) and
 every BatchNorm gets random running statistics (mean ~ N(0, 0.1), variance
 ~ U(0.5, 1.5)) and affine parameters, so activations keep a useful scale
 through deep networks instead of collapsing to ~1e-9.
 
-Usage: /usr/bin/python3 make_models.py OUT [NAME...]   (default: all models)
+Usage: /usr/bin/python3 make_models.py [--flops] OUT [NAME...]
+  NAME: a model below (default: the models of compare_ort.sh, DEFAULT_MODELS)
 """
+import json
 import os
 import sys
 import warnings
@@ -45,22 +50,73 @@ def vision(factory):
     return make
 
 
-def transformer_encoder(gen):
-    layer = nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128,
-                                       dropout=0.0, batch_first=True)
-    model = nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)
-    return model, torch.randn(1, 16, 64, generator=gen)
+def encoder(d_model, nhead, ff, layers, seq, activation="relu"):
+    def make(gen):
+        layer = nn.TransformerEncoderLayer(d_model=d_model, nhead=nhead,
+                                           dim_feedforward=ff, dropout=0.0,
+                                           activation=activation, batch_first=True)
+        model = nn.TransformerEncoder(layer, num_layers=layers,
+                                      enable_nested_tensor=False)
+        return model, torch.randn(1, seq, d_model, generator=gen)
+    return make
 
 
 MODELS = {
     "resnet18": (1, vision(torchvision.models.resnet18)),
     "squeezenet1_1": (2, vision(torchvision.models.squeezenet1_1)),
     "mobilenet_v2": (3, vision(torchvision.models.mobilenet_v2)),
-    "transformer_encoder": (4, transformer_encoder),
+    # 2 layers, d_model 64, input [1,16,64].
+    "transformer_encoder": (4, encoder(64, 4, 128, 2, 16)),
+    # Benchmark models (benchmarks/vs-ort), not exported by default.
+    "mobilenet_v3_small": (5, vision(torchvision.models.mobilenet_v3_small)),
+    # 4 layers, d_model 256, 4 heads, feed-forward 1024, GELU (exported as
+    # Erf), input [1,128,256].
+    "transformer_d256": (6, encoder(256, 4, 1024, 4, 128, activation="gelu")),
 }
+DEFAULT_MODELS = ["resnet18", "squeezenet1_1", "mobilenet_v2", "transformer_encoder"]
 
 
-def export(name, out_dir):
+def count_macs(model, x):
+    """Multiply-accumulates of the convolutions and matrix products of one
+    forward pass, counted at the ATen level (what ONNX Conv, Gemm and MatMul
+    compute): {"macs": total, "flops": 2 * total, "by_op": {...}}."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+    aten = torch.ops.aten
+
+    def numel(shape):
+        n = 1
+        for s in shape:
+            n *= int(s)
+        return n
+
+    class Counter(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.by_op = {}
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            p = func.overloadpacket
+            macs = 0
+            if p is aten.convolution:  # out [N,M,...], weight [M,C/groups,k...]
+                macs = numel(out.shape) * numel(args[1].shape[1:])
+            elif p in (aten.mm, aten.bmm):  # [(B,)M,K] x [(B,)K,N]
+                macs = numel(args[0].shape) * int(args[1].shape[-1])
+            elif p in (aten.addmm, aten.baddbmm):  # bias + a @ b
+                macs = numel(args[1].shape) * int(args[2].shape[-1])
+            if macs:
+                name = p.__name__
+                self.by_op[name] = self.by_op.get(name, 0) + macs
+            return out
+
+    counter = Counter()
+    with counter:  # grad mode on, as for the export (no fused fast paths)
+        model(x)
+    total = sum(counter.by_op.values())
+    return {"macs": total, "flops": 2 * total, "by_op": counter.by_op}
+
+
+def export(name, out_dir, flops=False):
     seed, make = MODELS[name]
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(1000 + seed)
@@ -80,21 +136,28 @@ def export(name, out_dir):
     x.numpy().astype("<f4").tofile(os.path.join(d, "input.bin"))
     with open(os.path.join(d, "input.shape"), "w") as f:
         f.write(",".join(str(s) for s in x.shape) + "\n")
+    if flops:
+        with open(os.path.join(d, "flops.json"), "w") as f:
+            json.dump(count_macs(model, x), f, indent=1, sort_keys=True)
+            f.write("\n")
     print(f"  {name}: {os.path.getsize(path)} bytes, input {list(x.shape)}")
 
 
 def main(argv):
+    flops = len(argv) > 1 and argv[1] == "--flops"
+    if flops:
+        argv = argv[:1] + argv[2:]
     if len(argv) < 2 or argv[1] in ("-h", "--help"):
         print(__doc__)
         return 2
-    names = argv[2:] or list(MODELS)
+    names = argv[2:] or DEFAULT_MODELS
     for n in names:
         if n not in MODELS:
             print(f"unknown model {n}; known: {' '.join(MODELS)}", file=sys.stderr)
             return 2
     torch.set_num_threads(1)
     for n in names:
-        export(n, argv[1])
+        export(n, argv[1], flops)
     return 0
 
 

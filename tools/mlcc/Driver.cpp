@@ -277,6 +277,7 @@ void runDriver(const DriverOptions &o) {
   po.DumpIrDir = o.DumpIrDir;
   po.TimePasses = o.TimePasses;
   po.GraphOnly = kind == "graph";
+  po.Schedule = llvmgen::scheduleTarget(target);
   kir::Program program = runPipeline(*graph, po);
 
   pack::OutputFiles out;

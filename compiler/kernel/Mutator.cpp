@@ -1,0 +1,138 @@
+#include "compiler/kernel/Mutator.h"
+
+#include "compiler/support/Error.h"
+
+namespace mlcc::kir {
+
+Expr Mutator::mutate(const Expr &e) {
+  switch (e->Kind) {
+  case ExprKind::Const:
+  case ExprKind::VarRef:
+    return e;
+  case ExprKind::Load: {
+    Expr a = mutate(e->A);
+    return a == e->A ? e : vload(e->Buf, a, e->Lanes);
+  }
+  case ExprKind::Broadcast: {
+    Expr a = mutate(e->A);
+    return a == e->A ? e : broadcast(a, e->Lanes);
+  }
+  case ExprKind::Unary: {
+    Expr a = mutate(e->A);
+    return a == e->A ? e : unary(e->Un, a);
+  }
+  case ExprKind::Binary: {
+    Expr a = mutate(e->A), b = mutate(e->B);
+    return a == e->A && b == e->B ? e : binary(e->Bin, a, b);
+  }
+  case ExprKind::Select: {
+    Expr a = mutate(e->A), b = mutate(e->B), c = mutate(e->C);
+    return a == e->A && b == e->B && c == e->C ? e : select(a, b, c);
+  }
+  case ExprKind::Cast: {
+    Expr a = mutate(e->A);
+    return a == e->A ? e : cast(e->Type, a);
+  }
+  }
+  return e;
+}
+
+Stmt Mutator::mutate(const Stmt &s) {
+  if (!s)
+    return s;
+  switch (s->Kind) {
+  case StmtKind::Block: {
+    std::vector<Stmt> body;
+    bool changed = false;
+    for (auto &c : s->Body) {
+      body.push_back(mutate(c));
+      changed |= body.back() != c;
+    }
+    return changed ? block(std::move(body)) : s;
+  }
+  case StmtKind::For: {
+    Expr b = mutate(s->Begin), e = mutate(s->End);
+    Stmt inner = mutate(s->Inner);
+    return b == s->Begin && e == s->End && inner == s->Inner
+               ? s
+               : forLoop(s->LoopVar, b, e, inner, s->Loop);
+  }
+  case StmtKind::Store: {
+    Expr i = mutate(s->Index), v = mutate(s->Value);
+    return i == s->Index && v == s->Value ? s : store(s->Buf, i, v);
+  }
+  case StmtKind::If: {
+    Expr c = mutate(s->Cond);
+    Stmt t = mutate(s->Inner), f = mutate(s->Else);
+    return c == s->Cond && t == s->Inner && f == s->Else ? s : ifThen(c, t, f);
+  }
+  case StmtKind::Alloc: {
+    Stmt inner = mutate(s->Inner);
+    return inner == s->Inner ? s : alloc(s->Buf, inner);
+  }
+  }
+  return s;
+}
+
+void visitExprs(const Expr &e, const std::function<void(const Expr &)> &fn) {
+  if (!e)
+    return;
+  fn(e);
+  visitExprs(e->A, fn);
+  visitExprs(e->B, fn);
+  visitExprs(e->C, fn);
+}
+
+void visitExprs(const Stmt &s, const std::function<void(const Expr &)> &fn) {
+  if (!s)
+    return;
+  for (auto &c : s->Body)
+    visitExprs(c, fn);
+  visitExprs(s->Begin, fn);
+  visitExprs(s->End, fn);
+  visitExprs(s->Index, fn);
+  visitExprs(s->Value, fn);
+  visitExprs(s->Cond, fn);
+  visitExprs(s->Inner, fn);
+  visitExprs(s->Else, fn);
+}
+
+namespace {
+class Substituter : public Mutator {
+public:
+  Substituter(const Var &v, const Expr &value) : V(v), Value(value) {}
+  using Mutator::mutate;
+  Expr mutate(const Expr &e) override {
+    if (e->Kind == ExprKind::VarRef && e->V == V)
+      return Value;
+    return Mutator::mutate(e);
+  }
+
+private:
+  const Var &V;
+  const Expr &Value;
+};
+} // namespace
+
+Stmt substitute(const Stmt &s, const Var &v, const Expr &value) {
+  Substituter m(v, value);
+  return m.mutate(s);
+}
+
+Expr substitute(const Expr &e, const Var &v, const Expr &value) {
+  Substituter m(v, value);
+  return m.mutate(e);
+}
+
+bool dependsOn(const Expr &e, const Var &v) {
+  bool found = false;
+  visitExprs(e, [&](const Expr &x) {
+    if (x->Kind == ExprKind::VarRef && x->V == v)
+      found = true;
+  });
+  return found;
+}
+
+Var newVar(const std::string &name) { return std::make_shared<VarNode>(VarNode{name}); }
+
+} // namespace mlcc::kir

@@ -1,0 +1,70 @@
+//===- Schedule.h - How a kernel's loops run on a target -------------------===//
+//
+// An op's lowering says what a kernel computes; a schedule says how its loops
+// run on one target. Schedules are kernel-IR to kernel-IR rewrites (built on
+// Mutator) that never change what is computed: the interpreter gives the same
+// answer before and after.
+//
+//   vectorize   an innermost loop whose iterations are independent and whose
+//               accesses are contiguous becomes a loop over vectors of the
+//               target's width plus a scalar tail loop.
+//   scalarize   the inverse: every vector store becomes a loop over lanes
+//               (for the interpreter and the C emitter).
+//
+// Lowerings that build register tiles themselves (the contraction
+// generator) read the same ScheduleTarget to size their tiles.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "compiler/kernel/Program.h"
+
+#include <optional>
+
+namespace mlcc::kir {
+
+/// What a schedule needs to know about the target.
+struct ScheduleTarget {
+  int VectorBytes = 0;     ///< SIMD register width; 0: no vectors
+  int VectorRegisters = 0; ///< SIMD registers (accumulator tiles fit in them)
+  bool Fma = false;        ///< fused multiply-add in hardware
+
+  /// Lanes of a vector of `t` (1 without SIMD).
+  int lanes(DType t) const;
+};
+
+/// The register tile of a contraction (see ops::lowerTiledContraction): a
+/// tile of Rows x Panel accumulators, Panel = Panel/Lanes vectors per row,
+/// held in registers across the whole reduction.
+struct ContractionTile {
+  int64_t Lanes = 1; ///< vector width in elements
+  int64_t Panel = 1; ///< columns per tile (a multiple of Lanes)
+  int64_t Rows = 1;  ///< rows per tile
+};
+
+/// Picks the tile for an f32 contraction with `rows` x `cols` outputs: the
+/// accumulators, one vector of each operand and a broadcast fit in the
+/// target's registers; the tile wastes little of the edges (edge tiles are
+/// shifted back to overlap, so rows need not divide evenly); and there are
+/// enough independent accumulators to hide the FMA latency.
+ContractionTile chooseContractionTile(const ScheduleTarget &t, int64_t rows,
+                                      int64_t cols);
+
+/// Loop `v`'s coefficient in the Index expression `e` (0 when e does not
+/// depend on v), or nothing when e is not affine in v with a constant
+/// coefficient.
+std::optional<int64_t> strideOf(const Expr &e, const Var &v);
+
+/// Vectorizes every eligible innermost loop of `k` (see above).
+Kernel vectorize(const Kernel &k, const ScheduleTarget &t);
+
+/// Vector stores become loops over lanes; the result has no vector.
+Stmt scalarize(const Stmt &s);
+Kernel scalarize(const Kernel &k);
+/// True when `s` holds a vector expression.
+bool hasVectors(const Stmt &s);
+
+/// Applies the target's schedule to every kernel of the program.
+void scheduleProgram(Program &p, const ScheduleTarget &t);
+
+} // namespace mlcc::kir

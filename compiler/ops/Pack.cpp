@@ -1,0 +1,72 @@
+//===- Pack.cpp - mlcc.PackPanels: weights in the layout a kernel reads ---===//
+//
+// An internal op that pack-weights inserts in front of a contraction whose
+// weights are constant; infer-and-fold then evaluates it like any other
+// node (the interpreter runs this lowering), so the packed weights are
+// computed at compile time by the one definition below.
+//
+//   mlcc.PackPanels {groups=G, cols=C, panel=P, transposed=T}(W)
+//     W is read as a matrix of G*C columns by K rows: element (column j,
+//     row k) is W[j*K + k] (T=0, e.g. Conv weights [M, C/g, kh, kw] or Gemm
+//     B with transB) or W[k*C + j] (T=1, G=1: MatMul B [K, N]).
+//     Output [G, ceil(C/P), K, P]: for each group and panel of P columns,
+//     the K rows of P consecutive columns, zero past the last column, so a
+//     kernel loads a panel row as contiguous vectors.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/ops/Lowering.h"
+
+namespace mlcc::ops {
+
+using namespace kir;
+
+namespace {
+
+struct PackGeometry {
+  int64_t Groups, Cols, Panel, Rows;
+  bool Transposed;
+};
+
+PackGeometry packGeometry(const ir::Node &n) {
+  PackGeometry g;
+  g.Groups = n.requireInt("groups");
+  g.Cols = n.requireInt("cols");
+  g.Panel = n.requireInt("panel");
+  g.Transposed = n.attrInt("transposed", 0) != 0;
+  int64_t total = n.inType(0).numel();
+  if (g.Groups < 1 || g.Cols < 1 || g.Panel < 1 || total % (g.Groups * g.Cols) ||
+      (g.Transposed && g.Groups != 1))
+    n.error() << "cannot pack " << shapeToString(n.inShape(0)) << " as " << g.Groups
+              << " groups of " << g.Cols << " columns";
+  g.Rows = total / (g.Groups * g.Cols);
+  return g;
+}
+
+void inferPackPanels(ir::Node &n) {
+  PackGeometry g = packGeometry(n);
+  n.setOutput(0, n.inDType(0),
+              {g.Groups, (g.Cols + g.Panel - 1) / g.Panel, g.Rows, g.Panel});
+}
+
+void lowerPackPanels(LowerCtx &c) {
+  PackGeometry g = packGeometry(c.node());
+  TensorRef w = c.in(0), y = c.out(0);
+  int64_t panels = (g.Cols + g.Panel - 1) / g.Panel;
+  c.b().loops({g.Groups, panels, g.Rows, g.Panel}, [&](const std::vector<Expr> &i) {
+    Expr col = i[1] * g.Panel + i[3];
+    Expr j = min(col, indexConst(g.Cols - 1)); // in bounds; masked below
+    Expr src = g.Transposed ? i[2] * g.Cols + j : (i[0] * g.Cols + j) * g.Rows + i[2];
+    y.store(i, select(lt(col, indexConst(g.Cols)), w.loadFlat(src),
+                      constant(w.computeType(), 0)));
+  }, "i");
+}
+
+} // namespace
+
+MLCC_OPS(Pack) {
+  R.add({.Domain = "mlcc", .Name = "PackPanels", .SinceVersion = 1,
+         .Fusion = FusionClass::Injective, .Infer = inferPackPanels,
+         .Lower = lowerPackPanels});
+}
+
+} // namespace mlcc::ops

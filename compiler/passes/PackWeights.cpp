@@ -1,0 +1,110 @@
+//===- PackWeights.cpp - Weights in the layout their kernel reads ---------===//
+//
+// pack-weights: for every float contraction whose B operand (the weights) is
+// a constant, chooses the register tile for the target
+// (kir::chooseContractionTile) and inserts an mlcc.PackPanels node that
+// reorders the weights into panels of that tile's width; infer-and-fold
+// evaluates it, so the library holds only the packed copy. The contraction
+// gets the packed operand as an extra input and attributes that name it and
+// the tile, and lowers through the register-tiled generator
+// (ops::lowerTiledContraction):
+//
+//   Conv    rows: output columns of one output row; columns: the output
+//           channels of a group; reduction: input channels x kernel window
+//   Gemm    rows: M; columns: N; reduction: K
+//   MatMul  (constant 2-D B) rows: all rows of A; columns: N; reduction: K
+//
+// Depthwise-like convolutions (fewer than 4 output channels per group) keep
+// the direct loop nest.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/passes/Passes.h"
+
+namespace mlcc::passes {
+
+namespace {
+
+ir::Attribute intAttr(int64_t v) {
+  ir::Attribute a;
+  a.Kind = ir::AttrKind::Int;
+  a.I = v;
+  return a;
+}
+
+struct Plan {
+  int64_t Groups, Cols, Rows;
+  bool Transposed;
+  size_t Input; ///< where the packed operand goes
+};
+
+/// Whether and how to pack `n`'s weights.
+std::optional<Plan> planFor(const ir::Node &n) {
+  if (n.Domain != "" || !n.hasInput(1) || !n.Inputs[1]->Const ||
+      n.inDType(0) != DType::F32 || n.inDType(1) != DType::F32 ||
+      n.hasAttr("mlcc.panel") || !n.Outputs[0] || n.Outputs[0]->Type.numel() == 0)
+    return std::nullopt;
+  const Shape &w = n.inShape(1), &y = n.Outputs[0]->Type.Dims;
+  if (n.OpType == "Conv") {
+    if (w.size() != 4 || y.size() != 4)
+      return std::nullopt;
+    int64_t groups = n.attrInt("group", 1), mg = w[0] / groups;
+    if (mg < 4)
+      return std::nullopt;
+    return Plan{groups, mg, y[3], false, 3};
+  }
+  if (n.OpType == "Gemm") {
+    bool tb = n.attrInt("transB", 0) != 0;
+    return Plan{1, y[1], y[0], !tb, 3};
+  }
+  if (n.OpType == "MatMul") {
+    const Shape &a = n.inShape(0);
+    if (w.size() != 2 || a.size() < 2)
+      return std::nullopt;
+    return Plan{1, w[1], numElements(a) / a.back(), true, 2};
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
+void packWeights(ir::Graph &g, const kir::ScheduleTarget &target) {
+  std::vector<std::unique_ptr<ir::Node>> nodes;
+  bool changed = false;
+  for (auto &n : g.Nodes) {
+    std::optional<Plan> plan = planFor(*n);
+    if (plan) {
+      kir::ContractionTile tile =
+          kir::chooseContractionTile(target, plan->Rows, plan->Cols);
+      auto pack = std::make_unique<ir::Node>();
+      pack->Name = g.uniqueNodeName(n->Name + "/pack");
+      pack->OpType = "PackPanels";
+      pack->Domain = "mlcc";
+      pack->Opset = 1;
+      pack->Attrs["groups"] = intAttr(plan->Groups);
+      pack->Attrs["cols"] = intAttr(plan->Cols);
+      pack->Attrs["panel"] = intAttr(tile.Panel);
+      pack->Attrs["transposed"] = intAttr(plan->Transposed);
+      pack->Inputs = {n->Inputs[1]};
+      ir::Value *packed = g.addValue(g.uniqueValueName(n->Inputs[1]->Name + ".packed"));
+      packed->Producer = pack.get();
+      pack->Outputs = {packed};
+      if (n->Inputs.size() < plan->Input + 1)
+        n->Inputs.resize(plan->Input + 1, nullptr);
+      n->Inputs[plan->Input] = packed;
+      n->Attrs["mlcc.lanes"] = intAttr(tile.Lanes);
+      n->Attrs["mlcc.panel"] = intAttr(tile.Panel);
+      n->Attrs["mlcc.rows"] = intAttr(tile.Rows);
+      n->Attrs["mlcc.packed_input"] = intAttr((int64_t)plan->Input);
+      nodes.push_back(std::move(pack));
+      changed = true;
+    }
+    nodes.push_back(std::move(n));
+  }
+  g.Nodes = std::move(nodes);
+  if (changed) {
+    inferAndFold(g);
+    eliminateDeadCode(g);
+  }
+}
+
+} // namespace mlcc::passes

@@ -1,0 +1,105 @@
+/* mlcc_pthread.c - see mlcc_pthread.h. */
+#include "mlcc_pthread.h"
+
+/* Runs tasks of the current loop until none is left; called with the lock
+   held, returns with it held. */
+static void run_tasks(mlcc_pthread_pool *pool, int32_t worker) {
+  while (pool->next < pool->count) {
+    int32_t i = pool->next++;
+    mlcc_task_fn task = pool->task;
+    void *context = pool->context;
+    pthread_mutex_unlock(&pool->lock);
+    task(context, i, worker);
+    pthread_mutex_lock(&pool->lock);
+    if (++pool->finished == pool->count)
+      pthread_cond_broadcast(&pool->done);
+  }
+}
+
+static void *worker_main(void *arg) {
+  mlcc_pthread_pool *pool = ((mlcc_pthread_worker *)arg)->pool;
+  int32_t index = ((mlcc_pthread_worker *)arg)->index;
+  uint64_t seen = 0;
+  pthread_mutex_lock(&pool->lock);
+  for (;;) {
+    while (!pool->shutdown && pool->generation == seen)
+      pthread_cond_wait(&pool->work, &pool->lock);
+    if (pool->shutdown)
+      break;
+    seen = pool->generation;
+    run_tasks(pool, index);
+  }
+  pthread_mutex_unlock(&pool->lock);
+  return 0;
+}
+
+static void parallel_for(void *p, int32_t count, mlcc_task_fn task, void *context) {
+  mlcc_pthread_pool *pool = (mlcc_pthread_pool *)p;
+  if (count <= 0)
+    return;
+  if (pool->num_threads <= 1 || count == 1) {
+    for (int32_t i = 0; i < count; ++i)
+      task(context, i, 0);
+    return;
+  }
+  pthread_mutex_lock(&pool->lock);
+  pool->task = task;
+  pool->context = context;
+  pool->count = count;
+  pool->next = 0;
+  pool->finished = 0;
+  pool->generation++;
+  pthread_cond_broadcast(&pool->work);
+  run_tasks(pool, 0);
+  while (pool->finished < pool->count)
+    pthread_cond_wait(&pool->done, &pool->lock);
+  pool->count = 0;
+  pthread_mutex_unlock(&pool->lock);
+}
+
+int mlcc_pthread_pool_init(mlcc_pthread_pool *pool, int32_t num_threads) {
+  if (num_threads < 1)
+    num_threads = 1;
+  if (num_threads > MLCC_PTHREAD_MAX_THREADS)
+    num_threads = MLCC_PTHREAD_MAX_THREADS;
+  pool->num_threads = 1;
+  pool->task = 0;
+  pool->context = 0;
+  pool->count = pool->next = pool->finished = 0;
+  pool->generation = 0;
+  pool->shutdown = 0;
+  pthread_mutex_init(&pool->lock, 0);
+  pthread_cond_init(&pool->work, 0);
+  pthread_cond_init(&pool->done, 0);
+  for (int32_t t = 1; t < num_threads; ++t) {
+    mlcc_pthread_worker *arg = &pool->workers[t];
+    arg->pool = pool;
+    arg->index = t;
+    int err = pthread_create(&pool->threads[t], 0, worker_main, arg);
+    if (err) {
+      mlcc_pthread_pool_destroy(pool);
+      return err;
+    }
+    pool->num_threads = t + 1;
+  }
+  return 0;
+}
+
+void mlcc_pthread_run_options(mlcc_pthread_pool *pool, mlcc_run_options *options) {
+  options->parallel_for = parallel_for;
+  options->pool = pool;
+  options->num_workers = pool->num_threads;
+}
+
+void mlcc_pthread_pool_destroy(mlcc_pthread_pool *pool) {
+  pthread_mutex_lock(&pool->lock);
+  pool->shutdown = 1;
+  pthread_cond_broadcast(&pool->work);
+  pthread_mutex_unlock(&pool->lock);
+  for (int32_t t = 1; t < pool->num_threads; ++t)
+    pthread_join(pool->threads[t], 0);
+  pool->num_threads = 1;
+  pthread_mutex_destroy(&pool->lock);
+  pthread_cond_destroy(&pool->work);
+  pthread_cond_destroy(&pool->done);
+}
