@@ -1,19 +1,36 @@
 /* mlcc_pthread.c - see mlcc_pthread.h. */
 #include "mlcc_pthread.h"
 
-/* Runs tasks of the current loop until none is left; called with the lock
-   held, returns with it held. */
+/* Runs worker `worker`'s share of the current loop: a contiguous block of
+   the tasks (a static partition, so that the pool's lock is taken once per
+   worker and loop, not once per task). Called with the lock held, returns
+   with it held. */
 static void run_tasks(mlcc_pthread_pool *pool, int32_t worker) {
-  while (pool->next < pool->count) {
-    int32_t i = pool->next++;
-    mlcc_task_fn task = pool->task;
-    void *context = pool->context;
-    pthread_mutex_unlock(&pool->lock);
+  int32_t count = pool->count, n = pool->num_threads;
+  int32_t begin = (int32_t)((int64_t)count * worker / n);
+  int32_t end = (int32_t)((int64_t)count * (worker + 1) / n);
+  mlcc_task_fn task = pool->task;
+  void *context = pool->context;
+  pthread_mutex_unlock(&pool->lock);
+  for (int32_t i = begin; i < end; ++i)
     task(context, i, worker);
-    pthread_mutex_lock(&pool->lock);
-    if (++pool->finished == pool->count)
-      pthread_cond_broadcast(&pool->done);
+  pthread_mutex_lock(&pool->lock);
+  if (__atomic_add_fetch(&pool->finished, 1, __ATOMIC_ACQ_REL) == n)
+    pthread_cond_broadcast(&pool->done);
+}
+
+/* Spins (up to about a millisecond) while *value == unchanged; true when it
+   changed. Waking a sleeping thread costs a system call and, in a virtual
+   machine, much more than a short spin, and a model's kernels start their
+   parallel loops in quick succession. */
+static int spin_while_equal(const void *value, uint64_t unchanged, int is64) {
+  for (int spin = 0; spin < 1000000; ++spin) {
+    uint64_t v = is64 ? __atomic_load_n((const uint64_t *)value, __ATOMIC_ACQUIRE)
+                      : (uint64_t)__atomic_load_n((const int32_t *)value, __ATOMIC_ACQUIRE);
+    if (v != unchanged)
+      return 1;
   }
+  return 0;
 }
 
 static void *worker_main(void *arg) {
@@ -22,6 +39,11 @@ static void *worker_main(void *arg) {
   uint64_t seen = 0;
   pthread_mutex_lock(&pool->lock);
   for (;;) {
+    if (!pool->shutdown) {
+      pthread_mutex_unlock(&pool->lock);
+      spin_while_equal(&pool->generation, seen, 1);
+      pthread_mutex_lock(&pool->lock);
+    }
     while (!pool->shutdown && pool->generation == seen)
       pthread_cond_wait(&pool->work, &pool->lock);
     if (pool->shutdown)
@@ -46,12 +68,18 @@ static void parallel_for(void *p, int32_t count, mlcc_task_fn task, void *contex
   pool->task = task;
   pool->context = context;
   pool->count = count;
-  pool->next = 0;
   pool->finished = 0;
-  pool->generation++;
+  __atomic_store_n(&pool->generation, pool->generation + 1, __ATOMIC_RELEASE);
   pthread_cond_broadcast(&pool->work);
   run_tasks(pool, 0);
-  while (pool->finished < pool->count)
+  if (pool->finished < pool->num_threads) {
+    int32_t seen = pool->finished;
+    pthread_mutex_unlock(&pool->lock);
+    while (seen < pool->num_threads && spin_while_equal(&pool->finished, (uint64_t)seen, 0))
+      seen = __atomic_load_n(&pool->finished, __ATOMIC_ACQUIRE);
+    pthread_mutex_lock(&pool->lock);
+  }
+  while (pool->finished < pool->num_threads)
     pthread_cond_wait(&pool->done, &pool->lock);
   pool->count = 0;
   pthread_mutex_unlock(&pool->lock);
@@ -65,7 +93,7 @@ int mlcc_pthread_pool_init(mlcc_pthread_pool *pool, int32_t num_threads) {
   pool->num_threads = 1;
   pool->task = 0;
   pool->context = 0;
-  pool->count = pool->next = pool->finished = 0;
+  pool->count = pool->finished = 0;
   pool->generation = 0;
   pool->shutdown = 0;
   pthread_mutex_init(&pool->lock, 0);
@@ -93,7 +121,7 @@ void mlcc_pthread_run_options(mlcc_pthread_pool *pool, mlcc_run_options *options
 
 void mlcc_pthread_pool_destroy(mlcc_pthread_pool *pool) {
   pthread_mutex_lock(&pool->lock);
-  pool->shutdown = 1;
+  __atomic_store_n(&pool->shutdown, 1, __ATOMIC_RELEASE);
   pthread_cond_broadcast(&pool->work);
   pthread_mutex_unlock(&pool->lock);
   for (int32_t t = 1; t < pool->num_threads; ++t)

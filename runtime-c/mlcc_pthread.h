@@ -44,7 +44,7 @@ typedef struct mlcc_pthread_pool {
   /* The current loop. */
   mlcc_task_fn task;
   void *context;
-  int32_t count, next, finished;
+  int32_t count, finished; /* tasks of the loop; workers done with it */
   uint64_t generation;    /* counts loops, so that workers see each once */
   int shutdown;
 } mlcc_pthread_pool;

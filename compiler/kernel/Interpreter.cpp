@@ -87,6 +87,10 @@ private:
       return eval(*e.A).I ? eval(*e.B) : eval(*e.C);
     case ExprKind::Cast:
       return evalCast(e.Type, e.A->Type, eval(*e.A));
+    case ExprKind::BitCast:
+      return evalBitCast(e.Type, e.A->Type, eval(*e.A));
+    case ExprKind::Broadcast:
+      MLCC_CHECK(false, "the interpreter runs scalarized kernels");
     }
     return Scalar{};
   }

@@ -298,6 +298,21 @@ Expr cast(DType type, Expr a) {
   return e;
 }
 
+Expr bitcast(DType type, Expr a) {
+  MLCC_CHECK(a, "bitcast of null");
+  auto is32 = [](DType t) { return t == DType::F32 || t == DType::I32 || t == DType::U32; };
+  MLCC_CHECK(is32(type) && is32(a->Type), "bitcast " << dtypeName(a->Type) << " to "
+                                                     << dtypeName(type));
+  if (a->Type == type)
+    return a;
+  if (a->isConst())
+    return fromScalar(type, evalBitCast(type, a->Type, scalarOf(a)));
+  auto e = make(ExprKind::BitCast, type);
+  e->Lanes = a->Lanes;
+  e->A = std::move(a);
+  return e;
+}
+
 // ---------------------------------------------------------------------------
 // Statement constructors
 // ---------------------------------------------------------------------------
@@ -467,6 +482,7 @@ public:
       expr(e->C);
       break;
     case ExprKind::Cast:
+    case ExprKind::BitCast:
       expr(e->A);
       break;
     }
@@ -633,6 +649,11 @@ public:
       expr(os, e->B);
       os << ", ";
       expr(os, e->C);
+      os << ")";
+      return;
+    case ExprKind::BitCast:
+      os << "bitcast<" << dtypeName(e->Type) << ">(";
+      expr(os, e->A);
       os << ")";
       return;
     case ExprKind::Cast:

@@ -131,7 +131,7 @@ using Buffer = std::shared_ptr<const BufferNode>;
 // Expressions
 // ---------------------------------------------------------------------------
 
-enum class ExprKind : uint8_t { Const, VarRef, Load, Unary, Binary, Select, Cast, Broadcast };
+enum class ExprKind : uint8_t { Const, VarRef, Load, Unary, Binary, Select, Cast, Broadcast, BitCast };
 
 struct ExprNode;
 using Expr = std::shared_ptr<const ExprNode>;
@@ -172,6 +172,9 @@ Expr unary(UnOp op, Expr a);
 Expr binary(BinOp op, Expr a, Expr b);
 Expr select(Expr cond, Expr ifTrue, Expr ifFalse);
 Expr cast(DType type, Expr a);
+/// The bits of `a` read as `type` (f32 <-> i32/u32): the exponent tricks of
+/// the vectorizable math expansions.
+Expr bitcast(DType type, Expr a);
 
 // ---------------------------------------------------------------------------
 // Statements

@@ -33,6 +33,10 @@ Expr Mutator::mutate(const Expr &e) {
     Expr a = mutate(e->A);
     return a == e->A ? e : cast(e->Type, a);
   }
+  case ExprKind::BitCast: {
+    Expr a = mutate(e->A);
+    return a == e->A ? e : bitcast(e->Type, a);
+  }
   }
   return e;
 }

@@ -368,6 +368,25 @@ Scalar evalCast(DType to, DType from, Scalar a) {
   return normalize(to, r);
 }
 
+Scalar evalBitCast(DType to, DType from, Scalar a) {
+  uint32_t bits;
+  if (from == DType::F32) {
+    float f = (float)a.F;
+    std::memcpy(&bits, &f, 4);
+  } else {
+    bits = (uint32_t)a.I;
+  }
+  Scalar r;
+  if (to == DType::F32) {
+    float f;
+    std::memcpy(&f, &bits, 4);
+    r.F = f;
+  } else {
+    r.I = to == DType::I32 ? (int64_t)(int32_t)bits : (int64_t)bits;
+  }
+  return r;
+}
+
 Scalar loadScalar(DType type, const void *p) {
   MLCC_CHECK(isStorable(type), "load of " << dtypeName(type));
   Scalar r;

@@ -38,6 +38,8 @@ Scalar evalUnary(UnOp op, DType type, Scalar a);
 /// And/Or/Xor).
 Scalar evalBinary(BinOp op, DType type, Scalar a, Scalar b);
 Scalar evalCast(DType to, DType from, Scalar a);
+/// The 32 bits of `a` (f32, i32 or u32) read as `to`.
+Scalar evalBitCast(DType to, DType from, Scalar a);
 
 /// Reads and writes one element of `type` in memory.
 Scalar loadScalar(DType type, const void *p);

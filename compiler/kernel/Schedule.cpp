@@ -4,6 +4,8 @@
 #include "compiler/kernel/Mutator.h"
 #include "compiler/support/Error.h"
 
+#include <cmath>
+
 namespace mlcc::kir {
 
 int ScheduleTarget::lanes(DType t) const {
@@ -12,19 +14,23 @@ int ScheduleTarget::lanes(DType t) const {
 }
 
 ContractionTile chooseContractionTile(const ScheduleTarget &t, int64_t rows,
-                                      int64_t cols) {
+                                      int64_t cols, bool fullPanels) {
   int64_t lanes = t.lanes(DType::F32);
   // Scalar floating-point units (Cortex-M4F, RV32F) have 32 registers.
   int64_t regs = t.VectorRegisters > 0 ? t.VectorRegisters : 32;
   ContractionTile best;
   double bestScore = -1;
-  int64_t maxVectors = std::min<int64_t>(4, (cols + lanes - 1) / lanes);
+  int64_t maxVectors =
+      std::min<int64_t>(4, fullPanels ? std::max<int64_t>(cols / lanes, 1)
+                                      : (cols + lanes - 1) / lanes);
   for (int64_t nv = 1; nv <= maxVectors; ++nv) {
     int64_t panel = nv * lanes;
     int64_t maxRows = std::min<int64_t>({(regs - nv - 1) / nv, 16, rows});
     for (int64_t rw = 1; rw <= maxRows; ++rw) {
       double usefulRows = (double)rows / (double)(((rows + rw - 1) / rw) * rw);
       double usefulCols = (double)cols / (double)(((cols + panel - 1) / panel) * panel);
+      if (fullPanels && panel > cols)
+        usefulCols = 0; // cannot read past the operand
       double accs = (double)(rw * nv);
       double latency = std::min(1.0, accs / 8.0);     // independent FMA chains
       double loads = (double)(rw + nv) / accs;       // operand loads per FMA
@@ -90,6 +96,8 @@ Expr laneOf(const Expr &e, const Expr &lane) {
     return select(laneOf(e->A, lane), laneOf(e->B, lane), laneOf(e->C, lane));
   case ExprKind::Cast:
     return cast(e->Type, laneOf(e->A, lane));
+  case ExprKind::BitCast:
+    return bitcast(e->Type, laneOf(e->A, lane));
   default:
     MLCC_CHECK(false, "a vector " << print(e));
   }
@@ -100,7 +108,7 @@ class Scalarizer : public Mutator {
 public:
   using Mutator::mutate;
   Stmt mutate(const Stmt &s) override {
-    if (s->Kind == StmtKind::Store && s->Value->Lanes > 1) {
+    if (s && s->Kind == StmtKind::Store && s->Value->Lanes > 1) {
       Var l = newVar("lane");
       Expr lane = varRef(l);
       return forLoop(l, indexConst(0), indexConst(s->Value->Lanes),
@@ -160,10 +168,68 @@ bool vectorUnary(UnOp op) {
   }
 }
 
+/// erf(x) for f32 as x * P(x^2) / Q(x^2) on [-4, 4] (erf is +-1 to f32
+/// precision beyond): a rational fit of ours with a maximum relative error
+/// of 4e-7 (a few ulp), made of operations that vectorize, unlike a call to
+/// libm's erff. NaN propagates through the clamp.
+/// Binds a value to a temporary and returns a reference to it, so that an
+/// expansion that uses a value several times refers to it, not copies it.
+using Let = std::function<Expr(const Expr &)>;
+
+Expr erfF32(const Expr &x0, const Let &let) {
+  static const double p[] = {1.1283791065216064,     0.1983959823846817,
+                             0.05035217106342316,    0.0036288569681346416,
+                             0.00013951645814813673, -1.935122327267891e-06,
+                             1.9704268439113548e-08};
+  static const double q[] = {1.0, 0.5091560482978821, 0.1143491193652153,
+                             0.014210740104317665, 0.0009365665027871728};
+  Expr x = let(min(max(x0, -4.0), 4.0)), t = let(x * x);
+  auto horner = [&](const double *c, int n) {
+    Expr r = constant(DType::F32, c[n - 1]);
+    for (int i = n - 2; i >= 0; --i)
+      r = r * t + c[i];
+    return r;
+  };
+  return x * horner(p, 7) / horner(q, 5);
+}
+
+/// exp(x) for f32: x = n ln2 + r with |r| <= ln2/2 (ln2 split in two
+/// parts), a degree-7 polynomial for exp(r) (the Cephes expf coefficients),
+/// and 2^n built in the exponent bits. Within 2 ulp of libm on the normal
+/// range; +inf above it, 0 below it (results that would be subnormal are
+/// flushed), NaN stays NaN.
+Expr expF32(const Expr &x0, const Let &let) {
+  const double hi = 88.3762626647949, lo = -87.3365447505531;
+  Expr x = let(x0);
+  Expr xc = min(max(x, lo), hi);
+  Expr n = let(floor(xc * 1.44269504088896341 + 0.5));
+  Expr r = let(xc - n * 0.693359375 - n * -2.12194440e-4);
+  Expr p = constant(DType::F32, 1.9875691500E-4);
+  for (double c : {1.3981999507E-3, 8.3334519073E-3, 4.1665795894E-2, 1.6666665459E-1,
+                   5.0000001201E-1})
+    p = p * r + c;
+  Expr y = let(p * r * r + r + 1.0);
+  Expr bits = binary(BinOp::Shl, cast(DType::I32, n) + constantInt(DType::I32, 127),
+                     constantInt(DType::I32, 23));
+  Expr v = y * bitcast(DType::F32, bits);
+  v = select(gt(x, hi), constant(DType::F32, INFINITY), v);
+  return select(lt(x, lo), constant(DType::F32, 0), v);
+}
+
+/// Math functions with a vectorizable expansion.
+bool expandable(UnOp op, DType t) {
+  return (op == UnOp::Erf || op == UnOp::Exp) && t == DType::F32;
+}
+
 /// Rewrites one innermost loop body for vectors of `Lanes` lanes.
 class LoopVectorizer {
 public:
   LoopVectorizer(const Var &v, int lanes) : V(v), Lanes(lanes) {}
+
+  /// Statements that must run before the store using the last vec() result
+  /// (temporaries of math expansions), and the temporaries' buffers.
+  std::vector<Stmt> Pre;
+  std::vector<Buffer> Temps;
 
   /// Whether `e` can be computed for Lanes consecutive iterations at once.
   bool canVectorize(const Expr &e) {
@@ -177,7 +243,7 @@ public:
       return s && *s == 1 && vectorType(e->Buf->Type);
     }
     case ExprKind::Unary:
-      return vectorUnary(e->Un) && canVectorize(e->A);
+      return (vectorUnary(e->Un) || expandable(e->Un, e->Type)) && canVectorize(e->A);
     case ExprKind::Binary:
       if (e->Bin == BinOp::Rem && isFloat(e->A->Type))
         return false;
@@ -187,6 +253,7 @@ public:
     case ExprKind::Select:
       return canVectorize(e->A) && canVectorize(e->B) && canVectorize(e->C);
     case ExprKind::Cast:
+    case ExprKind::BitCast:
       return vectorType(e->A->Type) && canVectorize(e->A);
     default:
       return false; // the loop variable as a value, ...
@@ -201,6 +268,19 @@ public:
     case ExprKind::Load:
       return vload(e->Buf, substitute(e->A, V, base), Lanes);
     case ExprKind::Unary:
+      if (expandable(e->Un, e->Type)) {
+        Let let = [&](const Expr &v) {
+          if (v->Kind == ExprKind::Load || v->isConst())
+            return v;
+          auto t = std::make_shared<BufferNode>(
+              BufferNode{"t" + std::to_string(Temps.size()), v->Type, v->Lanes, BufferKind::Local});
+          Temps.push_back(t);
+          Pre.push_back(store(t, indexConst(0), v));
+          return vload(t, indexConst(0), v->Lanes);
+        };
+        Expr a = vec(e->A, base);
+        return e->Un == UnOp::Erf ? erfF32(a, let) : expF32(a, let);
+      }
       return unary(e->Un, vec(e->A, base));
     case ExprKind::Binary:
       return binary(e->Bin, vec(e->A, base), vec(e->B, base));
@@ -208,6 +288,8 @@ public:
       return select(vec(e->A, base), vec(e->B, base), vec(e->C, base));
     case ExprKind::Cast:
       return cast(e->Type, vec(e->A, base));
+    case ExprKind::BitCast:
+      return bitcast(e->Type, vec(e->A, base));
     default:
       MLCC_CHECK(false, "cannot vectorize " << print(e));
     }
@@ -249,6 +331,37 @@ public:
   }
 
 private:
+  /// A reduction into a scalar local: acc[I] = op(acc[I], f) with I
+  /// independent of the loop, op Add, Max or Min. Returns the other operand f.
+  static Expr reductionOperand(const Stmt &st, const Var &v) {
+    if (st->Buf->Kind != BufferKind::Local || dependsOn(st->Index, v))
+      return nullptr;
+    const Expr &e = st->Value;
+    if (e->Kind != ExprKind::Binary ||
+        (e->Bin != BinOp::Add && e->Bin != BinOp::Max && e->Bin != BinOp::Min))
+      return nullptr;
+    auto isAcc = [&](const Expr &x) {
+      return x->Kind == ExprKind::Load && x->Buf == st->Buf && print(x->A) == print(st->Index);
+    };
+    Expr f = isAcc(e->A) ? e->B : isAcc(e->B) ? e->A : nullptr;
+    if (!f)
+      return nullptr;
+    bool readsAcc = false;
+    visitExprs(f, [&](const Expr &x) { readsAcc |= x->Kind == ExprKind::Load && x->Buf == st->Buf; });
+    return readsAcc ? nullptr : f;
+  }
+
+  /// The identity of a reduction: 0 for Add, -inf/+inf (or the type's
+  /// extreme) for Max/Min.
+  static Expr identity(BinOp op, DType t) {
+    if (op == BinOp::Add)
+      return constant(t, 0);
+    bool max = op == BinOp::Max;
+    if (isFloat(t))
+      return constant(t, max ? -INFINITY : INFINITY);
+    return max ? lowestValue(t) : highestValue(t);
+  }
+
   Stmt tryVectorize(const StmtNode &s) {
     if (s.Loop != LoopKind::Serial && s.Loop != LoopKind::Vectorized)
       return nullptr;
@@ -267,22 +380,37 @@ private:
           widest = std::max<size_t>(widest, dtypeSize(e->Type));
       });
     }
+    // The target's full width, or narrower vectors for a short loop.
     int lanes = T.VectorBytes / (int)widest;
+    while (lanes > 4 && n < lanes)
+      lanes /= 2;
     if (lanes < 2 || n < lanes)
       return nullptr;
     LoopVectorizer lv(s.LoopVar, lanes);
-    for (auto &st : stores) {
-      auto stride = strideOf(st->Index, s.LoopVar);
-      if (!stride || *stride != 1 || !vectorType(st->Buf->Type) ||
-          !lv.canVectorize(st->Value))
+    // Each store is elementwise (contiguous in the loop) or a reduction into
+    // a scalar local (its lanes are combined after the loop; float sums are
+    // reassociated).
+    std::vector<Expr> reduced(stores.size());
+    for (size_t si = 0; si < stores.size(); ++si) {
+      const Stmt &st = stores[si];
+      if (!vectorType(st->Buf->Type))
         return nullptr;
+      auto stride = strideOf(st->Index, s.LoopVar);
+      reduced[si] = reductionOperand(st, s.LoopVar);
+      if (reduced[si]) {
+        if (!lv.canVectorize(reduced[si]))
+          return nullptr;
+      } else if (!stride || *stride != 1 || !lv.canVectorize(st->Value)) {
+        return nullptr;
+      }
       // A buffer this body stores to may only be read at the stored index
-      // (lane i must not read what lane j writes).
+      // (lane i must not read what lane j writes), and only by its own
+      // store when it is a reduction.
       bool hazard = false;
       for (auto &other : stores) {
         visitExprs(other->Value, [&](const Expr &e) {
           if (e->Kind == ExprKind::Load && e->Buf == st->Buf &&
-              print(e->A) != print(st->Index))
+              (print(e->A) != print(st->Index) || (reduced[si] && other != st)))
             hazard = true;
         });
         if (other != st && other->Buf == st->Buf)
@@ -294,19 +422,47 @@ private:
     int64_t main = n / lanes * lanes;
     Var vo = newVar(s.LoopVar->Name + "v");
     Expr base = indexConst(begin) + varRef(vo) * lanes;
-    std::vector<Stmt> vecBody;
-    for (auto &st : stores) {
+    std::vector<Stmt> init, vecBody, combine;
+    std::vector<Buffer> partials;
+    for (size_t si = 0; si < stores.size(); ++si) {
+      const Stmt &st = stores[si];
+      if (reduced[si]) {
+        BinOp op = st->Value->Bin;
+        DType t = st->Buf->Type;
+        auto acc = std::make_shared<BufferNode>(
+            BufferNode{st->Buf->Name + "_lanes", t, lanes, BufferKind::Local});
+        partials.push_back(acc);
+        init.push_back(store(acc, indexConst(0), broadcast(identity(op, t), lanes)));
+        Expr f = lv.vec(reduced[si], base);
+        vecBody.insert(vecBody.end(), lv.Pre.begin(), lv.Pre.end());
+        lv.Pre.clear();
+        vecBody.push_back(store(acc, indexConst(0),
+                                binary(op, vload(acc, indexConst(0), lanes), f)));
+        Var l = newVar("lane");
+        combine.push_back(forLoop(l, indexConst(0), indexConst(lanes),
+                                  store(st->Buf, st->Index,
+                                        binary(op, load(st->Buf, st->Index),
+                                               load(acc, varRef(l))))));
+        continue;
+      }
       Expr value = lv.vec(st->Value, base);
       if (value->Lanes == 1) // the same value in every lane
         value = broadcast(value, lanes);
+      vecBody.insert(vecBody.end(), lv.Pre.begin(), lv.Pre.end());
+      lv.Pre.clear();
       vecBody.push_back(store(st->Buf, substitute(st->Index, s.LoopVar, base), value));
     }
-    std::vector<Stmt> out;
+    partials.insert(partials.end(), lv.Temps.begin(), lv.Temps.end());
+    std::vector<Stmt> out = init;
     out.push_back(forLoop(vo, indexConst(0), indexConst(main / lanes),
                           block(std::move(vecBody))));
+    out.insert(out.end(), combine.begin(), combine.end());
     if (main < n)
       out.push_back(forLoop(s.LoopVar, indexConst(begin + main), s.End, s.Inner));
-    return block(std::move(out));
+    Stmt result = block(std::move(out));
+    for (auto &acc : partials)
+      result = alloc(acc, result);
+    return result;
   }
 
   const ScheduleTarget &T;

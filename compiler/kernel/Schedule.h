@@ -47,8 +47,10 @@ struct ContractionTile {
 /// target's registers; the tile wastes little of the edges (edge tiles are
 /// shifted back to overlap, so rows need not divide evenly); and there are
 /// enough independent accumulators to hide the FMA latency.
+/// With `fullPanels` the panel never exceeds `cols` (a B operand read in
+/// place, without padding).
 ContractionTile chooseContractionTile(const ScheduleTarget &t, int64_t rows,
-                                      int64_t cols);
+                                      int64_t cols, bool fullPanels = false);
 
 /// Loop `v`'s coefficient in the Index expression `e` (0 when e does not
 /// depend on v), or nothing when e is not affine in v with a constant

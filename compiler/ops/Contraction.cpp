@@ -211,9 +211,10 @@ std::optional<PackedOperand> packedOperand(const ir::Node &n) {
   p.Tile.Lanes = n.attrInt("mlcc.lanes", 1);
   p.Tile.Panel = n.attrInt("mlcc.panel", 1);
   p.Tile.Rows = n.attrInt("mlcc.rows", 1);
+  p.PixelColumns = n.attrInt("mlcc.pixel_columns", 0) != 0;
   p.Input = (size_t)n.attrInt("mlcc.packed_input", 0);
   if (p.Tile.Lanes < 1 || p.Tile.Panel % p.Tile.Lanes || p.Tile.Rows < 1 ||
-      !n.hasInput(p.Input))
+      (!p.PixelColumns && !n.hasInput(p.Input)))
     n.error(ErrorKind::Internal) << "internal error: bad packed-operand attributes";
   return p;
 }
@@ -226,14 +227,19 @@ void lowerTiledContraction(LowerCtx &c, const TiledContraction &t) {
   int64_t kred = 1;
   for (int64_t e : t.Reduce)
     kred *= e;
+  const bool direct = t.LoadB != nullptr;
   const kir::Buffer &packed = t.PackedB.buffer();
-  MLCC_CHECK(packed && t.PackedB.numel() >= panels * kred * VM,
-             "packed operand of " << t.PackedB.numel() << " elements");
+  MLCC_CHECK(direct ? t.Cols >= VM
+                    : packed && t.PackedB.numel() >= panels * kred * VM,
+             "B operand of " << t.Cols << " columns for panels of " << VM);
 
   const int64_t rowTiles = (t.Rows + RW - 1) / RW;
   bool parallelPanels = t.Parallel && panels > 1;
   bool parallelRows = t.Parallel && panels == 1 && rowTiles > 1;
   b.loop("p", panels, [&](Expr p) {
+    // The first column: panel-aligned in a packed B (the last panel's
+    // padding is computed, not stored), shifted back to overlap when direct.
+    Expr c0 = direct ? min(p * VM, indexConst(t.Cols - VM)) : p * VM;
     b.loop("rt", rowTiles, [&](Expr rt) {
       Expr r0 = min(rt * RW, indexConst(t.Rows - RW));
       Local acc = b.local("acc", t.Acc, RW * VM);
@@ -254,10 +260,12 @@ void lowerTiledContraction(LowerCtx &c, const TiledContraction &t) {
         Expr kf = indexConst(0);
         for (size_t i = 0; i < k.size(); ++i)
           kf = kf * t.Reduce[i] + k[i];
-        Expr panelBase = ((t.FirstPanel + p) * kred + kf) * VM;
         std::vector<Expr> bv;
         for (int64_t v = 0; v < NV; ++v)
-          bv.push_back(cast(t.Acc, vload(packed, panelBase + v * L, (int)L)));
+          bv.push_back(direct ? cast(t.Acc, t.LoadB(k, c0 + v * L))
+                              : cast(t.Acc, vload(packed, ((t.FirstPanel + p) * kred + kf) * VM +
+                                                               v * L,
+                                                  (int)L)));
         for (int64_t r = 0; r < RW; ++r) {
           Expr a = t.LoadA(r0 + r, k);
           for (int64_t v = 0; v < NV; ++v)
@@ -272,10 +280,13 @@ void lowerTiledContraction(LowerCtx &c, const TiledContraction &t) {
       for (int64_t r = 0; r < RW; ++r)
         for (int64_t v = 0; v < NV; ++v)
           b.store(tile.Buf, accAt(r, v), vload(acc.Buf, accAt(r, v), (int)L));
-      Expr cols = min(indexConst(VM), indexConst(t.Cols) - p * VM);
+      // A constant trip count when every panel is full (the loop vectorizes).
+      Expr cols = direct || t.Cols % VM == 0
+                      ? indexConst(VM)
+                      : min(indexConst(VM), indexConst(t.Cols) - p * VM);
       b.loop("r", RW, [&](Expr r) {
         b.loop("j", indexConst(0), cols, [&](Expr j) {
-          t.Store(r0 + r, p * VM + j, tile.get(r * VM + j));
+          t.Store(r0 + r, c0 + j, tile.get(r * VM + j));
         });
       });
     }, parallelRows ? LoopKind::Parallel : LoopKind::Serial);

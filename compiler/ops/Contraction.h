@@ -110,6 +110,10 @@ struct TiledContraction {
   /// first panel this contraction reads (a group's panels).
   TensorRef PackedB;
   Expr FirstPanel = kir::indexConst(0);
+  /// Or B read directly: Tile.Lanes consecutive columns from col0, for
+  /// operands whose rows are contiguous (then Cols >= Tile.Panel, and edge
+  /// panels overlap like edge row tiles, so every store is a full vector).
+  std::function<Expr(const std::vector<Expr> &k, const Expr &col0)> LoadB;
   /// Stores the sum for (r, c).
   std::function<void(const Expr &r, const Expr &c, const Expr &acc)> Store;
   /// Run the panels (or, with a single panel, the row tiles) as a parallel
@@ -120,10 +124,13 @@ struct TiledContraction {
 void lowerTiledContraction(LowerCtx &c, const TiledContraction &t);
 
 /// Attributes pack-weights sets on a contraction whose B operand it packed,
-/// and the packed operand's input index.
+/// and the packed operand's input index; or, for a pointwise convolution,
+/// the tile of its pixels-as-columns form (out[m, p] = W[m, :] . x[:, p], B
+/// read directly from the input, no packed operand).
 struct PackedOperand {
   kir::ContractionTile Tile;
   size_t Input = 0;
+  bool PixelColumns = false;
 };
 /// The packed operand of `n`, if pack-weights packed one.
 std::optional<PackedOperand> packedOperand(const ir::Node &n);

@@ -35,7 +35,16 @@ void lowerMatMul(LowerCtx &c) {
       return a.loadFlat(r * s.K + k[0]);
     };
     t.Store = [&](const Expr &r, const Expr &col, const Expr &acc) {
-      y.storeFlat(r * s.N + col, acc);
+      // The output index: the row's batch indices and row, then the column
+      // (so that fused operands broadcast without dividing the offset).
+      std::vector<Expr> idx(y.rank());
+      Expr rest = r;
+      for (size_t d = y.rank() - 1; d-- > 0;) {
+        idx[d] = d == 0 ? rest : rest % y.shape()[d];
+        rest = rest / y.shape()[d];
+      }
+      idx.back() = col;
+      y.store(idx, acc);
     };
     lowerTiledContraction(c, t);
     return;

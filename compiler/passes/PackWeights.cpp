@@ -14,8 +14,13 @@
 //   Gemm    rows: M; columns: N; reduction: K
 //   MatMul  (constant 2-D B) rows: all rows of A; columns: N; reduction: K
 //
+// A pointwise convolution (1x1, stride 1, no padding) is packed differently:
+// its tile's rows are output channels and its columns pixels, read straight
+// from the input (pixels are contiguous in NCHW), so nothing is packed and
+// the stores are vectors too.
+//
 // Depthwise-like convolutions (fewer than 4 output channels per group) keep
-// the direct loop nest.
+// their own loop nest (a vectorized sum of the window's taps).
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/passes/Passes.h"
@@ -35,6 +40,7 @@ struct Plan {
   int64_t Groups, Cols, Rows;
   bool Transposed;
   size_t Input; ///< where the packed operand goes
+  bool PixelColumns = false; ///< pointwise conv: no packing, see below
 };
 
 /// Whether and how to pack `n`'s weights.
@@ -50,6 +56,11 @@ std::optional<Plan> planFor(const ir::Node &n) {
     int64_t groups = n.attrInt("group", 1), mg = w[0] / groups;
     if (mg < 4)
       return std::nullopt;
+    // Pointwise: pixels as the tile's columns, read straight from the input
+    // (when there are enough pixels for a vector).
+    bool pointwise = w[2] == 1 && w[3] == 1 && n.inShape(0) == Shape{y[0], n.inShape(0)[1], y[2], y[3]};
+    if (pointwise && y[2] * y[3] >= 16)
+      return Plan{groups, y[2] * y[3], mg, false, 0, true};
     return Plan{groups, mg, y[3], false, 3};
   }
   if (n.OpType == "Gemm") {
@@ -72,6 +83,19 @@ void packWeights(ir::Graph &g, const kir::ScheduleTarget &target) {
   bool changed = false;
   for (auto &n : g.Nodes) {
     std::optional<Plan> plan = planFor(*n);
+    if (plan && plan->PixelColumns) {
+      kir::ContractionTile tile =
+          kir::chooseContractionTile(target, plan->Rows, plan->Cols, true);
+      if (tile.Panel <= plan->Cols) {
+        n->Attrs["mlcc.lanes"] = intAttr(tile.Lanes);
+        n->Attrs["mlcc.panel"] = intAttr(tile.Panel);
+        n->Attrs["mlcc.rows"] = intAttr(tile.Rows);
+        n->Attrs["mlcc.pixel_columns"] = intAttr(1);
+        nodes.push_back(std::move(n));
+        continue;
+      }
+      plan = Plan{plan->Groups, plan->Rows, n->Outputs[0]->Type.Dims[3], false, 3};
+    }
     if (plan) {
       kir::ContractionTile tile =
           kir::chooseContractionTile(target, plan->Rows, plan->Cols);

@@ -373,6 +373,12 @@ private:
       return "(" + expr(e->A) + " ? " + expr(e->B) + " : " + expr(e->C) + ")";
     case ExprKind::Cast:
       return castExpr(e->Type, e->A->Type, expr(e->A));
+    case ExprKind::BitCast:
+      if (e->Type == DType::F32)
+        return "mlcc_bits2f((uint32_t)" + expr(e->A) + ")";
+      return std::string("((") + cType(e->Type) + ")mlcc_f2bits(" + expr(e->A) + "))";
+    default:
+      MLCC_CHECK(false, "the C emitter writes scalarized kernels");
     }
     return "";
   }

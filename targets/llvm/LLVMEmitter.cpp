@@ -544,6 +544,12 @@ private:
       return castValue(e->Type, e->A->Type, expr(e->A));
     case ExprKind::Broadcast:
       return B.CreateVectorSplat((unsigned)e->Lanes, expr(e->A));
+    case ExprKind::BitCast: {
+      llvm::Type *t = ME.valueType(e->Type);
+      if (e->Lanes > 1)
+        t = llvm::FixedVectorType::get(t, (unsigned)e->Lanes);
+      return B.CreateBitCast(expr(e->A), t);
+    }
     }
     return nullptr;
   }
@@ -636,7 +642,7 @@ private:
       }
     }
     bool uns = isUnsignedInt(t);
-    unsigned width = a->getType()->getIntegerBitWidth();
+    unsigned width = a->getType()->getScalarSizeInBits();
     auto zero = llvm::ConstantInt::get(a->getType(), 0);
     switch (op) {
     case BinOp::Add: return B.CreateAdd(a, b);

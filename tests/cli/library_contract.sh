@@ -6,7 +6,9 @@
 #    the undefined symbols are checked against that list (FPU-less targets
 #    may also need the compiler's own soft-float helpers, which every gcc
 #    link provides);
-#  - the run function checks its arguments (status_checks.c, host).
+#  - the run function checks its arguments (status_checks.c, host);
+#  - NAME_run_with through runtime-c/mlcc_pthread.c computes what NAME_run
+#    computes (run_with_checks.c, host).
 # Models: the digits example, and when ../shared is present a few
 # conformance models that use many math functions.
 #
@@ -62,6 +64,15 @@ mkdir -p "$work/status"
 cc -std=c99 -Wall -Wextra -Werror -pedantic -I "$work/status" "$root/tests/cli/status_checks.c" \
    "$work/status/libdigits.a" -lm -o "$work/status/checks" &&
 "$work/status/checks" || { echo "FAIL status checks"; failures=$((failures + 1)); }
+
+# The parallel-for hook with the pthread pool, on a model whose kernels
+# have parallel loops (the digits convolutions and Gemm).
+mkdir -p "$work/run_with"
+"$mlcc" "$root/examples/digits/digits.onnx" --name m -o "$work/run_with/libm.a" &&
+cc -std=c99 -Wall -Wextra -Werror -I "$work/run_with" -I "$root/runtime-c" \
+   "$root/tests/cli/run_with_checks.c" "$root/runtime-c/mlcc_pthread.c" \
+   "$work/run_with/libm.a" -lm -pthread -o "$work/run_with/checks" &&
+"$work/run_with/checks" || { echo "FAIL run_with checks"; failures=$((failures + 1)); }
 
 [[ $failures -eq 0 ]] || { echo "library_contract: $failures problem(s)"; exit 1; }
 echo "library_contract: every target keeps the contract"

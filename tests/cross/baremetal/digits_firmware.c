@@ -3,6 +3,12 @@
  * (test_set.S), the arena is a static buffer, and the result is reported
  * through semihosting (integer printf only: no heap is needed). Exit status 0 when every run succeeds and the
  * accuracy is at least 85%.
+ *
+ * With MLCC_SYSTICK_HZ defined (Cortex-M, QEMU run with -icount shift=0, so
+ * that one instruction takes 1 ns of virtual time), the SysTick timer at
+ * that processor clock counts the time of each inference, and the firmware
+ * prints the instructions per inference it stands for: a speed proxy on a
+ * microcontroller.
  */
 #include "digits.h"
 
@@ -12,6 +18,20 @@
 extern const unsigned char digits_test_set[];
 
 static unsigned char arena[DIGITS_ARENA_SIZE + 1] __attribute__((aligned(64)));
+
+#ifdef MLCC_SYSTICK_HZ
+#define SYST_CSR (*(volatile uint32_t *)0xE000E010u)
+#define SYST_RVR (*(volatile uint32_t *)0xE000E014u)
+#define SYST_CVR (*(volatile uint32_t *)0xE000E018u)
+static void systick_start(void) {
+  SYST_RVR = 0xFFFFFFu;
+  SYST_CVR = 0;
+  SYST_CSR = 5u; /* enabled, processor clock, no interrupt */
+}
+/* Ticks since `start` (a 24-bit down counter; one inference is far shorter
+   than a wrap). */
+static uint32_t systick_since(uint32_t start) { return (start - SYST_CVR) & 0xFFFFFFu; }
+#endif
 
 static uint32_t read_u32(const unsigned char *p) {
   return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
@@ -31,12 +51,22 @@ int main(void) {
   count = read_u32(set + 8);
   in.image = image;
   out.logits = logits;
+#ifdef MLCC_SYSTICK_HZ
+  uint64_t ticks = 0;
+  systick_start();
+#endif
   for (i = 0; i < count; ++i) {
     const unsigned char *rec = set + 16 + (size_t)i * 257;
     int best = 0, k;
     mlcc_status st;
     memcpy(image, rec, sizeof image);
+#ifdef MLCC_SYSTICK_HZ
+    uint32_t start = SYST_CVR;
     st = digits_run(&in, &out, arena, sizeof arena);
+    ticks += systick_since(start);
+#else
+    st = digits_run(&in, &out, arena, sizeof arena);
+#endif
     if (st != MLCC_OK) {
       printf("run %u failed: %s\n", (unsigned)i, mlcc_status_string(st));
       return 3;
@@ -54,5 +84,11 @@ int main(void) {
          digits_info()->name, (unsigned)correct, (unsigned)count,
          (unsigned)(correct * 1000u / count / 10u), (unsigned)(correct * 1000u / count % 10u),
          (unsigned)DIGITS_ARENA_SIZE);
+#ifdef MLCC_SYSTICK_HZ
+  /* 1 instruction = 1 ns of virtual time; one tick = 1e9 / HZ ns. */
+  printf("instructions per inference (SysTick at %u Hz, -icount shift=0): %u\n",
+         (unsigned)MLCC_SYSTICK_HZ,
+         (unsigned)(ticks * (1000000000u / MLCC_SYSTICK_HZ) / count));
+#endif
   return correct * 100 >= count * 85 ? 0 : 1;
 }

@@ -1,0 +1,153 @@
+#include "compiler/kernel/Builder.h"
+#include "compiler/kernel/Interpreter.h"
+#include "compiler/kernel/Mutator.h"
+#include "compiler/kernel/Schedule.h"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <vector>
+
+using namespace mlcc;
+using namespace mlcc::kir;
+
+namespace {
+
+ScheduleTarget avx2() {
+  ScheduleTarget t;
+  t.VectorBytes = 32;
+  t.VectorRegisters = 16;
+  t.Fma = true;
+  return t;
+}
+
+std::vector<float> run(const Kernel &k, std::vector<float> x, size_t n) {
+  std::vector<float> y(n, -1.0f);
+  interpret(k, {x.data(), y.data()});
+  return y;
+}
+
+} // namespace
+
+TEST_CASE("vectorize: a contiguous loop becomes vectors and a scalar tail", "[schedule]") {
+  const int64_t n = 37; // 4 vectors of 8 and a tail of 5
+  KernelBuilder b("axpb");
+  Buffer x = b.param("x", DType::F32, n), y = b.param("y", DType::F32, n);
+  b.loop("i", n, [&](Expr i) { b.store(y, i, max(load(x, i) * 3.0 - 1.0, 0.0)); });
+  Kernel k = b.finish();
+  Kernel v = vectorize(k, avx2());
+  REQUIRE(hasVectors(v.Body));
+  CHECK_FALSE(hasVectors(scalarize(v).Body));
+  std::vector<float> in(n);
+  for (int64_t i = 0; i < n; ++i)
+    in[(size_t)i] = (float)i / 7.0f - 2.0f;
+  CHECK(run(k, in, n) == run(v, in, n)); // the same values, exactly
+}
+
+TEST_CASE("vectorize leaves loop-carried dependences scalar", "[schedule]") {
+  const int64_t n = 32;
+  KernelBuilder b("prefix");
+  Buffer x = b.param("x", DType::F32, n), y = b.param("y", DType::F32, n);
+  b.store(y, indexConst(0), load(x, indexConst(0)));
+  b.loop("i", indexConst(1), indexConst(n),
+         [&](Expr i) { b.store(y, i, load(y, i - 1) + load(x, i)); });
+  Kernel k = b.finish();
+  CHECK_FALSE(hasVectors(vectorize(k, avx2()).Body));
+}
+
+TEST_CASE("vectorize leaves strided and gathered accesses scalar", "[schedule]") {
+  KernelBuilder b("stride2");
+  Buffer x = b.param("x", DType::F32, 64), y = b.param("y", DType::F32, 32);
+  b.loop("i", 32, [&](Expr i) { b.store(y, i, load(x, i * 2)); });
+  Kernel k = b.finish();
+  CHECK_FALSE(hasVectors(vectorize(k, avx2()).Body));
+}
+
+TEST_CASE("vectorized erf stays within a few ulp of libm", "[schedule]") {
+  const int64_t n = 4096;
+  KernelBuilder b("erf");
+  Buffer x = b.param("x", DType::F32, n), y = b.param("y", DType::F32, n);
+  b.loop("i", n, [&](Expr i) { b.store(y, i, erf(load(x, i))); });
+  Kernel v = vectorize(b.finish(), avx2());
+  REQUIRE(hasVectors(v.Body));
+  std::vector<float> in(n);
+  for (int64_t i = 0; i < n; ++i)
+    in[(size_t)i] = -6.0f + 12.0f * (float)i / (float)n;
+  std::vector<float> out = run(v, in, n);
+  for (int64_t i = 0; i < n; ++i) {
+    double want = std::erf((double)in[(size_t)i]);
+    INFO("x = " << in[(size_t)i]);
+    CHECK(std::fabs(out[(size_t)i] - want) <= 6e-7 * std::fabs(want) + 1e-30);
+  }
+}
+
+TEST_CASE("strideOf reads affine index expressions", "[schedule]") {
+  Var i = newVar("i"), j = newVar("j");
+  Expr e = varRef(j) * 10 + varRef(i) * 3 + 7;
+  CHECK(strideOf(e, i) == std::optional<int64_t>(3));
+  CHECK(strideOf(e, j) == std::optional<int64_t>(10));
+  CHECK_FALSE(strideOf(varRef(i) / 2, i).has_value());
+}
+
+TEST_CASE("contraction tiles fit the registers", "[schedule]") {
+  ScheduleTarget avx512;
+  avx512.VectorBytes = 64;
+  avx512.VectorRegisters = 32;
+  for (int64_t rows : {1, 7, 14, 56, 112})
+    for (int64_t cols : {8, 64, 256, 1000}) {
+      ContractionTile t = chooseContractionTile(avx512, rows, cols);
+      INFO(rows << " x " << cols);
+      CHECK(t.Lanes == 16);
+      CHECK(t.Panel % t.Lanes == 0);
+      CHECK(t.Rows <= rows);
+      int64_t nv = t.Panel / t.Lanes;
+      CHECK(t.Rows * nv + nv + 1 <= 32);
+    }
+}
+
+TEST_CASE("vectorize: reductions into a scalar combine their lanes", "[schedule]") {
+  const int64_t n = 45;
+  KernelBuilder b("rowstats");
+  Buffer x = b.param("x", DType::F32, n), y = b.param("y", DType::F32, 2);
+  Local mx = b.local("mx", constant(DType::F32, -INFINITY));
+  b.loop("i", n, [&](Expr i) { b.set(mx, max(mx.get(), load(x, i))); });
+  Local sum = b.local("sum", constant(DType::F32, 0));
+  b.loop("i", n, [&](Expr i) { b.set(sum, sum.get() + load(x, i)); });
+  b.store(y, indexConst(0), mx.get());
+  b.store(y, indexConst(1), sum.get());
+  Kernel k = b.finish();
+  Kernel v = vectorize(k, avx2());
+  REQUIRE(hasVectors(v.Body));
+  std::vector<float> in(n);
+  for (int64_t i = 0; i < n; ++i)
+    in[(size_t)i] = std::sin((float)i) * 10.0f;
+  std::vector<float> a(2), c(2);
+  interpret(k, {in.data(), a.data()});
+  interpret(v, {in.data(), c.data()});
+  CHECK(a[0] == c[0]);                              // max: exact
+  CHECK(std::fabs(a[1] - c[1]) <= 1e-5f * 450.0f); // sum: reassociated
+}
+
+TEST_CASE("vectorized exp stays within a few ulp of libm", "[schedule]") {
+  const int64_t n = 4096;
+  KernelBuilder b("exp");
+  Buffer x = b.param("x", DType::F32, n), y = b.param("y", DType::F32, n);
+  b.loop("i", n, [&](Expr i) { b.store(y, i, exp(load(x, i))); });
+  Kernel v = vectorize(b.finish(), avx2());
+  REQUIRE(hasVectors(v.Body));
+  std::vector<float> in(n);
+  for (int64_t i = 0; i < n; ++i)
+    in[(size_t)i] = -87.0f + 175.0f * (float)i / (float)n;
+  in[0] = NAN;
+  in[1] = 100.0f;
+  in[2] = -120.0f;
+  std::vector<float> out = run(v, in, n);
+  CHECK(std::isnan(out[0]));
+  CHECK(std::isinf(out[1]));
+  CHECK(out[2] == 0.0f);
+  for (int64_t i = 3; i < n; ++i) {
+    double want = std::exp((double)in[(size_t)i]);
+    INFO("x = " << in[(size_t)i]);
+    CHECK(std::fabs(out[(size_t)i] - want) <= 3e-7 * want);
+  }
+}
