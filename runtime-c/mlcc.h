@@ -72,10 +72,21 @@ typedef int32_t mlcc_dtype;
  * of workers. A NULL parallel_for runs the loops serially.
  */
 typedef void (*mlcc_task_fn)(void *context, int32_t index, int32_t worker);
+/*
+ * Profiling, optional: when on_kernel is not NULL, NAME_run_with calls it
+ * before (phase 0) and after (phase 1) every kernel call, with the call's
+ * index in the model's sequence (the `calls:` list of `mlcc --emit kernels`
+ * names the ONNX nodes of each) and its kernel's name ("k3_conv_add_relu").
+ * The library reads no clock itself: the caller times.
+ * Zero-initialize the options and set what you use.
+ */
+typedef void (*mlcc_kernel_hook)(void *context, int32_t call, const char *name, int32_t phase);
 typedef struct mlcc_run_options {
   void (*parallel_for)(void *pool, int32_t count, mlcc_task_fn task, void *context);
   void *pool;          /* passed to parallel_for */
   int32_t num_workers; /* threads parallel_for may use, the caller's included */
+  mlcc_kernel_hook on_kernel; /* NULL: no profiling */
+  void *hook_context;         /* passed to on_kernel */
 } mlcc_run_options;
 
 typedef struct mlcc_tensor_info {

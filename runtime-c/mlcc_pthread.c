@@ -117,6 +117,8 @@ void mlcc_pthread_run_options(mlcc_pthread_pool *pool, mlcc_run_options *options
   options->parallel_for = parallel_for;
   options->pool = pool;
   options->num_workers = pool->num_threads;
+  options->on_kernel = 0;
+  options->hook_context = 0;
 }
 
 void mlcc_pthread_pool_destroy(mlcc_pthread_pool *pool) {

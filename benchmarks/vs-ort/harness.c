@@ -66,6 +66,23 @@ static int threads;
 static mlcc_run_options opts;
 #endif
 
+#ifdef BENCH_RUN_WITH
+/* profile N: the time of every kernel call through the on_kernel hook. */
+#define MAX_CALLS 4096
+static double call_ms[MAX_CALLS], call_start;
+static const char *call_name[MAX_CALLS];
+static void on_kernel(void *context, int32_t call, const char *name, int32_t phase) {
+  (void)context;
+  if (call < 0 || call >= MAX_CALLS) return;
+  if (phase == 0) {
+    call_start = now_ms();
+    return;
+  }
+  call_ms[call] += now_ms() - call_start;
+  call_name[call] = name;
+}
+#endif
+
 static mlcc_status run(void) {
 #ifdef BENCH_RUN_WITH
   if (threads > 1) return m_run_with(&in, &out, arena, M_ARENA_SIZE, &opts);
@@ -156,6 +173,19 @@ int main(int argc, char **argv) {
       for (i = 0; i < n; ++i) printf(" %.4f", times[i]);
       putchar('\n');
       fflush(stdout);
+#ifdef BENCH_RUN_WITH
+    } else if (sscanf(line, "profile %ld", &n) == 1 && n > 0) {
+      /* One line per kernel call: "call INDEX MS NAME" (mean ms per run). */
+      mlcc_run_options popts = {0};
+      if (threads > 1) popts = opts;
+      popts.on_kernel = on_kernel;
+      memset(call_ms, 0, sizeof call_ms);
+      for (i = 0; i < n; ++i) check(m_run_with(&in, &out, arena, M_ARENA_SIZE, &popts));
+      for (i = 0; i < MAX_CALLS && call_name[i]; ++i)
+        printf("call %ld %.4f %s\n", i, call_ms[i] / n, call_name[i]);
+      puts("end");
+      fflush(stdout);
+#endif
     } else if (strncmp(line, "quit", 4) == 0) {
       break;
     } else {

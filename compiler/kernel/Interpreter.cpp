@@ -20,7 +20,7 @@ public:
                             << " arguments for " << k.Params.size()
                             << " parameters");
     for (size_t i = 0; i < args.size(); ++i) {
-      Slots[k.Params[i].get()] = (int)Bufs.size();
+      Slots.push_back({k.Params[i].get(), (int)Bufs.size()});
       Bufs.push_back({(uint8_t *)args[i], k.Params[i]->Type,
                       k.Params[i]->Size});
     }
@@ -44,10 +44,14 @@ private:
     return idx;
   }
 
+  // Variables and buffers in scope are few (a loop nest's depth, a kernel's
+  // parameters and locals): a linear search from the innermost beats a hash.
   int bufSlot(const BufferNode *b) {
-    auto it = Slots.find(b);
-    MLCC_CHECK(it != Slots.end(), "unknown buffer " << b->Name);
-    return it->second;
+    for (auto it = Slots.rbegin(); it != Slots.rend(); ++it)
+      if (it->first == b)
+        return it->second;
+    MLCC_CHECK(false, "unknown buffer " << b->Name);
+    return -1;
   }
 
   Scalar eval(const ExprNode &e) {
@@ -55,9 +59,11 @@ private:
     case ExprKind::Const:
       return Scalar{e.IntValue, e.FloatValue};
     case ExprKind::VarRef: {
-      auto it = VarValues.find(e.V.get());
-      MLCC_CHECK(it != VarValues.end(), "unbound variable " << e.V->Name);
-      return Scalar{it->second, 0};
+      for (auto it = VarValues.rbegin(); it != VarValues.rend(); ++it)
+        if (it->first == e.V.get())
+          return Scalar{it->second, 0};
+      MLCC_CHECK(false, "unbound variable " << e.V->Name);
+      return Scalar{};
     }
     case ExprKind::Load: {
       int slot = bufSlot(e.Buf.get());
@@ -103,12 +109,13 @@ private:
       return;
     case StmtKind::For: {
       int64_t begin = eval(*s->Begin).I, end = eval(*s->End).I;
-      const VarNode *v = s->LoopVar.get();
+      size_t slot = VarValues.size();
+      VarValues.push_back({s->LoopVar.get(), begin});
       for (int64_t i = begin; i < end; ++i) {
-        VarValues[v] = i;
+        VarValues[slot].second = i;
         exec(s->Inner);
       }
-      VarValues.erase(v);
+      VarValues.pop_back();
       return;
     }
     case StmtKind::Store: {
@@ -128,11 +135,11 @@ private:
     case StmtKind::Alloc: {
       const BufferNode *b = s->Buf.get();
       std::vector<uint8_t> storage((size_t)b->Size * dtypeSize(b->Type), 0);
-      Slots[b] = (int)Bufs.size();
+      Slots.push_back({b, (int)Bufs.size()});
       Bufs.push_back({storage.data(), b->Type, b->Size});
       exec(s->Inner);
       Bufs.pop_back();
-      Slots.erase(b);
+      Slots.pop_back();
       return;
     }
     }
@@ -140,8 +147,8 @@ private:
 
   const Kernel &K;
   std::vector<BufSlot> Bufs;
-  std::unordered_map<const BufferNode *, int> Slots;
-  std::unordered_map<const VarNode *, int64_t> VarValues;
+  std::vector<std::pair<const BufferNode *, int>> Slots;
+  std::vector<std::pair<const VarNode *, int64_t>> VarValues;
 };
 
 } // namespace

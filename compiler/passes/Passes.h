@@ -28,6 +28,10 @@ void inferAndFold(ir::Graph &g, const FoldOptions &options = {});
 /// eliminate-dead-code: removes nodes none of whose outputs is used.
 void eliminateDeadCode(ir::Graph &g);
 
+/// eliminate-common-subexpressions: a node that computes what an earlier
+/// node computes (same op, attributes and inputs) is replaced by it.
+void eliminateCommonSubexpressions(ir::Graph &g);
+
 /// fold-batch-norm: BatchNormalization (inference form) after a Conv,
 /// ConvTranspose, Gemm or MatMul with constant weights becomes a scale of the
 /// weights and a new bias, computed by constant folding (the nodes it adds

@@ -81,7 +81,8 @@ private:
 } // namespace
 
 std::vector<std::string> passNames() {
-  return {"infer-and-fold", "eliminate-dead-code", "fold-batch-norm",
+  return {"infer-and-fold", "eliminate-dead-code",
+          "eliminate-common-subexpressions", "fold-batch-norm",
           "pack-weights", "fuse-ops", "lower-to-kernels", "plan-memory", "schedule"};
 }
 
@@ -89,6 +90,7 @@ kir::Program runPipeline(ir::Graph &g, const PipelineOptions &options) {
   PassRunner passes(g, options);
   passes.run("infer-and-fold", [&](ir::Graph &x) { passes::inferAndFold(x, options.Fold); });
   passes.run("eliminate-dead-code", passes::eliminateDeadCode);
+  passes.run("eliminate-common-subexpressions", passes::eliminateCommonSubexpressions);
   passes.run("fold-batch-norm", passes::foldBatchNorm);
   passes.run("pack-weights", [&](ir::Graph &x) { passes::packWeights(x, options.Schedule); });
   passes.run("fuse-ops", passes::fuseOps);

@@ -684,7 +684,8 @@ std::string emitC(const Program &p, const std::string &headerName) {
   // accepted and unused.
   os << "mlcc_status " << N << "_run_with(const " << N << "_inputs *in, " << N
      << "_outputs *out,\n    void *arena, size_t arena_size, const mlcc_run_options *options) {\n";
-  os << "  (void)options;\n";
+  os << "  mlcc_kernel_hook hook = options ? options->on_kernel : NULL;\n"
+     << "  void *hook_context = options ? options->hook_context : NULL;\n";
   if (p.ArenaSize > 0)
     os << "  unsigned char *a = (unsigned char *)arena;\n";
   os << "  if (in == NULL || out == NULL)\n    return MLCC_ERR_NULL_ARGUMENT;\n";
@@ -700,13 +701,17 @@ std::string emitC(const Program &p, const std::string &headerName) {
   } else {
     os << "  (void)arena;\n  (void)arena_size;\n";
   }
-  for (auto &c : p.Calls) {
+  for (size_t ci = 0; ci < p.Calls.size(); ++ci) {
+    const Call &c = p.Calls[ci];
     const Kernel &k = p.Kernels[c.KernelIndex];
+    std::string name = pack::cStringLiteral(k.Name);
     os << "  /* " << c.Label << " */\n";
+    os << "  if (hook)\n    hook(hook_context, " << ci << ", " << name << ", 0);\n";
     os << "  " << k.Name << "(";
     for (size_t i = 0; i < c.Args.size(); ++i)
       os << (i ? ", " : "") << storageExpr(p, k, i, c.Args[i]);
     os << ");\n";
+    os << "  if (hook)\n    hook(hook_context, " << ci << ", " << name << ", 1);\n";
   }
   os << "  return MLCC_OK;\n}\n\n";
   os << "mlcc_status " << N << "_run(const " << N << "_inputs *in, " << N

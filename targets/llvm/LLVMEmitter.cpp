@@ -834,7 +834,51 @@ std::unique_ptr<llvm::Module> emitModule(const Program &p, llvm::LLVMContext &ct
                            llvm::ConstantInt::get(size, 0)),
             4);
     }
-    for (auto &c : p.Calls) {
+    // The profiling hook, when the options give one.
+    auto *optsTy = llvm::StructType::get(ctx, {ptr, ptr, i32, ptr, ptr});
+    Value *hook, *hookCtx;
+    {
+      llvm::BasicBlock *from = b.GetInsertBlock();
+      auto *load = llvm::BasicBlock::Create(ctx, "hook.load", run);
+      auto *merge = llvm::BasicBlock::Create(ctx, "hook.done", run);
+      b.CreateCondBr(isNull(options), merge, load);
+      b.SetInsertPoint(load);
+      Value *h = b.CreateLoad(ptr, b.CreateStructGEP(optsTy, options, 3));
+      Value *hc = b.CreateLoad(ptr, b.CreateStructGEP(optsTy, options, 4));
+      b.CreateBr(merge);
+      b.SetInsertPoint(merge);
+      auto *hp = b.CreatePHI(ptr, 2);
+      hp->addIncoming(llvm::ConstantPointerNull::get(me.PtrTy), from);
+      hp->addIncoming(h, load);
+      auto *hcp = b.CreatePHI(ptr, 2);
+      hcp->addIncoming(llvm::ConstantPointerNull::get(me.PtrTy), from);
+      hcp->addIncoming(hc, load);
+      hook = hp;
+      hookCtx = hcp;
+    }
+    auto *hookTy = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptr, i32, ptr, i32}, false);
+    auto callHook = [&](size_t index, Value *name, int phase) {
+      auto *yes = llvm::BasicBlock::Create(ctx, "hook", run);
+      auto *next = llvm::BasicBlock::Create(ctx, "hook.next", run);
+      b.CreateCondBr(isNull(hook), next, yes);
+      b.SetInsertPoint(yes);
+      b.CreateCall(hookTy, hook,
+                   {hookCtx, llvm::ConstantInt::get(i32, index), name,
+                    llvm::ConstantInt::get(i32, phase)});
+      b.CreateBr(next);
+      b.SetInsertPoint(next);
+    };
+    std::vector<llvm::GlobalVariable *> kernelNames(p.Kernels.size(), nullptr);
+    for (size_t ci = 0; ci < p.Calls.size(); ++ci) {
+      const Call &c = p.Calls[ci];
+      llvm::GlobalVariable *&name = kernelNames[c.KernelIndex];
+      if (!name) {
+        auto *init = llvm::ConstantDataArray::getString(ctx, p.Kernels[c.KernelIndex].Name, true);
+        name = new llvm::GlobalVariable(*mod, init->getType(), true,
+                                        llvm::GlobalValue::PrivateLinkage, init,
+                                        p.Kernels[c.KernelIndex].Name + ".name");
+      }
+      callHook(ci, name, 0);
       std::vector<Value *> args;
       for (auto &s : c.Args) {
         switch (s.Kind) {
@@ -849,6 +893,7 @@ std::unique_ptr<llvm::Module> emitModule(const Program &p, llvm::LLVMContext &ct
       }
       args.push_back(options);
       b.CreateCall(kernels[c.KernelIndex], args);
+      callHook(ci, name, 1);
     }
     b.CreateRet(llvm::ConstantInt::get(i32, 0));
   }

@@ -126,3 +126,15 @@ save([helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1], name="
      [numpy_helper.from_array(cw, "w"), numpy_helper.from_array(cb, "b")] +
      [numpy_helper.from_array(a.astype(np.float32), n)
       for a, n in zip(bn, ["scale", "bias", "mean", "var"])])
+
+# eliminate-common-subexpressions: the two Sigmoid(x) nodes are one, and the
+# Transposes with the same permutation too; the one with another does not.
+save([helper.make_node("Sigmoid", ["x"], ["s1"], name="sig1"),
+      helper.make_node("Sigmoid", ["x"], ["s2"], name="sig2"),
+      helper.make_node("Transpose", ["x"], ["t1"], perm=[1, 0], name="tr1"),
+      helper.make_node("Transpose", ["x"], ["t2"], perm=[1, 0], name="tr2"),
+      helper.make_node("Transpose", ["x"], ["t3"], perm=[0, 1], name="tr3"),
+      helper.make_node("Mul", ["s1", "s2"], ["m"], name="mul"),
+      helper.make_node("Add", ["t1", "t2"], ["a"], name="add")],
+     "common_subexpressions", [vi("x", F, [3, 3])],
+     [vi("m", F, [3, 3]), vi("a", F, [3, 3]), vi("t3", F, [3, 3])])
