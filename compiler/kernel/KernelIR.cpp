@@ -127,14 +127,16 @@ Expr load(const Buffer &buf, Expr index) {
   return e;
 }
 
-Expr vload(const Buffer &buf, Expr index, int lanes) {
+Expr vload(const Buffer &buf, Expr index, int lanes, int64_t stride) {
   Expr e = load(buf, std::move(index));
   if (lanes == 1)
     return e;
-  MLCC_CHECK(lanes > 1 && buf->Type != DType::Bool,
-             "vector load of " << lanes << " " << dtypeName(buf->Type));
+  MLCC_CHECK(lanes > 1 && buf->Type != DType::Bool && stride >= 1,
+             "vector load of " << lanes << " " << dtypeName(buf->Type) << " with stride "
+                               << stride);
   auto v = std::make_shared<ExprNode>(*e);
   v->Lanes = lanes;
+  v->Stride = stride;
   return v;
 }
 
@@ -597,6 +599,8 @@ public:
       expr(os, e->A);
       if (e->Lanes > 1)
         os << " +" << e->Lanes;
+      if (e->Lanes > 1 && e->Stride != 1)
+        os << " step " << e->Stride;
       os << "]";
       return;
     case ExprKind::Broadcast:

@@ -17,7 +17,8 @@
 //   for schedules: vectorize, unroll and parallel are properties of a loop,
 //   not separate IR.
 // - Vectors: an Expr has `Lanes` (1 for a scalar). A vector Load reads
-//   Lanes consecutive elements from its (scalar) index, a Store of a vector
+//   Lanes elements from its (scalar) index, consecutive or `Stride` apart
+//   (a strided window's inputs), a Store of a vector
 //   value writes Lanes consecutive elements, Broadcast repeats a scalar, and
 //   arithmetic works lane by lane. Schedules (compiler/kernel/Schedule.h)
 //   create vectors; `scalarize` turns them back into lane loops for the
@@ -140,6 +141,8 @@ struct ExprNode {
   ExprKind Kind;
   DType Type;
   int Lanes = 1; ///< 1: a scalar; more: a vector of Type elements
+  /// Vector Load: elements between consecutive lanes (1: contiguous).
+  int64_t Stride = 1;
   /// Const: integer and Bool values live in IntValue, floats in FloatValue.
   int64_t IntValue = 0;
   double FloatValue = 0;
@@ -164,8 +167,9 @@ Expr indexConst(int64_t value);
 Expr boolConst(bool value);
 Expr varRef(const Var &v);
 Expr load(const Buffer &buf, Expr index);
-/// `lanes` consecutive elements from `index` (a scalar Index).
-Expr vload(const Buffer &buf, Expr index, int lanes);
+/// `lanes` elements from `index` (a scalar Index), `stride` apart (1:
+/// consecutive; for example 2 for the inputs of a stride-2 window).
+Expr vload(const Buffer &buf, Expr index, int lanes, int64_t stride = 1);
 /// A vector of `lanes` copies of the scalar `a`.
 Expr broadcast(Expr a, int lanes);
 Expr unary(UnOp op, Expr a);

@@ -11,7 +11,7 @@ Expr Mutator::mutate(const Expr &e) {
     return e;
   case ExprKind::Load: {
     Expr a = mutate(e->A);
-    return a == e->A ? e : vload(e->Buf, a, e->Lanes);
+    return a == e->A ? e : vload(e->Buf, a, e->Lanes, e->Stride);
   }
   case ExprKind::Broadcast: {
     Expr a = mutate(e->A);

@@ -85,7 +85,7 @@ Expr laneOf(const Expr &e, const Expr &lane) {
     return e;
   switch (e->Kind) {
   case ExprKind::Load:
-    return load(e->Buf, e->A + lane);
+    return load(e->Buf, e->A + lane * e->Stride);
   case ExprKind::Broadcast:
     return e->A;
   case ExprKind::Unary:
@@ -144,6 +144,10 @@ Kernel scalarize(const Kernel &k) {
 // ---------------------------------------------------------------------------
 
 namespace {
+
+/// The largest element stride of a vectorized load: the emitters load the
+/// span and pick every Stride-th element, which pays up to about this.
+constexpr int64_t kMaxLoadStride = 4;
 
 /// Scalar types the emitters vectorize (no helper-function conversions).
 bool vectorType(DType t) {
@@ -239,8 +243,9 @@ public:
       return false;
     switch (e->Kind) {
     case ExprKind::Load: {
+      // Consecutive, or a small constant stride (a strided window).
       auto s = strideOf(e->A, V);
-      return s && *s == 1 && vectorType(e->Buf->Type);
+      return s && *s >= 1 && *s <= kMaxLoadStride && vectorType(e->Buf->Type);
     }
     case ExprKind::Unary:
       return (vectorUnary(e->Un) || expandable(e->Un, e->Type)) && canVectorize(e->A);
@@ -266,7 +271,7 @@ public:
       return e;
     switch (e->Kind) {
     case ExprKind::Load:
-      return vload(e->Buf, substitute(e->A, V, base), Lanes);
+      return vload(e->Buf, substitute(e->A, V, base), Lanes, *strideOf(e->A, V));
     case ExprKind::Unary:
       if (expandable(e->Un, e->Type)) {
         Let let = [&](const Expr &v) {

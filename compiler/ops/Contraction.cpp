@@ -234,8 +234,11 @@ void lowerTiledContraction(LowerCtx &c, const TiledContraction &t) {
              "B operand of " << t.Cols << " columns for panels of " << VM);
 
   const int64_t rowTiles = (t.Rows + RW - 1) / RW;
-  bool parallelPanels = t.Parallel && panels > 1;
-  bool parallelRows = t.Parallel && panels == 1 && rowTiles > 1;
+  // Parallel over panels when there are many (each worker then reads only
+  // its panels of B), else over the row tiles of each panel (a fork per
+  // panel, but balanced whatever the worker count).
+  bool parallelPanels = t.Parallel && panels > 1 && (panels >= 16 || rowTiles < 8);
+  bool parallelRows = t.Parallel && !parallelPanels && rowTiles > 1;
   b.loop("p", panels, [&](Expr p) {
     // The first column: panel-aligned in a packed B (the last panel's
     // padding is computed, not stored), shifted back to overlap when direct.

@@ -116,8 +116,8 @@ struct TiledContraction {
   std::function<Expr(const std::vector<Expr> &k, const Expr &col0)> LoadB;
   /// Stores the sum for (r, c).
   std::function<void(const Expr &r, const Expr &c, const Expr &acc)> Store;
-  /// Run the panels (or, with a single panel, the row tiles) as a parallel
-  /// loop; false when the caller's own loop is parallel.
+  /// Run the panels (when there are many) or the row tiles of each panel
+  /// as a parallel loop; false when the caller's own loop is parallel.
   bool Parallel = false;
 };
 

@@ -67,13 +67,16 @@ struct PaddedInput {
 };
 
 /// A 2-D convolution through the register-tiled generator (weights packed
-/// by pack-weights): for each output row, rows of the tile are output
-/// columns and its columns output channels.
+/// by pack-weights): per image and group, the tile's rows are output pixels
+/// (all of them, row-major, so that a small feature map still fills whole
+/// tiles and every weight panel is read once per tile of pixels) and its
+/// columns output channels.
 void lowerConvTiled(LowerCtx &c, const ConvShape &s, const PackedOperand &po) {
   KernelBuilder &b = c.b();
   TensorRef x = c.in(0), y = c.out(0);
   const Window &w = s.W;
   int64_t cg = s.C / s.Group, mg = s.M / s.Group;
+  int64_t ow = w.Out[1], pixels = w.Out[0] * w.Out[1];
   PaddedInput in(c, s, x);
   std::optional<TensorRef> bias;
   if (c.hasIn(2))
@@ -84,25 +87,25 @@ void lowerConvTiled(LowerCtx &c, const ConvShape &s, const PackedOperand &po) {
   b.loop("n", s.N, [&](Expr n) {
     in.fill(b, x, n);
     b.loop("g", s.Group, [&](Expr g) {
-      b.loop("oh", w.Out[0], [&](Expr oy) {
-        TiledContraction t;
-        t.Rows = w.Out[1];
-        t.Cols = mg;
-        t.Reduce = {cg, w.Kernel[0], w.Kernel[1]};
-        t.Tile = po.Tile;
-        t.Acc = y.computeType();
-        t.PackedB = packed;
-        t.FirstPanel = g * panels;
-        t.LoadA = [&](const Expr &r, const std::vector<Expr> &k) {
-          return cast(t.Acc, in.load(n, g * cg + k[0], oy * w.Strides[0] + k[1] * w.Dilations[0],
-                                     r * w.Strides[1] + k[2] * w.Dilations[1]));
-        };
-        t.Store = [&](const Expr &r, const Expr &col, const Expr &acc) {
-          Expr m = g * mg + col;
-          y.store({n, m, oy, r}, bias ? acc + bias->load({m}) : acc);
-        };
-        lowerTiledContraction(c, t);
-      }, LoopKind::Parallel);
+      TiledContraction t;
+      t.Rows = pixels;
+      t.Cols = mg;
+      t.Reduce = {cg, w.Kernel[0], w.Kernel[1]};
+      t.Tile = po.Tile;
+      t.Acc = y.computeType();
+      t.PackedB = packed;
+      t.FirstPanel = g * panels;
+      t.Parallel = true;
+      t.LoadA = [&](const Expr &r, const std::vector<Expr> &k) {
+        Expr oy = r / ow, ox = r % ow;
+        return cast(t.Acc, in.load(n, g * cg + k[0], oy * w.Strides[0] + k[1] * w.Dilations[0],
+                                   ox * w.Strides[1] + k[2] * w.Dilations[1]));
+      };
+      t.Store = [&](const Expr &r, const Expr &col, const Expr &acc) {
+        Expr m = g * mg + col;
+        y.storeFlat((n * s.M + m) * pixels + r, bias ? acc + bias->load({m}) : acc);
+      };
+      lowerTiledContraction(c, t);
     });
   });
 }
@@ -144,33 +147,79 @@ void lowerPointwise(LowerCtx &c, const ConvShape &s, const PackedOperand &po) {
 }
 
 /// A 2-D convolution with one input channel per group (depthwise, with a
-/// small channel multiplier): each output element is the sum of its window's
-/// taps, written out as one expression, so that the loop over an output row
-/// reads the padded input contiguously (stride 1) and vectorizes.
+/// small channel multiplier), without a padded copy: in the interior of an
+/// output row each output is the sum of its window's taps written out, in a
+/// loop over the row that reads the input with the window's stride (and
+/// vectorizes); in the rows whose window reaches the top or bottom padding
+/// the taps of rows outside the image are selected away; the few outputs
+/// whose window reaches the left or right padding sum their clipped window.
 void lowerDepthwise(LowerCtx &c, const ConvShape &s) {
   KernelBuilder &b = c.b();
   TensorRef x = c.in(0), wt = c.in(1), y = c.out(0);
   const Window &w = s.W;
-  int64_t mg = s.M / s.Group;
-  PaddedInput in(c, s, x);
+  int64_t mg = s.M / s.Group, H = s.InSpatial[0], W = s.InSpatial[1];
+  DType t = y.computeType();
   std::optional<TensorRef> bias;
   if (c.hasIn(2))
     bias = c.in(2);
-  b.loop("n", s.N, [&](Expr n) {
-    in.fill(b, x, n);
-    b.loop("m", s.M, [&](Expr m) {
-      Expr ch = m / mg;
-      b.loop("oh", w.Out[0], [&](Expr oy) {
-        b.loop("ow", w.Out[1], [&](Expr ox) {
-          Expr v = bias ? bias->load({m}) : constant(y.computeType(), 0);
-          for (int64_t kh = 0; kh < w.Kernel[0]; ++kh)
-            for (int64_t kw = 0; kw < w.Kernel[1]; ++kw)
-              v = v + wt.load({m, indexConst(0), indexConst(kh), indexConst(kw)}) *
-                          in.load(n, ch, oy * w.Strides[0] + kh * w.Dilations[0],
-                                  ox * w.Strides[1] + kw * w.Dilations[1]);
-          y.store({n, m, oy, ox}, v);
-        });
+  auto init = [&](const Expr &m) { return bias ? bias->load({m}) : constant(t, 0); };
+  auto inRow = [&](const Expr &oy, const Expr &kh) {
+    return oy * w.Strides[0] + kh * w.Dilations[0] - w.PadBegin[0];
+  };
+  auto inCol = [&](const Expr &ox, const Expr &kw) {
+    return ox * w.Strides[1] + kw * w.Dilations[1] - w.PadBegin[1];
+  };
+  auto tapWeight = [&](const Expr &m, const Expr &kh, const Expr &kw) {
+    return wt.load({m, indexConst(0), kh, kw});
+  };
+  // Any output: the sum over its clipped window.
+  auto clipped = [&](const Expr &n, const Expr &m, const Expr &oy, const Expr &ox) {
+    Expr ch = m / mg;
+    Local acc = b.local("acc", init(m));
+    auto [khLo, khHi] = validKernelRange(oy, w.Strides[0], w.Dilations[0], w.PadBegin[0],
+                                         w.Kernel[0], H);
+    auto [kwLo, kwHi] = validKernelRange(ox, w.Strides[1], w.Dilations[1], w.PadBegin[1],
+                                         w.Kernel[1], W);
+    b.loop("kh", khLo, khHi, [&](Expr kh) {
+      b.loop("kw", kwLo, kwHi, [&](Expr kw) {
+        b.set(acc, acc.get() + tapWeight(m, kh, kw) * x.load({n, ch, inRow(oy, kh), inCol(ox, kw)}));
       });
+    });
+    y.store({n, m, oy, ox}, acc.get());
+  };
+  // An output whose columns are inside; rows outside the image are
+  // selected away when `rowsClipped`.
+  auto taps = [&](const Expr &n, const Expr &m, const Expr &oy, const Expr &ox,
+                  bool rowsClipped) {
+    Expr ch = m / mg, v = init(m);
+    for (int64_t kh = 0; kh < w.Kernel[0]; ++kh) {
+      Expr iy = inRow(oy, indexConst(kh)), valid;
+      if (rowsClipped) {
+        valid = land(ge(iy, indexConst(0)), lt(iy, indexConst(H)));
+        iy = min(max(iy, indexConst(0)), indexConst(H - 1));
+      }
+      for (int64_t kw = 0; kw < w.Kernel[1]; ++kw) {
+        Expr p = tapWeight(m, indexConst(kh), indexConst(kw)) * x.load({n, ch, iy, inCol(ox, indexConst(kw))});
+        v = v + (rowsClipped ? select(valid, p, constant(t, 0)) : p);
+      }
+    }
+    y.store({n, m, oy, ox}, v);
+  };
+  auto [rlo, rhi] = interiorRange(w, 0, H);
+  auto [clo, chi] = interiorRange(w, 1, W);
+  auto rows = [&](const Expr &n, const Expr &m, const Expr &from, const Expr &to,
+                  bool rowsClipped) {
+    b.loop("oh", from, to, [&](Expr oy) {
+      b.loop("ow", indexConst(0), clo, [&](Expr ox) { clipped(n, m, oy, ox); });
+      b.loop("ow", clo, chi, [&](Expr ox) { taps(n, m, oy, ox, rowsClipped); });
+      b.loop("ow", chi, indexConst(w.Out[1]), [&](Expr ox) { clipped(n, m, oy, ox); });
+    });
+  };
+  b.loop("n", s.N, [&](Expr n) {
+    b.loop("m", s.M, [&](Expr m) {
+      rows(n, m, indexConst(0), rlo, true);
+      rows(n, m, rlo, rhi, false);
+      rows(n, m, rhi, indexConst(w.Out[0]), true);
     }, LoopKind::Parallel);
   });
 }

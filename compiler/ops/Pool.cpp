@@ -145,9 +145,8 @@ void lowerPool(LowerCtx &c, PoolKind kind) {
       idxStride[d] = idxStride[d + 1] * s.InSpatial[d + 1];
   }
 
-  b.loop("n", s.N, [&](Expr n) {
-    b.loop("c", s.C, [&](Expr ch) {
-      b.loops(w.Out, [&](const std::vector<Expr> &o) {
+  // One output element, any position: the window clipped to the input.
+  auto element = [&](const Expr &n, const Expr &ch, const std::vector<Expr> &o) {
         std::vector<Expr> lo(r), hi(r);
         for (size_t d = 0; d < r; ++d)
           std::tie(lo[d], hi[d]) =
@@ -214,7 +213,50 @@ void lowerPool(LowerCtx &c, PoolKind kind) {
           Expr base = (n * s.C + ch) * spatialSize;
           indices->store(yi, cast(DType::I64, base + max(arg->get(), indexConst(0))));
         }
-      }, "o");
+  };
+
+  // 2-D max and average pooling without indices: the outputs whose whole
+  // window lies inside the input sum or take the maximum of the taps
+  // written out, in the same order, in a loop over the output row that
+  // reads the input with the window's stride (and vectorizes); the border
+  // outputs take the clipped path.
+  bool interiorPath = r == 2 && !indices && kind != PoolKind::Lp && isFloat(t);
+  if (!interiorPath) {
+    b.loop("n", s.N, [&](Expr n) {
+      b.loop("c", s.C, [&](Expr ch) {
+        b.loops(w.Out, [&](const std::vector<Expr> &o) { element(n, ch, o); }, "o");
+      });
+    });
+    return;
+  }
+  auto interior = [&](const Expr &n, const Expr &ch, const Expr &oy, const Expr &ox) {
+    Expr v;
+    for (int64_t kh = 0; kh < w.Kernel[0]; ++kh)
+      for (int64_t kw = 0; kw < w.Kernel[1]; ++kw) {
+        Expr tap = x.load({n, ch, oy * w.Strides[0] + kh * w.Dilations[0] - w.PadBegin[0],
+                           ox * w.Strides[1] + kw * w.Dilations[1] - w.PadBegin[1]});
+        v = !v ? tap : kind == PoolKind::Max ? max(v, tap) : v + tap;
+      }
+    if (kind == PoolKind::Average)
+      v = v / constant(t, (double)(w.Kernel[0] * w.Kernel[1]));
+    y.store({n, ch, oy, ox}, v);
+  };
+  auto borderRows = [&](const Expr &n, const Expr &ch, const Expr &from, const Expr &to) {
+    b.loop("oh", from, to, [&](Expr oy) {
+      b.loop("ow", indexConst(0), indexConst(w.Out[1]), [&](Expr ox) { element(n, ch, {oy, ox}); });
+    });
+  };
+  auto [rlo, rhi] = interiorRange(w, 0, s.InSpatial[0]);
+  auto [clo, chi] = interiorRange(w, 1, s.InSpatial[1]);
+  b.loop("n", s.N, [&](Expr n) {
+    b.loop("c", s.C, [&](Expr ch) {
+      borderRows(n, ch, indexConst(0), rlo);
+      b.loop("oh", rlo, rhi, [&](Expr oy) {
+        b.loop("ow", indexConst(0), clo, [&](Expr ox) { element(n, ch, {oy, ox}); });
+        b.loop("ow", clo, chi, [&](Expr ox) { interior(n, ch, oy, ox); });
+        b.loop("ow", chi, indexConst(w.Out[1]), [&](Expr ox) { element(n, ch, {oy, ox}); });
+      });
+      borderRows(n, ch, rhi, indexConst(w.Out[0]));
     });
   });
 }

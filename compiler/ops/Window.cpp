@@ -72,6 +72,13 @@ std::pair<Expr, Expr> affineRange(const Expr &base, int64_t step, int64_t extent
   return {max(lo, indexConst(0)), min(hi, indexConst(limit))};
 }
 
+std::pair<Expr, Expr> interiorRange(const Window &w, size_t d, int64_t extent) {
+  auto [lo, hi] = affineRange(indexConst(-w.PadBegin[d]), w.Strides[d],
+                              extent - (w.Kernel[d] - 1) * w.Dilations[d], w.Out[d]);
+  lo = min(lo, indexConst(w.Out[d]));
+  return {lo, max(hi, lo)};
+}
+
 std::pair<Expr, Expr> validKernelRange(const Expr &o, int64_t stride,
                                        int64_t dilation, int64_t padBegin,
                                        int64_t kernel, int64_t extent) {

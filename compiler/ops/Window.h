@@ -37,4 +37,9 @@ std::pair<kir::Expr, kir::Expr> validKernelRange(const kir::Expr &o,
                                                  int64_t kernel,
                                                  int64_t extent);
 
+/// The outputs [lo, hi) along axis d whose whole window lies inside the
+/// input's [0, extent): the interior where a windowed op needs no clipping
+/// (lo <= hi <= w.Out[d]; the border is [0, lo) and [hi, Out)).
+std::pair<kir::Expr, kir::Expr> interiorRange(const Window &w, size_t d, int64_t extent);
+
 } // namespace mlcc::ops

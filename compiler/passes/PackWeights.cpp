@@ -9,7 +9,7 @@
 // the tile, and lowers through the register-tiled generator
 // (ops::lowerTiledContraction):
 //
-//   Conv    rows: output columns of one output row; columns: the output
+//   Conv    rows: the output pixels of an image; columns: the output
 //           channels of a group; reduction: input channels x kernel window
 //   Gemm    rows: M; columns: N; reduction: K
 //   MatMul  (constant 2-D B) rows: all rows of A; columns: N; reduction: K
@@ -61,7 +61,7 @@ std::optional<Plan> planFor(const ir::Node &n) {
     bool pointwise = w[2] == 1 && w[3] == 1 && n.inShape(0) == Shape{y[0], n.inShape(0)[1], y[2], y[3]};
     if (pointwise && y[2] * y[3] >= 16)
       return Plan{groups, y[2] * y[3], mg, false, 0, true};
-    return Plan{groups, mg, y[3], false, 3};
+    return Plan{groups, mg, y[2] * y[3], false, 3};
   }
   if (n.OpType == "Gemm") {
     bool tb = n.attrInt("transB", 0) != 0;
@@ -94,7 +94,7 @@ void packWeights(ir::Graph &g, const kir::ScheduleTarget &target) {
         nodes.push_back(std::move(n));
         continue;
       }
-      plan = Plan{plan->Groups, plan->Rows, n->Outputs[0]->Type.Dims[3], false, 3};
+      plan = Plan{plan->Groups, plan->Rows, plan->Cols, false, 3};
     }
     if (plan) {
       kir::ContractionTile tile =

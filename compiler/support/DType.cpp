@@ -1,5 +1,7 @@
 #include "compiler/support/DType.h"
 
+#include <iterator>
+
 namespace mlcc {
 
 namespace {
@@ -42,11 +44,21 @@ constexpr DTypeRow Rows[] = {
     {DType::Index, "index", "index", 8, 64},
 };
 
+// Rows[i] is the type with code i (the ONNX codes 0..26), then Index: a
+// direct lookup, as the interpreter asks for sizes per element.
+constexpr bool rowsByCode() {
+  for (unsigned i = 0; i + 1 < std::size(Rows); ++i)
+    if ((unsigned)Rows[i].type != i)
+      return false;
+  return Rows[std::size(Rows) - 1].type == DType::Index;
+}
+static_assert(rowsByCode());
+
 const DTypeRow *row(DType t) {
-  for (const auto &r : Rows)
-    if (r.type == t)
-      return &r;
-  return nullptr;
+  unsigned i = (unsigned)t;
+  if (i + 1 < std::size(Rows))
+    return &Rows[i];
+  return t == DType::Index ? &Rows[std::size(Rows) - 1] : nullptr;
 }
 } // namespace
 

@@ -514,6 +514,56 @@ private:
     }
   }
 
+  /// A vector load of Lanes elements Stride apart: Stride full vectors
+  /// that cover the span from the first to the last lane's element (the
+  /// last one ends exactly there, so nothing past the buffer is read),
+  /// concatenated and shuffled, which targets do with a few permutes.
+  Value *stridedLoad(const ExprNode &e) {
+    const int64_t L = e.Lanes, S = e.Stride;
+    auto *vt = llvm::FixedVectorType::get(ME.memoryType(e.Buf->Type), (unsigned)L);
+    Value *base = expr(e.A);
+    const int64_t lastOffset = (L - 1) * (S - 1);
+    llvm::SmallVector<Value *, 4> parts;
+    for (int64_t j = 0; j < S; ++j) {
+      int64_t off = j + 1 < S ? j * L : lastOffset;
+      parts.push_back(B.CreateAlignedLoad(
+          vt, address(e.Buf.get(), B.CreateAdd(base, llvm::ConstantInt::get(base->getType(), off))),
+          llvm::Align(dtypeSize(e.Buf->Type))));
+    }
+    // Concatenate pairwise (both halves of a shuffle have one type).
+    while (parts.size() > 1) {
+      llvm::SmallVector<Value *, 4> next;
+      for (size_t i = 0; i < parts.size(); i += 2) {
+        Value *a = parts[i];
+        unsigned n = llvm::cast<llvm::FixedVectorType>(a->getType())->getNumElements();
+        if (i + 1 == parts.size()) {
+          next.push_back(a);
+          continue;
+        }
+        Value *b = parts[i + 1];
+        unsigned m = llvm::cast<llvm::FixedVectorType>(b->getType())->getNumElements();
+        if (m < n) { // pad the shorter with poison lanes
+          llvm::SmallVector<int, 64> pad;
+          for (unsigned k = 0; k < n; ++k)
+            pad.push_back(k < m ? (int)k : -1);
+          b = B.CreateShuffleVector(b, pad);
+        }
+        llvm::SmallVector<int, 128> cat;
+        for (unsigned k = 0; k < n + m; ++k)
+          cat.push_back((int)k); // b's element k - n is operand index k
+        next.push_back(B.CreateShuffleVector(a, b, cat));
+      }
+      parts = next;
+    }
+    // Lane l is element l*S: in part l*S/L, or in the last part.
+    llvm::SmallVector<int, 64> mask;
+    for (int64_t l = 0; l < L; ++l) {
+      int64_t el = l * S;
+      mask.push_back((int)(el < (S - 1) * L ? el : (S - 1) * L + (el - lastOffset)));
+    }
+    return B.CreateShuffleVector(parts[0], mask);
+  }
+
   Value *expr(const Expr &e) {
     switch (e->Kind) {
     case ExprKind::Const:
@@ -524,10 +574,12 @@ private:
       return it->second;
     }
     case ExprKind::Load: {
-      if (e->Lanes > 1)
+      if (e->Lanes > 1 && e->Stride == 1)
         return B.CreateAlignedLoad(
             llvm::FixedVectorType::get(ME.memoryType(e->Buf->Type), (unsigned)e->Lanes),
             address(e->Buf.get(), expr(e->A)), llvm::Align(dtypeSize(e->Buf->Type)));
+      if (e->Lanes > 1)
+        return stridedLoad(*e);
       Value *v = B.CreateLoad(ME.memoryType(e->Buf->Type),
                               address(e->Buf.get(), expr(e->A)));
       if (e->Buf->Type == DType::Bool)

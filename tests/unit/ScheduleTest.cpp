@@ -55,10 +55,28 @@ TEST_CASE("vectorize leaves loop-carried dependences scalar", "[schedule]") {
   CHECK_FALSE(hasVectors(vectorize(k, avx2()).Body));
 }
 
-TEST_CASE("vectorize leaves strided and gathered accesses scalar", "[schedule]") {
+TEST_CASE("vectorize reads small strides as strided vector loads", "[schedule]") {
   KernelBuilder b("stride2");
-  Buffer x = b.param("x", DType::F32, 64), y = b.param("y", DType::F32, 32);
-  b.loop("i", 32, [&](Expr i) { b.store(y, i, load(x, i * 2)); });
+  Buffer x = b.param("x", DType::F32, 64), y = b.param("y", DType::F32, 64);
+  b.loop("i", 31, [&](Expr i) { b.store(y, i, load(x, i * 2 + 1)); });
+  Kernel k = b.finish();
+  Kernel v = vectorize(k, avx2());
+  bool strided = false;
+  visitExprs(v.Body, [&](const Expr &e) {
+    strided |= e->Kind == ExprKind::Load && e->Lanes == 8 && e->Stride == 2;
+  });
+  CHECK(strided);
+  std::vector<float> in(64);
+  for (size_t i = 0; i < in.size(); ++i)
+    in[i] = (float)i * 0.5f;
+  CHECK(run(k, in, 64) == run(v, in, 64)); // 3 vectors and a scalar tail
+}
+
+TEST_CASE("vectorize leaves large strides and gathers scalar", "[schedule]") {
+  KernelBuilder b("gather");
+  Buffer x = b.param("x", DType::F32, 256), y = b.param("y", DType::F32, 32);
+  b.loop("i", 32, [&](Expr i) { b.store(y, i, load(x, i * 7)); });
+  b.loop("i", 16, [&](Expr i) { b.store(y, i, load(x, i * i)); });
   Kernel k = b.finish();
   CHECK_FALSE(hasVectors(vectorize(k, avx2()).Body));
 }
