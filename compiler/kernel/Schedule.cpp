@@ -14,7 +14,7 @@ int ScheduleTarget::lanes(DType t) const {
 }
 
 ContractionTile chooseContractionTile(const ScheduleTarget &t, int64_t rows,
-                                      int64_t cols, bool fullPanels) {
+                                      int64_t cols, bool fullPanels, int64_t reduction) {
   int64_t lanes = t.lanes(DType::F32);
   // Scalar floating-point units (Cortex-M4F, RV32F) have 32 registers.
   int64_t regs = t.VectorRegisters > 0 ? t.VectorRegisters : 32;
@@ -35,6 +35,8 @@ ContractionTile chooseContractionTile(const ScheduleTarget &t, int64_t rows,
       double latency = std::min(1.0, accs / 8.0);     // independent FMA chains
       double loads = (double)(rw + nv) / accs;       // operand loads per FMA
       double score = usefulRows * usefulCols * latency / (1.0 + 0.5 * loads);
+      if (t.CacheBytes > 0 && reduction * panel * 4 > t.CacheBytes)
+        score *= 0.5; // B streams from the next cache level per row tile
       if (score > bestScore + 1e-9) {
         bestScore = score;
         best = {lanes, panel, rw};

@@ -28,6 +28,10 @@ struct ScheduleTarget {
   int VectorBytes = 0;     ///< SIMD register width; 0: no vectors
   int VectorRegisters = 0; ///< SIMD registers (accumulator tiles fit in them)
   bool Fma = false;        ///< fused multiply-add in hardware
+  /// A core's private data cache (L2) that a contraction's packed B panel
+  /// should stay in while the row tiles reuse it; 0: no cache to plan for
+  /// (microcontrollers).
+  int64_t CacheBytes = 0;
 
   /// Lanes of a vector of `t` (1 without SIMD).
   int lanes(DType t) const;
@@ -48,9 +52,12 @@ struct ContractionTile {
 /// shifted back to overlap, so rows need not divide evenly); and there are
 /// enough independent accumulators to hide the FMA latency.
 /// With `fullPanels` the panel never exceeds `cols` (a B operand read in
-/// place, without padding).
+/// place, without padding). With `reduction` (the length of the sum) the
+/// panel of packed B that every row tile reads again should fit in
+/// t.CacheBytes: wider panels that do not are tried last.
 ContractionTile chooseContractionTile(const ScheduleTarget &t, int64_t rows,
-                                      int64_t cols, bool fullPanels = false);
+                                      int64_t cols, bool fullPanels = false,
+                                      int64_t reduction = 0);
 
 /// Loop `v`'s coefficient in the Index expression `e` (0 when e does not
 /// depend on v), or nothing when e is not affine in v with a constant

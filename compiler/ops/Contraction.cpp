@@ -287,11 +287,16 @@ void lowerTiledContraction(LowerCtx &c, const TiledContraction &t) {
       Expr cols = direct || t.Cols % VM == 0
                       ? indexConst(VM)
                       : min(indexConst(VM), indexConst(t.Cols) - p * VM);
-      b.loop("r", RW, [&](Expr r) {
+      if (t.RowsContiguous)
         b.loop("j", indexConst(0), cols, [&](Expr j) {
-          t.Store(r0 + r, c0 + j, tile.get(r * VM + j));
+          b.loop("r", RW, [&](Expr r) { t.Store(r0 + r, c0 + j, tile.get(r * VM + j)); });
         });
-      });
+      else
+        b.loop("r", RW, [&](Expr r) {
+          b.loop("j", indexConst(0), cols, [&](Expr j) {
+            t.Store(r0 + r, c0 + j, tile.get(r * VM + j));
+          });
+        });
     }, parallelRows ? LoopKind::Parallel : LoopKind::Serial);
   }, parallelPanels ? LoopKind::Parallel : LoopKind::Serial);
 }

@@ -116,6 +116,9 @@ struct TiledContraction {
   std::function<Expr(const std::vector<Expr> &k, const Expr &col0)> LoadB;
   /// Stores the sum for (r, c).
   std::function<void(const Expr &r, const Expr &c, const Expr &acc)> Store;
+  /// Whether Store's consecutive rows are adjacent in memory (a column of
+  /// an NCHW output): the tile is then stored column by column.
+  bool RowsContiguous = false;
   /// Run the panels (when there are many) or the row tiles of each panel
   /// as a parallel loop; false when the caller's own loop is parallel.
   bool Parallel = false;

@@ -31,7 +31,9 @@ struct PaddedInput {
   int64_t PadTop, PadLeft;
   bool Padded;
 
-  PaddedInput(LowerCtx &c, const ConvShape &s, const TensorRef &x) {
+  /// With `scratch` false only the geometry is computed (the caller pads
+  /// into a buffer of its own).
+  PaddedInput(LowerCtx &c, const ConvShape &s, const TensorRef &x, bool scratch = true) {
     const Window &w = s.W;
     C = s.C;
     H = s.InSpatial[0];
@@ -43,7 +45,7 @@ struct PaddedInput {
     Wp = std::max(W + w.PadBegin[1] + w.PadEnd[1],
                   (w.Out[1] - 1) * w.Strides[1] + (w.Kernel[1] - 1) * w.Dilations[1] + 1);
     Padded = Hp != H || Wp != W;
-    Src = Padded ? c.scratch("xpad", x.computeType(), {C, Hp, Wp}) : x;
+    Src = Padded && scratch ? c.scratch("xpad", x.computeType(), {C, Hp, Wp}) : x;
   }
 
   /// Copies image n into the scratch buffer (nothing when not padded).
@@ -96,6 +98,7 @@ void lowerConvTiled(LowerCtx &c, const ConvShape &s, const PackedOperand &po) {
       t.PackedB = packed;
       t.FirstPanel = g * panels;
       t.Parallel = true;
+      t.RowsContiguous = true;
       t.LoadA = [&](const Expr &r, const std::vector<Expr> &k) {
         Expr oy = r / ow, ox = r % ow;
         return cast(t.Acc, in.load(n, g * cg + k[0], oy * w.Strides[0] + k[1] * w.Dilations[0],
@@ -146,8 +149,14 @@ void lowerPointwise(LowerCtx &c, const ConvShape &s, const PackedOperand &po) {
   });
 }
 
+/// The largest zero-bordered plane (elements) a depthwise convolution pads
+/// on the stack: 8 KiB of f32.
+constexpr int64_t kMaxPaddedPlane = 2048;
+
 /// A 2-D convolution with one input channel per group (depthwise, with a
-/// small channel multiplier), without a padded copy: in the interior of an
+/// small channel multiplier). A small padded image is copied channel by
+/// channel into a zero-bordered plane on the stack and every output row is
+/// one loop of taps. A large one is read without a copy: in the interior of an
 /// output row each output is the sum of its window's taps written out, in a
 /// loop over the row that reads the input with the window's stride (and
 /// vectorizes); in the rows whose window reaches the top or bottom padding
@@ -207,6 +216,36 @@ void lowerDepthwise(LowerCtx &c, const ConvShape &s) {
   };
   auto [rlo, rhi] = interiorRange(w, 0, H);
   auto [clo, chi] = interiorRange(w, 1, W);
+  // A small image is copied into a zero-bordered plane on the stack, one
+  // channel at a time, so that every output row is one vectorized loop.
+  PaddedInput whole(c, s, x, /*scratch=*/false);
+  if (whole.Padded && whole.Hp * whole.Wp <= kMaxPaddedPlane) {
+    b.loop("n", s.N, [&](Expr n) {
+      b.loop("m", s.M, [&](Expr m) {
+        Expr ch = m / mg;
+        Local plane = b.local("plane", t, whole.Hp * whole.Wp);
+        b.loop("i", whole.Hp * whole.Wp, [&](Expr i) { b.store(plane.Buf, i, constant(t, 0)); });
+        b.loop("iy", H, [&](Expr iy) {
+          b.loop("ix", W, [&](Expr ix) {
+            b.store(plane.Buf, (iy + whole.PadTop) * whole.Wp + ix + whole.PadLeft,
+                    x.load({n, ch, iy, ix}));
+          });
+        });
+        b.loop("oh", w.Out[0], [&](Expr oy) {
+          b.loop("ow", w.Out[1], [&](Expr ox) {
+            Expr v = init(m);
+            for (int64_t kh = 0; kh < w.Kernel[0]; ++kh)
+              for (int64_t kw = 0; kw < w.Kernel[1]; ++kw)
+                v = v + tapWeight(m, indexConst(kh), indexConst(kw)) *
+                            plane.get((inRow(oy, indexConst(kh)) + whole.PadTop) * whole.Wp +
+                                      inCol(ox, indexConst(kw)) + whole.PadLeft);
+            y.store({n, m, oy, ox}, v);
+          });
+        });
+      }, LoopKind::Parallel);
+    });
+    return;
+  }
   auto rows = [&](const Expr &n, const Expr &m, const Expr &from, const Expr &to,
                   bool rowsClipped) {
     b.loop("oh", from, to, [&](Expr oy) {

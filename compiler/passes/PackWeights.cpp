@@ -37,7 +37,7 @@ ir::Attribute intAttr(int64_t v) {
 }
 
 struct Plan {
-  int64_t Groups, Cols, Rows;
+  int64_t Groups, Cols, Rows, Reduce;
   bool Transposed;
   size_t Input; ///< where the packed operand goes
   bool PixelColumns = false; ///< pointwise conv: no packing, see below
@@ -59,19 +59,20 @@ std::optional<Plan> planFor(const ir::Node &n) {
     // Pointwise: pixels as the tile's columns, read straight from the input
     // (when there are enough pixels for a vector).
     bool pointwise = w[2] == 1 && w[3] == 1 && n.inShape(0) == Shape{y[0], n.inShape(0)[1], y[2], y[3]};
+    int64_t reduce = w[1] * w[2] * w[3];
     if (pointwise && y[2] * y[3] >= 16)
-      return Plan{groups, y[2] * y[3], mg, false, 0, true};
-    return Plan{groups, mg, y[2] * y[3], false, 3};
+      return Plan{groups, y[2] * y[3], mg, reduce, false, 0, true};
+    return Plan{groups, mg, y[2] * y[3], reduce, false, 3};
   }
   if (n.OpType == "Gemm") {
     bool tb = n.attrInt("transB", 0) != 0;
-    return Plan{1, y[1], y[0], !tb, 3};
+    return Plan{1, y[1], y[0], n.inShape(0)[n.attrInt("transA", 0) ? 0 : 1], !tb, 3};
   }
   if (n.OpType == "MatMul") {
     const Shape &a = n.inShape(0);
     if (w.size() != 2 || a.size() < 2)
       return std::nullopt;
-    return Plan{1, w[1], numElements(a) / a.back(), true, 2};
+    return Plan{1, w[1], numElements(a) / a.back(), w[0], true, 2};
   }
   return std::nullopt;
 }
@@ -94,11 +95,11 @@ void packWeights(ir::Graph &g, const kir::ScheduleTarget &target) {
         nodes.push_back(std::move(n));
         continue;
       }
-      plan = Plan{plan->Groups, plan->Rows, plan->Cols, false, 3};
+      plan = Plan{plan->Groups, plan->Rows, plan->Cols, plan->Reduce, false, 3};
     }
     if (plan) {
       kir::ContractionTile tile =
-          kir::chooseContractionTile(target, plan->Rows, plan->Cols);
+          kir::chooseContractionTile(target, plan->Rows, plan->Cols, false, plan->Reduce);
       auto pack = std::make_unique<ir::Node>();
       pack->Name = g.uniqueNodeName(n->Name + "/pack");
       pack->OpType = "PackPanels";
