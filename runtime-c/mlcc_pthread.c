@@ -23,12 +23,21 @@ static void run_tasks(mlcc_pthread_pool *pool, int32_t worker) {
    changed. Waking a sleeping thread costs a system call and, in a virtual
    machine, much more than a short spin, and a model's kernels start their
    parallel loops in quick succession. */
+static void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause(); /* leaves the core's resources to a sibling thread */
+#elif defined(__aarch64__) || (defined(__arm__) && __ARM_ARCH >= 7)
+  __asm__ __volatile__("yield");
+#endif
+}
+
 static int spin_while_equal(const void *value, uint64_t unchanged, int is64) {
-  for (int spin = 0; spin < 1000000; ++spin) {
+  for (int spin = 0; spin < 200000; ++spin) {
     uint64_t v = is64 ? __atomic_load_n((const uint64_t *)value, __ATOMIC_ACQUIRE)
                       : (uint64_t)__atomic_load_n((const int32_t *)value, __ATOMIC_ACQUIRE);
     if (v != unchanged)
       return 1;
+    cpu_relax();
   }
   return 0;
 }

@@ -369,7 +369,9 @@ private:
     return max ? lowestValue(t) : highestValue(t);
   }
 
-  Stmt tryVectorize(const StmtNode &s) {
+  /// The vector form of loop `s`, with at most `maxLanes` lanes when that
+  /// is not 0; the remainder is vectorized again with narrower vectors.
+  Stmt tryVectorize(const StmtNode &s, int maxLanes = 0) {
     if (s.Loop != LoopKind::Serial && s.Loop != LoopKind::Vectorized)
       return nullptr;
     if (!s.Begin->isConst() || !s.End->isConst())
@@ -389,6 +391,8 @@ private:
     }
     // The target's full width, or narrower vectors for a short loop.
     int lanes = T.VectorBytes / (int)widest;
+    if (maxLanes > 0)
+      lanes = std::min(lanes, maxLanes);
     while (lanes > 4 && n < lanes)
       lanes /= 2;
     if (lanes < 2 || n < lanes)
@@ -464,8 +468,11 @@ private:
     out.push_back(forLoop(vo, indexConst(0), indexConst(main / lanes),
                           block(std::move(vecBody))));
     out.insert(out.end(), combine.begin(), combine.end());
-    if (main < n)
-      out.push_back(forLoop(s.LoopVar, indexConst(begin + main), s.End, s.Inner));
+    if (main < n) {
+      Stmt rest = forLoop(s.LoopVar, indexConst(begin + main), s.End, s.Inner);
+      Stmt narrower = tryVectorize(*rest, lanes / 2);
+      out.push_back(narrower ? narrower : rest);
+    }
     Stmt result = block(std::move(out));
     for (auto &acc : partials)
       result = alloc(acc, result);
