@@ -4,6 +4,7 @@
 #include "compiler/kernel/Schedule.h"
 #include "compiler/support/Error.h"
 
+#include <cstring>
 #include <unordered_map>
 
 namespace mlcc::kir {
@@ -111,6 +112,10 @@ private:
       int64_t begin = eval(*s->Begin).I, end = eval(*s->End).I;
       size_t slot = VarValues.size();
       VarValues.push_back({s->LoopVar.get(), begin});
+      if (end > begin && copyLoop(*s, slot, begin, end)) {
+        VarValues.pop_back();
+        return;
+      }
       for (int64_t i = begin; i < end; ++i) {
         VarValues[slot].second = i;
         exec(s->Inner);
@@ -145,7 +150,47 @@ private:
     }
   }
 
+  /// A loop whose body is one store of a load of the same type, both at
+  /// indices affine in the loop variable (a copy, a transpose, a panel of
+  /// packed weights): runs without evaluating the body per element. The
+  /// bytes move as the load and store would move them (no narrow floats,
+  /// whose values pass through f32), element by element in loop order.
+  struct CopyShape {
+    bool Copy = false;
+    int64_t DstStride = 0, SrcStride = 0;
+  };
+  bool copyLoop(const StmtNode &loop, size_t slot, int64_t begin, int64_t end) {
+    auto [it, fresh] = CopyShapes.try_emplace(&loop);
+    CopyShape &c = it->second;
+    const StmtNode *st = loop.Inner.get();
+    if (st && st->Kind == StmtKind::Block && st->Body.size() == 1)
+      st = st->Body[0].get();
+    if (fresh && st && st->Kind == StmtKind::Store && st->Value->Kind == ExprKind::Load &&
+        st->Value->Lanes == 1 && st->Buf->Type == st->Value->Buf->Type &&
+        !isNarrowFloat(st->Buf->Type) && dtypeSize(st->Buf->Type) > 0) {
+      auto ds = strideOf(st->Index, loop.LoopVar), ss = strideOf(st->Value->A, loop.LoopVar);
+      if (ds && ss && *ds != 0)
+        c = {true, *ds, *ss};
+    }
+    if (!c.Copy)
+      return false;
+    int dslot = bufSlot(st->Buf.get()), sslot = bufSlot(st->Value->Buf.get());
+    int64_t d0 = eval(*st->Index).I, s0 = eval(*st->Value->A).I, n = end - begin;
+    checkedIndex(dslot, d0);
+    checkedIndex(dslot, d0 + (n - 1) * c.DstStride);
+    checkedIndex(sslot, s0);
+    checkedIndex(sslot, s0 + (n - 1) * c.SrcStride);
+    const BufSlot &d = Bufs[(size_t)dslot], &src = Bufs[(size_t)sslot];
+    int64_t size = dtypeSize(d.Type);
+    for (int64_t i = 0; i < n; ++i)
+      std::memmove(d.Data + (d0 + i * c.DstStride) * size,
+                   src.Data + (s0 + i * c.SrcStride) * size, (size_t)size);
+    VarValues[slot].second = end;
+    return true;
+  }
+
   const Kernel &K;
+  std::unordered_map<const StmtNode *, CopyShape> CopyShapes;
   std::vector<BufSlot> Bufs;
   std::vector<std::pair<const BufferNode *, int>> Slots;
   std::vector<std::pair<const VarNode *, int64_t>> VarValues;

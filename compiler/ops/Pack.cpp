@@ -51,13 +51,23 @@ void inferPackPanels(ir::Node &n) {
 void lowerPackPanels(LowerCtx &c) {
   PackGeometry g = packGeometry(c.node());
   TensorRef w = c.in(0), y = c.out(0);
-  int64_t panels = (g.Cols + g.Panel - 1) / g.Panel;
-  c.b().loops({g.Groups, panels, g.Rows, g.Panel}, [&](const std::vector<Expr> &i) {
-    Expr col = i[1] * g.Panel + i[3];
+  int64_t full = g.Cols / g.Panel, panels = (g.Cols + g.Panel - 1) / g.Panel;
+  auto src = [&](const Expr &group, const Expr &row, const Expr &col) {
+    return g.Transposed ? row * g.Cols + col : (group * g.Cols + col) * g.Rows + row;
+  };
+  // Full panels: a copy per panel row. The last panel, when partial, is
+  // zero past the last column.
+  c.b().loops({g.Groups, full, g.Rows, g.Panel}, [&](const std::vector<Expr> &i) {
+    y.store(i, w.loadFlat(src(i[0], i[2], i[1] * g.Panel + i[3])));
+  }, "i");
+  if (full == panels)
+    return;
+  c.b().loops({g.Groups, g.Rows, g.Panel}, [&](const std::vector<Expr> &i) {
+    Expr col = indexConst(full * g.Panel) + i[2];
     Expr j = min(col, indexConst(g.Cols - 1)); // in bounds; masked below
-    Expr src = g.Transposed ? i[2] * g.Cols + j : (i[0] * g.Cols + j) * g.Rows + i[2];
-    y.store(i, select(lt(col, indexConst(g.Cols)), w.loadFlat(src),
-                      constant(w.computeType(), 0)));
+    y.store({i[0], indexConst(full), i[1], i[2]},
+            select(lt(col, indexConst(g.Cols)), w.loadFlat(src(i[0], i[1], j)),
+                   constant(w.computeType(), 0)));
   }, "i");
 }
 
