@@ -20,9 +20,12 @@ ContractionTile chooseContractionTile(const ScheduleTarget &t, int64_t rows,
   int64_t regs = t.VectorRegisters > 0 ? t.VectorRegisters : 32;
   ContractionTile best;
   double bestScore = -1;
+  // Up to 4 vectors across; a scalar FPU takes wider panels of scalars
+  // (a matrix-vector product then reads each input once per many outputs).
+  int64_t widest = lanes == 1 ? 16 : 4;
   int64_t maxVectors =
-      std::min<int64_t>(4, fullPanels ? std::max<int64_t>(cols / lanes, 1)
-                                      : (cols + lanes - 1) / lanes);
+      std::min<int64_t>(widest, fullPanels ? std::max<int64_t>(cols / lanes, 1)
+                                           : (cols + lanes - 1) / lanes);
   for (int64_t nv = 1; nv <= maxVectors; ++nv) {
     int64_t panel = nv * lanes;
     int64_t maxRows = std::min<int64_t>({(regs - nv - 1) / nv, 16, rows});
