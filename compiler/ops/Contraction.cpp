@@ -229,8 +229,9 @@ void lowerTiledContraction(LowerCtx &c, const TiledContraction &t) {
     kred *= e;
   const bool direct = t.LoadB != nullptr;
   const kir::Buffer &packed = t.PackedB.buffer();
-  MLCC_CHECK(direct ? t.Cols >= VM
-                    : packed && t.PackedB.numel() >= panels * kred * VM,
+  // A packed operand without a buffer is an inlined splat (every weight
+  // the same value): its vectors are broadcasts.
+  MLCC_CHECK(direct ? t.Cols >= VM : t.PackedB.numel() >= panels * kred * VM,
              "B operand of " << t.Cols << " columns for panels of " << VM);
 
   const int64_t rowTiles = (t.Rows + RW - 1) / RW;
@@ -265,10 +266,11 @@ void lowerTiledContraction(LowerCtx &c, const TiledContraction &t) {
           kf = kf * t.Reduce[i] + k[i];
         std::vector<Expr> bv;
         for (int64_t v = 0; v < NV; ++v)
-          bv.push_back(direct ? cast(t.Acc, t.LoadB(k, c0 + v * L))
-                              : cast(t.Acc, vload(packed, ((t.FirstPanel + p) * kred + kf) * VM +
-                                                               v * L,
-                                                  (int)L)));
+          bv.push_back(direct  ? cast(t.Acc, t.LoadB(k, c0 + v * L))
+                       : packed ? cast(t.Acc, vload(packed, ((t.FirstPanel + p) * kred + kf) * VM +
+                                                                v * L,
+                                                    (int)L))
+                                : broadcast(cast(t.Acc, t.PackedB.loadFlat(indexConst(0))), (int)L));
         for (int64_t r = 0; r < RW; ++r) {
           Expr a = t.LoadA(r0 + r, k);
           for (int64_t v = 0; v < NV; ++v)
