@@ -164,6 +164,7 @@ void Node::setOutput(size_t i, DType type, Shape dims) {
     if (d < 0)
       error() << "output " << i << " would have a negative dimension "
               << shapeToString(dims);
+  checkTensorSize(where() + ": output " + std::to_string(i), dims, type);
   Outputs[i]->Type = TensorType{type, std::move(dims)};
 }
 

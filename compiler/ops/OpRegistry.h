@@ -77,6 +77,12 @@ public:
   /// The schema for `node` (by domain, op type and the node's opset), or a
   /// CompileError naming the node and saying what is missing.
   const OpSchema &lookup(const ir::Node &node) const;
+  /// Checks `node` against the ONNX schema of its op and opset (compiler/ops/
+  /// Validate.cpp): input and output counts, required inputs and
+  /// attributes, attribute types, element type constraints and the shared
+  /// attribute value ranges. Runs before the node's Infer; throws a
+  /// CompileError (Invalid) naming the node, the op and the problem.
+  void validate(const ir::Node &node) const;
   const OpSchema *find(const std::string &domain, const std::string &name,
                        int64_t version) const;
   /// All registered (domain, name) pairs with their versions, sorted.

@@ -147,72 +147,72 @@ void lowerPool(LowerCtx &c, PoolKind kind) {
 
   // One output element, any position: the window clipped to the input.
   auto element = [&](const Expr &n, const Expr &ch, const std::vector<Expr> &o) {
-        std::vector<Expr> lo(r), hi(r);
-        for (size_t d = 0; d < r; ++d)
-          std::tie(lo[d], hi[d]) =
-              validKernelRange(o[d], w.Strides[d], w.Dilations[d], w.PadBegin[d],
-                               w.Kernel[d], s.InSpatial[d]);
-        Local acc = b.local("acc", kind == PoolKind::Max ? lowestValue(t)
-                                                          : constant(t, 0));
-        std::optional<Local> arg;
-        if (indices)
-          arg = b.local("arg", indexConst(-1));
-        std::vector<Expr> pos(r);
-        std::function<void(size_t)> rec = [&](size_t d) {
-          if (d == r) {
-            std::vector<Expr> xi = {n, ch};
-            xi.insert(xi.end(), pos.begin(), pos.end());
-            Expr v = x.load(xi);
-            if (kind == PoolKind::Max) {
-              if (indices) {
-                b.ifThen(lor(gt(v, acc.get()), lt(arg->get(), indexConst(0))), [&] {
-                  b.set(acc, v);
-                  Expr flat = indexConst(0);
-                  for (size_t i = 0; i < r; ++i)
-                    flat = flat + pos[i] * idxStride[i];
-                  b.set(*arg, flat);
-                });
-              } else {
-                b.set(acc, max(acc.get(), v));
-              }
-            } else if (kind == PoolKind::Average) {
-              b.set(acc, acc.get() + v);
-            } else {
-              b.set(acc, acc.get() + lpPower(v, p));
-            }
-            return;
+    std::vector<Expr> lo(r), hi(r);
+    for (size_t d = 0; d < r; ++d)
+      std::tie(lo[d], hi[d]) =
+          validKernelRange(o[d], w.Strides[d], w.Dilations[d], w.PadBegin[d],
+                           w.Kernel[d], s.InSpatial[d]);
+    Local acc = b.local("acc", kind == PoolKind::Max ? lowestValue(t)
+                                                      : constant(t, 0));
+    std::optional<Local> arg;
+    if (indices)
+      arg = b.local("arg", indexConst(-1));
+    std::vector<Expr> pos(r);
+    std::function<void(size_t)> rec = [&](size_t d) {
+      if (d == r) {
+        std::vector<Expr> xi = {n, ch};
+        xi.insert(xi.end(), pos.begin(), pos.end());
+        Expr v = x.load(xi);
+        if (kind == PoolKind::Max) {
+          if (indices) {
+            b.ifThen(lor(gt(v, acc.get()), lt(arg->get(), indexConst(0))), [&] {
+              b.set(acc, v);
+              Expr flat = indexConst(0);
+              for (size_t i = 0; i < r; ++i)
+                flat = flat + pos[i] * idxStride[i];
+              b.set(*arg, flat);
+            });
+          } else {
+            b.set(acc, max(acc.get(), v));
           }
-          b.loop("k" + std::to_string(d), lo[d], hi[d], [&](Expr k) {
-            pos[d] = o[d] * w.Strides[d] + k * w.Dilations[d] - w.PadBegin[d];
-            rec(d + 1);
-          });
-        };
-        rec(0);
-        std::vector<Expr> yi = {n, ch};
-        yi.insert(yi.end(), o.begin(), o.end());
-        Expr result = acc.get();
-        if (kind == PoolKind::Average) {
-          Expr count = indexConst(1);
-          for (size_t d = 0; d < r; ++d) {
-            if (countPad) {
-              // Window positions inside [-padBegin, extent + padEnd).
-              auto [plo, phi] = validKernelRange(
-                  o[d], w.Strides[d], w.Dilations[d], 0, w.Kernel[d],
-                  s.InSpatial[d] + w.PadBegin[d] + w.PadEnd[d]);
-              count = count * max(phi - plo, indexConst(0));
-            } else {
-              count = count * max(hi[d] - lo[d], indexConst(0));
-            }
-          }
-          result = result / cast(t, max(count, indexConst(1)));
-        } else if (kind == PoolKind::Lp) {
-          result = lpRoot(result, p);
+        } else if (kind == PoolKind::Average) {
+          b.set(acc, acc.get() + v);
+        } else {
+          b.set(acc, acc.get() + lpPower(v, p));
         }
-        y.store(yi, result);
-        if (indices) {
-          Expr base = (n * s.C + ch) * spatialSize;
-          indices->store(yi, cast(DType::I64, base + max(arg->get(), indexConst(0))));
+        return;
+      }
+      b.loop("k" + std::to_string(d), lo[d], hi[d], [&](Expr k) {
+        pos[d] = o[d] * w.Strides[d] + k * w.Dilations[d] - w.PadBegin[d];
+        rec(d + 1);
+      });
+    };
+    rec(0);
+    std::vector<Expr> yi = {n, ch};
+    yi.insert(yi.end(), o.begin(), o.end());
+    Expr result = acc.get();
+    if (kind == PoolKind::Average) {
+      Expr count = indexConst(1);
+      for (size_t d = 0; d < r; ++d) {
+        if (countPad) {
+          // Window positions inside [-padBegin, extent + padEnd).
+          auto [plo, phi] = validKernelRange(
+              o[d], w.Strides[d], w.Dilations[d], 0, w.Kernel[d],
+              s.InSpatial[d] + w.PadBegin[d] + w.PadEnd[d]);
+          count = count * max(phi - plo, indexConst(0));
+        } else {
+          count = count * max(hi[d] - lo[d], indexConst(0));
         }
+      }
+      result = result / cast(t, max(count, indexConst(1)));
+    } else if (kind == PoolKind::Lp) {
+      result = lpRoot(result, p);
+    }
+    y.store(yi, result);
+    if (indices) {
+      Expr base = (n * s.C + ch) * spatialSize;
+      indices->store(yi, cast(DType::I64, base + max(arg->get(), indexConst(0))));
+    }
   };
 
   // 2-D max and average pooling without indices: the outputs whose whole

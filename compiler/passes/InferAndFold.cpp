@@ -151,6 +151,8 @@ void inferAndFold(ir::Graph &g, const FoldOptions &options) {
   for (size_t index = 0; index < g.Nodes.size(); ++index) {
     ir::Node &n = *g.Nodes[index];
     const ops::OpSchema &schema = reg.lookup(n);
+    if (options.Validate)
+      reg.validate(n);
     if (schema.Expand) {
       // Replace the node by its expansion and continue with the first new
       // node (the expansion may be empty when outputs map to existing values).

@@ -17,6 +17,10 @@ struct FoldOptions {
   /// Results with more elements than this are computed at run time instead
   /// (unless all their elements are equal, which costs nothing to keep).
   int64_t MaxFoldElements = int64_t(1) << 22;
+  /// Check each node against its ONNX schema before inferring it
+  /// (OpRegistry::validate). The pipeline's first run sets it: the nodes are
+  /// the model's own; later runs see nodes that mlcc's passes extended.
+  bool Validate = false;
 };
 
 /// infer-and-fold: in topological order, infers every node's output types

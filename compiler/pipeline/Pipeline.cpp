@@ -88,7 +88,11 @@ std::vector<std::string> passNames() {
 
 kir::Program runPipeline(ir::Graph &g, const PipelineOptions &options) {
   PassRunner passes(g, options);
-  passes.run("infer-and-fold", [&](ir::Graph &x) { passes::inferAndFold(x, options.Fold); });
+  passes.run("infer-and-fold", [&](ir::Graph &x) {
+    passes::FoldOptions fold = options.Fold;
+    fold.Validate = true;
+    passes::inferAndFold(x, fold);
+  });
   passes.run("eliminate-dead-code", passes::eliminateDeadCode);
   passes.run("eliminate-common-subexpressions", passes::eliminateCommonSubexpressions);
   passes.run("fold-batch-norm", passes::foldBatchNorm);

@@ -29,6 +29,11 @@ enum class ErrorKind {
 
 const char *errorKindName(ErrorKind kind);
 
+/// `text` made safe for a one-line message on a terminal: control bytes and
+/// bytes that are not valid UTF-8 become \xNN (names in a model are
+/// arbitrary bytes); valid UTF-8 is kept.
+std::string escapeForMessage(const std::string &text);
+
 /// The single error type of the compiler. `what()` is the full one-line
 /// message; `detail()` excludes the location prefix.
 class CompileError : public std::runtime_error {
@@ -56,7 +61,7 @@ public:
   ~ErrorBuilder() noexcept(false) {
     // If building the message itself threw, let that exception propagate.
     if (std::uncaught_exceptions() == Pending)
-      throw CompileError(Kind, Stream.str());
+      throw CompileError(Kind, escapeForMessage(Stream.str()));
   }
   template <typename T> ErrorBuilder &operator<<(const T &value) {
     Stream << value;

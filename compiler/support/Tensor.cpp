@@ -4,6 +4,7 @@
 #include "compiler/support/Float16.h"
 #include "compiler/support/Float8.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -16,6 +17,32 @@ int64_t numElements(const Shape &shape) {
   for (int64_t d : shape)
     n *= d;
   return n;
+}
+
+namespace {
+int64_t MaxTensorBytes = int64_t(1) << 34;
+}
+
+int64_t maxTensorBytes() { return MaxTensorBytes; }
+void setMaxTensorBytes(int64_t bytes) { MaxTensorBytes = bytes; }
+
+int64_t checkedTensorBytes(const Shape &shape, size_t elementBytes) {
+  int64_t n = (int64_t)std::max<size_t>(elementBytes, 1);
+  for (int64_t d : shape)
+    if (d < 0 || __builtin_mul_overflow(n, d, &n))
+      return -1;
+  return n;
+}
+
+void checkTensorSize(const std::string &what, const Shape &shape, DType dtype) {
+  int64_t bytes = checkedTensorBytes(shape, dtypeSize(dtype));
+  if (bytes < 0)
+    fail(ErrorKind::Invalid) << what << " has shape " << shapeToString(shape)
+                             << ", whose size does not fit in 64 bits";
+  if (bytes > MaxTensorBytes)
+    fail(ErrorKind::Invalid) << what << " has shape " << shapeToString(shape)
+                             << " (" << bytes << " bytes), more than mlcc's limit of "
+                             << MaxTensorBytes << " bytes per tensor";
 }
 
 std::string shapeToString(const Shape &shape) {

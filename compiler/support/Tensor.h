@@ -25,6 +25,19 @@ int64_t numElements(const Shape &shape);
 /// "[1,3,224,224]"
 std::string shapeToString(const Shape &shape);
 
+/// The largest tensor mlcc accepts, in bytes: 16 GiB by default. A model
+/// file, a --freeze file or a node's inferred output beyond it is a compile
+/// error. The fuzzer lowers it to keep constant folding small.
+int64_t maxTensorBytes();
+void setMaxTensorBytes(int64_t bytes);
+/// Bytes of a tensor of `shape` whose elements take `elementBytes` (at
+/// least 1 is counted), or -1 when a dimension is negative or the product
+/// overflows 64 bits.
+int64_t checkedTensorBytes(const Shape &shape, size_t elementBytes);
+/// Throws a CompileError (Invalid) starting with `what` when a tensor of
+/// this shape and type is negative, overflows or exceeds maxTensorBytes().
+void checkTensorSize(const std::string &what, const Shape &shape, DType dtype);
+
 class Tensor {
 public:
   Tensor(DType dtype, Shape shape);

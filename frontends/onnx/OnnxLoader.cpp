@@ -2,6 +2,7 @@
 
 #include "frontends/onnx/OnnxSchema.pb.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -47,6 +48,20 @@ DType tensorDType(int64_t code, const TensorContext &ctx) {
   return *t;
 }
 
+int64_t parseCount(const std::string &text, const char *key,
+                   const TensorContext &ctx) {
+  int64_t v = 0;
+  bool ok = !text.empty() && text.size() <= 18;
+  for (char c : text)
+    ok = ok && c >= '0' && c <= '9';
+  if (ok)
+    v = std::stoll(text);
+  else
+    fail(ErrorKind::Invalid) << ctx.What << ": external data " << key << " '"
+                             << text << "' is not a non-negative integer";
+  return v;
+}
+
 std::string readExternal(const pb::Tensor &tp, const TensorContext &ctx,
                          size_t expected) {
   std::string location;
@@ -55,9 +70,9 @@ std::string readExternal(const pb::Tensor &tp, const TensorContext &ctx,
     if (kv.key() == "location")
       location = kv.value();
     else if (kv.key() == "offset")
-      offset = std::stoll(kv.value());
+      offset = parseCount(kv.value(), "offset", ctx);
     else if (kv.key() == "length")
-      length = std::stoll(kv.value());
+      length = parseCount(kv.value(), "length", ctx);
   }
   if (location.empty())
     fail(ErrorKind::Invalid) << ctx.What
@@ -97,12 +112,10 @@ TensorPtr convertTensor(const pb::Tensor &tp, const TensorContext &ctx) {
       fail(ErrorKind::Invalid) << ctx.What << " has negative dimension " << d;
   if (tp.has_segment())
     fail(ErrorKind::Unsupported) << ctx.What << " is segmented";
+  checkTensorSize(ctx.What, dims, dtype);
   int64_t n = numElements(dims);
   size_t esize = dtypeSize(dtype);
   size_t bytes = (size_t)n * esize;
-  if (n > (int64_t(1) << 40) / (int64_t)esize)
-    fail(ErrorKind::Invalid) << ctx.What << " is implausibly large ("
-                             << shapeToString(dims) << ")";
 
   auto out = std::make_shared<Tensor>(dtype, dims);
   std::vector<uint8_t> &data = out->mutableBytes();
@@ -241,6 +254,19 @@ public:
   /// graphs; `isMain` selects graph-input handling.
   std::shared_ptr<ir::Graph> build(const pb::Graph &gp, bool isMain,
                                    const std::map<std::string, ir::Value *> *outer) {
+    if (++Depth > MaxSubgraphDepth)
+      fail(ErrorKind::Invalid) << "subgraphs nest more than " << MaxSubgraphDepth
+                               << " levels deep (graph '" << gp.name() << "')";
+    std::shared_ptr<ir::Graph> g = buildGraph(gp, isMain, outer);
+    --Depth;
+    return g;
+  }
+
+private:
+  static constexpr int MaxSubgraphDepth = 32;
+
+  std::shared_ptr<ir::Graph> buildGraph(const pb::Graph &gp, bool isMain,
+                                        const std::map<std::string, ir::Value *> *outer) {
     auto g = std::make_shared<ir::Graph>();
     g->Name = gp.name();
     g->Opsets = Opsets;
@@ -321,7 +347,6 @@ public:
     return g;
   }
 
-private:
   void checkFrozen(const pb::ValueInfo &vi, const Tensor &t) {
     if (!vi.type().has_tensor_type())
       return;
@@ -366,6 +391,8 @@ private:
       if (d < -1)
         fail(ErrorKind::Invalid) << "graph input '" << vi.name()
                                  << "' has negative dimension " << d;
+    if (std::find(dims.begin(), dims.end(), -1) == dims.end())
+      checkTensorSize("graph input '" + vi.name() + "'", dims, dtype);
     return {dtype, dims};
   }
 
@@ -699,13 +726,20 @@ private:
   std::map<std::string, int64_t> Opsets;
   std::map<std::pair<std::string, std::string>, const pb::Function *> Functions;
   int CallDepth = 0;
+  int Depth = 0; ///< Nesting of the graph being built (1: the main graph).
 };
 
 } // namespace
 
 std::unique_ptr<ir::Graph> loadModel(const std::string &path,
                                      const LoadOptions &options) {
-  std::string bytes = readFile(path, "model");
+  return loadModelBytes(readFile(path, "model"), path, dirOf(path), options);
+}
+
+std::unique_ptr<ir::Graph> loadModelBytes(const std::string &bytes,
+                                          const std::string &path,
+                                          const std::string &baseDir,
+                                          const LoadOptions &options) {
   pb::Model model;
   if (bytes.empty() || !model.ParseFromString(bytes))
     fail(ErrorKind::Invalid) << "'" << path
@@ -730,7 +764,7 @@ std::unique_ptr<ir::Graph> loadModel(const std::string &path,
                                  << def->second
                                  << " of the default domain; mlcc supports 1 to "
                                  << MaxDefaultOpset;
-  GraphBuilder builder(options, dirOf(path), opsets, model.functions());
+  GraphBuilder builder(options, baseDir, opsets, model.functions());
   std::shared_ptr<ir::Graph> g = builder.build(model.graph(), true, nullptr);
   auto out = std::make_unique<ir::Graph>();
   *out = std::move(*g);

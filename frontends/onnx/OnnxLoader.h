@@ -37,6 +37,13 @@ struct LoadOptions {
 std::unique_ptr<ir::Graph> loadModel(const std::string &path,
                                      const LoadOptions &options);
 
+/// Loads a model from its serialized bytes; `path` names it in messages
+/// and `baseDir` is where external data lives ("" forbids external data).
+std::unique_ptr<ir::Graph> loadModelBytes(const std::string &bytes,
+                                          const std::string &path,
+                                          const std::string &baseDir,
+                                          const LoadOptions &options);
+
 /// A graph input as written in the model file (before any binding).
 struct GraphInputDesc {
   std::string Name;

@@ -58,6 +58,26 @@ expect bad-broadcast 1 "node 'add1' (Add): shapes [2,3] and [4,5] do not broadca
                        -- "$data/bad_broadcast.onnx" -o "$work/out/libm.a"
 expect undefined-in  1 "input 'nowhere' is not defined" \
                        -- "$data/undefined_input.onnx" -o "$work/out/libm.a"
+expect input-count   1 "node 'div1' (Div): has 1 input; Div-13 takes 2" \
+                       -- "$data/div_one_input.onnx" -o "$work/out/libm.a"
+expect required-attr 1 "node 'cast1' (Cast): lacks the required attribute 'to'" \
+                       -- "$data/cast_missing_attr.onnx" -o "$work/out/libm.a"
+expect attr-type     1 "node 'sm1' (Softmax): attribute 'axis' is a float; Softmax-13 expects an int" \
+                       -- "$data/attr_wrong_type.onnx" -o "$work/out/libm.a"
+expect dtype-constraint 1 "node 'sqrt1' (Sqrt): input 0 ('X') is int32; Sqrt-13 accepts T in {float16, float, double, bfloat16}" \
+                       -- "$data/dtype_constraint.onnx" -o "$work/out/libm.a"
+expect axis-range    1 "node 'sm2' (Softmax): axis 5 is out of range [-2, 1] for an input of rank 2" \
+                       -- "$data/axis_out_of_range.onnx" -o "$work/out/libm.a"
+expect window-attr   1 "node 'conv1' (Conv): strides [1,0] must be positive" \
+                       -- "$data/conv_zero_stride.onnx" -o "$work/out/libm.a"
+# Names from the model are escaped: the message stays one line of valid UTF-8.
+expect escaped-name  1 "node 'ev\xffl\x0a\x1b[2J' (Div)" \
+                       -- "$data/garbled_name.onnx" -o "$work/out/libm.a"
+if iconv -f UTF-8 -t UTF-8 "$work/stderr" > /dev/null 2>&1; then
+  echo "ok   escaped-name is valid UTF-8"
+else
+  echo "FAIL escaped-name: the message is not valid UTF-8"; failures=$((failures + 1))
+fi
 mkdir -p "$work/ext" && cp "$root/tests/golden/models/external_data.onnx" "$work/ext/"
 expect missing-external 1 "cannot open external data file" -- "$work/ext/external_data.onnx" -o "$work/out/libm.a"
 expect missing-dir   1 "does not exist" -- "$digits" -o "$work/out/no/such/dir/libm.a"

@@ -40,6 +40,35 @@ save(helper.make_graph([helper.make_node("Add", ["a", "b"], ["y"], name="add1")]
 save(helper.make_graph([helper.make_node("Relu", ["nowhere"], ["y"], name="relu2")],
                        "undefined_input", [x], [y]), "undefined_input.onnx")
 
+# Nodes that break their op's schema (each found by mutating conformance
+# models; some crashed mlcc before schema validation).
+a = helper.make_tensor_value_info("a", TensorProto.FLOAT, [2, 3])
+save(helper.make_graph([helper.make_node("Div", ["a"], ["y"], name="div1")],
+                       "div_one_input", [a], [y]), "div_one_input.onnx")
+save(helper.make_graph([helper.make_node("Cast", ["x"], ["y"], name="cast1")],
+                       "cast_no_to", [x], [y]), "cast_missing_attr.onnx")
+save(helper.make_graph([helper.make_node("Softmax", ["x"], ["y"], name="sm1", axis=1.5)],
+                       "float_axis", [x], [y]), "attr_wrong_type.onnx")
+xi = helper.make_tensor_value_info("x", TensorProto.INT32, [2, 3])
+save(helper.make_graph([helper.make_node("Sqrt", ["x"], ["y"], name="sqrt1")],
+                       "int_sqrt", [xi], [y]), "dtype_constraint.onnx")
+save(helper.make_graph([helper.make_node("Softmax", ["x"], ["y"], name="sm2", axis=5)],
+                       "axis_range", [x], [y]), "axis_out_of_range.onnx")
+x4 = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4])
+w4 = helper.make_tensor("w", TensorProto.FLOAT, [1, 1, 3, 3], [0.0] * 9)
+save(helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"], name="conv1",
+                                         strides=[1, 0])],
+                       "zero_stride", [x4], [y], [w4]), "conv_zero_stride.onnx")
+# A node name with a newline, an escape byte and a byte that is not UTF-8.
+bad_name = helper.make_node("Div", ["a"], ["y"])
+bad_name.name = "evil\n\x1b[2J"
+m = helper.make_model(helper.make_graph([bad_name], "bad_name", [a], [y]),
+                      opset_imports=[helper.make_opsetid("", 13)])
+m.ir_version = 8
+raw = m.SerializeToString().replace(b"evil", b"ev\xffl")
+with open(os.path.join(here, "garbled_name.onnx"), "wb") as f:
+    f.write(raw)
+
 # A serialized TensorProto (for --freeze).
 t = helper.make_tensor("t", TensorProto.FLOAT, [2], [1.0, 2.0])
 with open(os.path.join(here, "tensor.pb"), "wb") as f:

@@ -36,8 +36,14 @@ std::optional<ErrorKind> compileBytes(const std::string &bytes, const std::strin
     runPipeline(*g, po);
     return std::nullopt;
   } catch (const CompileError &e) {
+    std::string msg = e.what();
     if (e.kind() == ErrorKind::Internal)
-      FAIL("internal error on a mutant: " << e.what());
+      FAIL("internal error on a mutant: " << msg);
+    // A model problem: one non-empty line, never an I/O or usage error.
+    CHECK(!msg.empty());
+    CHECK(msg.find('\n') == std::string::npos);
+    CHECK((e.kind() == ErrorKind::Invalid || e.kind() == ErrorKind::Unsupported ||
+           e.kind() == ErrorKind::DataDependent));
     return e.kind();
   }
 }
@@ -72,6 +78,23 @@ TEST_CASE("mutated models never crash the compiler", "[robustness]") {
   }
   std::remove(path.c_str());
   INFO("compiled " << ok << ", rejected " << rejected);
-  CHECK(ok + rejected == 400);
-  CHECK(rejected > 0);
+  // Both outcomes occur: flips inside the weights leave a valid model, and
+  // truncation alone rejects about a quarter of the mutants.
+  CHECK(ok > 0);
+  CHECK(rejected >= 100);
+}
+
+TEST_CASE("messages escape bytes that are not printable UTF-8", "[robustness]") {
+  CHECK(escapeForMessage("node 'a'") == "node 'a'");
+  CHECK(escapeForMessage("a\nb\x1b") == "a\\x0ab\\x1b");
+  CHECK(escapeForMessage("caf\xc3\xa9 \xe6\x97\xa5") == "caf\xc3\xa9 \xe6\x97\xa5");
+  CHECK(escapeForMessage("\xff\xc3") == "\\xff\\xc3");           // stray and cut off
+  CHECK(escapeForMessage("\xc0\xaf") == "\\xc0\\xaf");           // overlong
+  CHECK(escapeForMessage("\xed\xa0\x80") == "\\xed\\xa0\\x80");  // surrogate
+  try {
+    fail(ErrorKind::Invalid) << "node '" << std::string("x\xfe\n", 3) << "'";
+    FAIL("no error thrown");
+  } catch (const CompileError &e) {
+    CHECK(std::string(e.what()) == "node 'x\\xfe\\x0a'");
+  }
 }

@@ -54,6 +54,8 @@ struct Options {
   std::string Filter;
   std::vector<std::string> MinPass;
   std::string Cc = "cc";            ///< compiles the driver and links
+  /// Extra flags for the driver, the link and (as $CFLAGS) mlcc's C backend.
+  std::string CFlags;
   std::string RunPrefix;            ///< e.g. "qemu-aarch64 -L /usr/aarch64-linux-gnu"
   std::string SamplePassed;         ///< CSV of a host run: sample its passed cases
   int Sample = 0;                   ///< how many cases to sample evenly
@@ -243,9 +245,11 @@ private:
   void buildDriver() {
     DriverObj = (fs::path(O.Work) / "driver.o").string();
     std::string log;
-    int rc = runProcess({O.Cc, "-std=c99", "-O1", "-Wall", "-Wextra", "-Werror",
-                         "-I", O.RuntimeInclude, "-c", O.Driver, "-o", DriverObj},
-                        &log);
+    std::vector<std::string> cmd = {O.Cc, "-std=c99", "-O1", "-Wall", "-Wextra", "-Werror",
+                                    "-I", O.RuntimeInclude, "-c", O.Driver, "-o", DriverObj};
+    for (auto &f : split(O.CFlags))
+      cmd.push_back(f);
+    int rc = runProcess(cmd, &log);
     if (rc != 0)
       fail(ErrorKind::Io) << "cannot compile the driver: " << log;
   }
@@ -337,7 +341,10 @@ private:
     // Link the test program.
     std::string exe = (work / "run").string();
     log.clear();
-    rc = runProcess({O.Cc, "-o", exe, DriverObj, lib, "-lm"}, &log);
+    std::vector<std::string> link = {O.Cc, "-o", exe, DriverObj, lib, "-lm"};
+    for (auto &f : split(O.CFlags))
+      link.push_back(f);
+    rc = runProcess(link, &log);
     if (rc != 0) {
       r.S = Status::Failed;
       r.Detail = "link failed: " + firstLine(log);
@@ -553,6 +560,9 @@ int main(int argc, char **argv) {
   app.add_option("--filter", o.Filter, "Regex on folder/case");
   app.add_option("--min-pass", o.MinPass, "FOLDER=N: fail if fewer pass");
   app.add_option("--cc", o.Cc, "C compiler for the driver and the link (cross gcc)");
+  app.add_option("--cflags", o.CFlags,
+                 "Flags for the driver, the link and mlcc's C backend ($CFLAGS), "
+                 "e.g. -fsanitize=address,undefined");
   app.add_option("--run-prefix", o.RunPrefix, "Command prefix to run test programs (qemu)");
   app.add_option("--sample-passed", o.SamplePassed, "CSV of an earlier run: only its passed cases");
   app.add_option("--sample", o.Sample, "With --sample-passed: this many, evenly spaced");
@@ -566,6 +576,8 @@ int main(int argc, char **argv) {
                 "absent); skipping all conformance cases\n", o.Suite.c_str());
     return 77;
   }
+  if (!o.CFlags.empty())
+    setenv("CFLAGS", o.CFlags.c_str(), 1); // for mlcc --backend c
   try {
     Harness h(o);
     return h.run();

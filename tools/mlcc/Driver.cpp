@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <sstream>
 
 namespace mlcc {
 
@@ -151,10 +152,16 @@ std::string compileC(const std::string &source, const std::string &header,
   writeFile(name + ".c", source);
   const char *cc = std::getenv("CC");
   std::string compiler = cc && *cc ? cc : "cc";
+  std::vector<std::string> cmd = {compiler, "-std=c99", "-O2", "-fno-strict-aliasing",
+                                  "-fPIC", "-c", name + ".c", "-o", name + ".o"};
+  // $CFLAGS follows the defaults (e.g. -fsanitize=address,undefined).
+  if (const char *flags = std::getenv("CFLAGS")) {
+    std::istringstream words(flags);
+    for (std::string w; words >> w;)
+      cmd.insert(cmd.end() - 5, w);
+  }
   std::string log;
-  int rc = runProcess({compiler, "-std=c99", "-O2", "-fno-strict-aliasing",
-                       "-fPIC", "-c", name + ".c", "-o", name + ".o"},
-                      &log, tmp.Path);
+  int rc = runProcess(cmd, &log, tmp.Path);
   if (rc != 0)
     fail(ErrorKind::Internal) << "internal error: the C compiler '" << compiler
                               << "' failed on the generated code (exit " << rc
