@@ -8,9 +8,9 @@ using namespace kir;
 namespace {
 
 int64_t concatAxis(const ir::Node &n) {
-  if (!n.hasAttr("axis") && n.Opset < 4)
-    return 1;
-  return normalizeAxis(n, n.requireInt("axis"), (int64_t)n.inShape(0).size());
+  // Concat-1 defaults to axis 1; later versions require the attribute.
+  int64_t axis = !n.hasAttr("axis") && n.Opset < 4 ? 1 : n.requireInt("axis");
+  return normalizeAxis(n, axis, (int64_t)n.inShape(0).size());
 }
 
 void inferConcat(ir::Node &n) {
