@@ -15,6 +15,7 @@
 #include "compiler/ops/OpRegistry.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <set>
 #include <sstream>
 
@@ -289,6 +290,11 @@ std::string listText(const std::vector<int64_t> &v) {
   return s + "]";
 }
 
+/// Kernel sizes, strides, dilations and pads above this are rejected: the
+/// window arithmetic (input + pads - dilation * (kernel - 1)) then stays far
+/// from 64-bit overflow for every tensor mlcc accepts.
+constexpr int64_t MaxWindowValue = INT32_MAX;
+
 /// Attribute values that every op which has them reads the same way.
 void checkSharedValues(const ir::Node &n, const Schema &s) {
   int64_t r = rank0(n);
@@ -340,8 +346,9 @@ void checkSharedValues(const ir::Node &n, const Schema &s) {
                     << a->Ints.size() << " values; the input has " << spatial
                     << " spatial axes";
         for (int64_t v : a->Ints)
-          if (v < 1)
-            n.error() << name << " " << listText(a->Ints) << " must be positive";
+          if (v < 1 || v > MaxWindowValue)
+            n.error() << name << " " << listText(a->Ints) << " must be in [1, "
+                      << MaxWindowValue << "]";
       }
     if (const ir::Attribute *a = intsAttr("pads")) {
       if (a->Ints.size() != 2 * spatial)
@@ -349,8 +356,9 @@ void checkSharedValues(const ir::Node &n, const Schema &s) {
                   << " values; the input has " << spatial
                   << " spatial axes, so it needs " << 2 * spatial;
       for (int64_t v : a->Ints)
-        if (v < 0)
-          n.error() << "pads " << listText(a->Ints) << " must not be negative";
+        if (v < 0 || v > MaxWindowValue)
+          n.error() << "pads " << listText(a->Ints) << " must be in [0, "
+                    << MaxWindowValue << "]";
     }
   }
   // Counts that must be positive wherever they appear.
