@@ -29,6 +29,9 @@ public:
 
   void run() { exec(K.Body); }
 
+  /// Loop iterations left before BudgetExceeded; -1: no limit.
+  int64_t Budget = -1;
+
 private:
   struct BufSlot {
     uint8_t *Data;
@@ -116,6 +119,8 @@ private:
         VarValues.pop_back();
         return;
       }
+      if (Budget >= 0 && end > begin && (Budget -= end - begin) < 0)
+        throw BudgetExceeded{};
       for (int64_t i = begin; i < end; ++i) {
         VarValues[slot].second = i;
         exec(s->Inner);
@@ -198,14 +203,17 @@ private:
 
 } // namespace
 
-void interpret(const Kernel &k, const std::vector<void *> &args) {
+void interpret(const Kernel &k, const std::vector<void *> &args,
+               int64_t maxIterations) {
   if (hasVectors(k.Body)) {
     Kernel scalar = scalarize(k);
     Machine m(scalar, args);
+    m.Budget = maxIterations;
     m.run();
     return;
   }
   Machine m(k, args);
+  m.Budget = maxIterations;
   m.run();
 }
 

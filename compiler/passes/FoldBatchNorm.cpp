@@ -77,7 +77,7 @@ int64_t outputChannelAxis(const ir::Node &p) {
 
 } // namespace
 
-void foldBatchNorm(ir::Graph &g) {
+void foldBatchNorm(ir::Graph &g, const FoldOptions &options) {
   std::map<const ir::Value *, int> uses = g.useCounts();
   std::vector<std::pair<ir::Node *, std::vector<std::unique_ptr<ir::Node>>>> inserts;
   std::set<const ir::Node *> removed;
@@ -141,7 +141,7 @@ void foldBatchNorm(ir::Graph &g) {
     nodes.push_back(std::move(n));
   }
   g.Nodes = std::move(nodes);
-  inferAndFold(g);
+  inferAndFold(g, options);
   eliminateDeadCode(g);
 }
 

@@ -111,7 +111,11 @@ void foldNode(ir::Node &n, const ops::OpSchema &schema,
         }
       }
     }
-    kir::interpret(k, args);
+    try {
+      kir::interpret(k, args, options.MaxFoldIterations);
+    } catch (const kir::BudgetExceeded &) {
+      return; // too much work for compile time: compute at run time
+    }
     for (auto &t : storage)
       if (t->numel() == 0)
         t->mutableBytes().clear();

@@ -79,7 +79,8 @@ std::optional<Plan> planFor(const ir::Node &n) {
 
 } // namespace
 
-void packWeights(ir::Graph &g, const kir::ScheduleTarget &target) {
+void packWeights(ir::Graph &g, const kir::ScheduleTarget &target,
+                 const FoldOptions &options) {
   std::vector<std::unique_ptr<ir::Node>> nodes;
   bool changed = false;
   for (auto &n : g.Nodes) {
@@ -127,7 +128,7 @@ void packWeights(ir::Graph &g, const kir::ScheduleTarget &target) {
   }
   g.Nodes = std::move(nodes);
   if (changed) {
-    inferAndFold(g);
+    inferAndFold(g, options);
     eliminateDeadCode(g);
   }
 }

@@ -17,6 +17,9 @@ struct FoldOptions {
   /// Results with more elements than this are computed at run time instead
   /// (unless all their elements are equal, which costs nothing to keep).
   int64_t MaxFoldElements = int64_t(1) << 22;
+  /// A node whose evaluation runs more loop iterations than this (seconds
+  /// in the interpreter) is computed at run time instead.
+  int64_t MaxFoldIterations = int64_t(1) << 24;
   /// Check each node against its ONNX schema before inferring it
   /// (OpRegistry::validate). The pipeline's first run sets it: the nodes are
   /// the model's own; later runs see nodes that mlcc's passes extended.
@@ -40,13 +43,14 @@ void eliminateCommonSubexpressions(ir::Graph &g);
 /// ConvTranspose, Gemm or MatMul with constant weights becomes a scale of the
 /// weights and a new bias, computed by constant folding (the nodes it adds
 /// are ordinary Mul/Add/... nodes that infer-and-fold evaluates).
-void foldBatchNorm(ir::Graph &g);
+void foldBatchNorm(ir::Graph &g, const FoldOptions &options = {});
 
 /// pack-weights: constant weights of float Conv/Gemm/MatMul are reordered
 /// (by an mlcc.PackPanels node that constant folding evaluates) into the
 /// panels of the register tile chosen for `target`; the node then lowers
 /// through the register-tiled contraction generator.
-void packWeights(ir::Graph &g, const kir::ScheduleTarget &target);
+void packWeights(ir::Graph &g, const kir::ScheduleTarget &target,
+                 const FoldOptions &options = {});
 
 /// fuse-ops: groups each loop-nest node with the chain of elementwise nodes
 /// that consumes its output (Node::Group); lower-to-kernels makes one kernel

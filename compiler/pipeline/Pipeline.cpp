@@ -95,8 +95,10 @@ kir::Program runPipeline(ir::Graph &g, const PipelineOptions &options) {
   });
   passes.run("eliminate-dead-code", passes::eliminateDeadCode);
   passes.run("eliminate-common-subexpressions", passes::eliminateCommonSubexpressions);
-  passes.run("fold-batch-norm", passes::foldBatchNorm);
-  passes.run("pack-weights", [&](ir::Graph &x) { passes::packWeights(x, options.Schedule); });
+  passes.run("fold-batch-norm", [&](ir::Graph &x) { passes::foldBatchNorm(x, options.Fold); });
+  passes.run("pack-weights", [&](ir::Graph &x) {
+    passes::packWeights(x, options.Schedule, options.Fold);
+  });
   passes.run("fuse-ops", passes::fuseOps);
   if (options.GraphOnly)
     return {};
