@@ -226,6 +226,12 @@ void checkArity(const ir::Node &n, const Schema &s) {
       n.error() << "input " << i << " ('" << f->Name
                 << "') is required but the node leaves it empty";
   }
+  for (size_t i = 0; i < outs; ++i) {
+    const Formal *f = formalAt(s.Out, i);
+    if (f && f->Option == 's' && !n.Outputs[i])
+      n.error() << "output " << i << " ('" << f->Name
+                << "') is required but the node leaves its name empty";
+  }
 }
 
 void checkAttributes(const ir::Node &n, const Schema &s) {
