@@ -333,8 +333,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     po.Name = "m";
     po.Schedule = llvmgen::scheduleTarget(hostTarget());
     // Folding with coverage tracing and ASan is ~50x slower: a smaller budget
-    // per node keeps a
-    // model whose whole network is constant within the fuzzer's timeout.
+    // per node keeps a model whose whole network is constant within the
+    // fuzzer's timeout.
     po.Fold.MaxFoldIterations = int64_t(1) << 16;
     kir::Program program = runPipeline(*g, po);
     std::string header = pack::writeHeader(program, "fuzz.onnx");
