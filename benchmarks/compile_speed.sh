@@ -27,7 +27,7 @@ for m in "${models[@]}"; do
     /usr/bin/time -f '%M' -o "$out/mem" "$mlcc" "$work/$m/model.onnx" --target "$t" \
       -o "$out/libm.a" --report "$out/report.json"
     end=$(date +%s.%N)
-    num() { grep -o "\"$1\": [0-9]*" "$out/report.json" | grep -o '[0-9]*$'; }
+    num() { grep -o "\"$1\": [0-9]*" "$out/report.json" | head -n 1 | grep -o '[0-9]*$'; }
     printf '%-14s %-16s %9.2f %10d %12d %12d %9d\n' "$m" "$t" "$(awk "BEGIN{print $end - $start}")" \
       $(( $(cat "$out/mem") / 1024 )) "$(num code_bytes)" "$(num weight_bytes)" \
       $(( $(num arena_bytes) / 1024 ))

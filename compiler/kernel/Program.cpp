@@ -18,17 +18,25 @@ namespace {
 int64_t alignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 } // namespace
 
-void planMemory(Program &p) {
-  size_t n = p.ArenaBuffers.size();
-  std::vector<int64_t> first(n, -1), last(n, -1);
+std::vector<Lifetime> bufferLifetimes(const Program &p) {
+  std::vector<Lifetime> life(p.ArenaBuffers.size());
   for (size_t c = 0; c < p.Calls.size(); ++c)
     for (auto &s : p.Calls[c].Args)
       if (s.Kind == StorageKind::Arena) {
-        MLCC_CHECK(s.Index < n, "arena buffer " << s.Index << " out of range");
-        if (first[s.Index] < 0)
-          first[s.Index] = (int64_t)c;
-        last[s.Index] = (int64_t)c;
+        MLCC_CHECK(s.Index < life.size(), "arena buffer " << s.Index << " out of range");
+        if (life[s.Index].First < 0)
+          life[s.Index].First = (int64_t)c;
+        life[s.Index].Last = (int64_t)c;
       }
+  return life;
+}
+
+void planMemory(Program &p) {
+  size_t n = p.ArenaBuffers.size();
+  std::vector<int64_t> first(n, -1), last(n, -1);
+  std::vector<Lifetime> life = bufferLifetimes(p);
+  for (size_t i = 0; i < n; ++i)
+    first[i] = life[i].First, last[i] = life[i].Last;
 
   std::vector<size_t> order;
   for (size_t i = 0; i < n; ++i)

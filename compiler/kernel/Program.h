@@ -32,10 +32,16 @@ struct Storage {
   }
 };
 
+/// A graph node a call computes (for reports): its name and op type.
+struct NodeRef {
+  std::string Name, Op;
+};
+
 struct Call {
   size_t KernelIndex = 0;
   std::vector<Storage> Args; ///< One per kernel parameter.
   std::string Label;         ///< What it computes, for comments ("node 'x' (Conv)").
+  std::vector<NodeRef> Nodes; ///< The fused nodes, root first (empty for copies).
 };
 
 struct ConstantData {
@@ -72,6 +78,13 @@ struct Program {
 
   int64_t weightBytes() const;
 };
+
+/// The first and last call that touches each arena buffer (-1, -1 when no
+/// call does), indexed like Program::ArenaBuffers.
+struct Lifetime {
+  int64_t First = -1, Last = -1;
+};
+std::vector<Lifetime> bufferLifetimes(const Program &p);
 
 /// Assigns arena offsets (aligned to ArenaAlign) so that buffers whose
 /// lifetimes overlap never share bytes, and sets ArenaSize. Greedy by size:

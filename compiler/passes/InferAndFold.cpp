@@ -4,6 +4,7 @@
 #include "compiler/ops/Lowering.h"
 #include "compiler/passes/Passes.h"
 
+#include <algorithm>
 #include <set>
 
 namespace mlcc::passes {
@@ -134,6 +135,11 @@ void foldNode(ir::Node &n, const ops::OpSchema &schema,
 bool readsOnlyConstants(const ir::Node &n, const ops::OpSchema &schema) {
   if (schema.Fusion == ops::FusionClass::View || !schema.Lower)
     return false;
+  // Lowering needs every shape (a subgraph's inputs may have unknown dims).
+  for (const ir::Value *in : n.Inputs)
+    if (in && std::find_if(in->Type.Dims.begin(), in->Type.Dims.end(),
+                           [](int64_t d) { return d < 0; }) != in->Type.Dims.end())
+      return false;
   kir::KernelBuilder b("probe_" + n.OpType);
   ops::LowerCtx ctx(n, b);
   try {

@@ -105,7 +105,6 @@ public:
         lowerNode(members, reg.lookup(*members.front()));
     }
     emitOutputCopies();
-    kir::planMemory(P);
     return std::move(P);
   }
 
@@ -215,6 +214,7 @@ private:
     std::string kernelName;
     for (const ir::Node *m : nodes) {
       call.Label += (call.Label.empty() ? "" : " + ") + m->where();
+      call.Nodes.push_back({m->Name, m->OpType});
       kernelName += (kernelName.empty() ? "" : "_") + m->OpType;
     }
     for (auto &pb : ctx.bindings()) {

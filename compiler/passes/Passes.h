@@ -59,8 +59,8 @@ void fuseOps(ir::Graph &g);
 
 /// lower-to-kernels: lowers every node to a kernel (sharing identical
 /// kernels), binds storage (views share their input's storage; outputs that
-/// alias inputs, constants or other outputs get a copy) and lays out the
-/// arena. `name` is the C prefix of the model.
+/// alias inputs, constants or other outputs get a copy); kir::planMemory
+/// lays out the arena afterwards. `name` is the C prefix of the model.
 kir::Program lowerToProgram(const ir::Graph &g, const std::string &name);
 
 } // namespace mlcc::passes

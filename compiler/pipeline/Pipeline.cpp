@@ -23,6 +23,7 @@ public:
   }
 
   void run(const std::string &name, const std::function<void(ir::Graph &)> &pass) {
+    announce(name);
     auto start = std::chrono::steady_clock::now();
     pass(G);
     ir::verifyGraph(G);
@@ -48,6 +49,7 @@ public:
   }
 
   void timed(const std::string &name, const std::function<void()> &fn) {
+    announce(name);
     auto start = std::chrono::steady_clock::now();
     fn();
     double ms = std::chrono::duration<double, std::milli>(
@@ -58,6 +60,14 @@ public:
   }
 
 private:
+  void announce(const std::string &name) {
+    if (!Opts.Status)
+      return;
+    static const size_t total = passNames().size();
+    Opts.Status->step("[" + std::to_string(++Announced) + "/" + std::to_string(total) +
+                      "] " + name);
+  }
+
   void dump(const std::string &file, const std::string &text, bool initial) {
     if (Opts.DumpIr.empty() || (initial && Opts.DumpIr != "after-all"))
       return;
@@ -76,6 +86,7 @@ private:
   const PipelineOptions &Opts;
   std::string Last;
   int Index = 0;
+  size_t Announced = 0;
 };
 
 } // namespace
@@ -104,6 +115,7 @@ kir::Program runPipeline(ir::Graph &g, const PipelineOptions &options) {
     return {};
   kir::Program program;
   passes.timed("lower-to-kernels", [&] { program = passes::lowerToProgram(g, options.Name); });
+  passes.timed("plan-memory", [&] { kir::planMemory(program); });
   passes.timed("schedule", [&] { kir::scheduleProgram(program, options.Schedule); });
   return program;
 }

@@ -6,6 +6,7 @@
 #include "compiler/ir/Graph.h"
 #include "compiler/kernel/Program.h"
 #include "compiler/passes/Passes.h"
+#include "compiler/support/Progress.h"
 
 #include <functional>
 #include <string>
@@ -24,6 +25,8 @@ struct PipelineOptions {
   bool GraphOnly = false;
   /// The target's SIMD width and registers, for the kernel schedules.
   kir::ScheduleTarget Schedule;
+  /// Where each pass announces itself (may be null).
+  Progress *Status = nullptr;
 };
 
 /// Runs the graph passes and lowers the result; returns the program

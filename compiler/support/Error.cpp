@@ -14,6 +14,8 @@ const char *errorKindName(ErrorKind kind) {
     return "io";
   case ErrorKind::Usage:
     return "usage";
+  case ErrorKind::OverBudget:
+    return "over-budget";
   case ErrorKind::Internal:
     return "internal";
   }

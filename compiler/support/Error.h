@@ -24,6 +24,7 @@ enum class ErrorKind {
   DataDependent, ///< An output shape depends on runtime values of an input.
   Io,            ///< A file could not be read or written.
   Usage,         ///< Bad command-line usage.
+  OverBudget,    ///< A --max-arena/--max-weights/--max-code budget is exceeded.
   Internal,      ///< A bug in mlcc.
 };
 

@@ -381,6 +381,10 @@ private:
     }
     Shape dims;
     for (auto &d : tt.shape().dim()) {
+      // -1 stands for "unknown" inside mlcc; a model cannot declare it.
+      if (d.has_dim_value() && d.dim_value() < 0)
+        fail(ErrorKind::Invalid) << "graph input '" << vi.name()
+                                 << "' has negative dimension " << d.dim_value();
       if (!isMain && !d.has_dim_value()) {
         dims.push_back(-1);
         continue;

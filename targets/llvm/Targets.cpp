@@ -10,7 +10,9 @@
 #include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Object/ArchiveWriter.h>
+#include <llvm/Object/ELFObjectFile.h>
 #include <llvm/Object/ObjectFile.h>
+#include <llvm/Pass.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
@@ -22,6 +24,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <map>
 #include <set>
 
 namespace mlcc::llvmgen {
@@ -227,6 +230,25 @@ kir::ScheduleTarget scheduleTarget(const TargetSpec &t) {
 
 namespace {
 
+/// Counts the functions the code generator has finished (it runs after
+/// the AsmPrinter of each function) for the progress line.
+class CountFunctions : public llvm::FunctionPass {
+public:
+  static char ID;
+  explicit CountFunctions(std::function<void()> onFunction)
+      : llvm::FunctionPass(ID), OnFunction(std::move(onFunction)) {}
+  bool runOnFunction(llvm::Function &) override {
+    OnFunction();
+    return false;
+  }
+  void getAnalysisUsage(llvm::AnalysisUsage &au) const override { au.setPreservesAll(); }
+  llvm::StringRef getPassName() const override { return "mlcc progress"; }
+
+private:
+  std::function<void()> OnFunction;
+};
+char CountFunctions::ID = 0;
+
 void optimize(llvm::Module &m, llvm::TargetMachine &tm, const CodegenOptions &o) {
   if (o.OptLevel <= 0)
     return;
@@ -272,6 +294,8 @@ std::string compileProgram(const kir::Program &p, const TargetSpec &t,
     if (o.SizeOpt)
       f.addFnAttr(llvm::Attribute::OptimizeForSize);
   }
+  if (o.OnProgress)
+    o.OnProgress("optimizing", 0, 0);
   optimize(*m, *tm, o);
 
   std::string out;
@@ -289,6 +313,15 @@ std::string compileProgram(const kir::Program &p, const TargetSpec &t,
   if (tm->addPassesToEmitFile(pm, bos, nullptr, fileType))
     fail(ErrorKind::Internal) << "internal error: " << t.Triple
                               << " cannot emit this kind of file";
+  if (o.OnProgress) {
+    size_t total = 0, done = 0;
+    for (auto &f : *m)
+      total += !f.isDeclaration();
+    o.OnProgress("code generation", 0, total);
+    pm.add(new CountFunctions([&] {
+      o.OnProgress("code generation", ++done, total);
+    }));
+  }
   pm.run(*m);
   return std::string(buffer.begin(), buffer.end());
 }
@@ -348,6 +381,29 @@ ObjectStats inspectObject(const std::string &bytes) {
       llvm::consumeError(name.takeError());
   }
   s.Undefined.assign(undef.begin(), undef.end());
+  if (auto *elf = llvm::dyn_cast<llvm::object::ELFObjectFileBase>(obj->get())) {
+    std::map<std::string, int64_t> functions;
+    for (llvm::object::ELFSymbolRef sym : elf->symbols()) {
+      auto type = sym.getType();
+      auto name = sym.getName();
+      if (!type || !name) {
+        if (!type)
+          llvm::consumeError(type.takeError());
+        if (!name)
+          llvm::consumeError(name.takeError());
+        continue;
+      }
+      auto flags = sym.getFlags();
+      if (!flags) {
+        llvm::consumeError(flags.takeError());
+        continue;
+      }
+      if (*type == llvm::object::SymbolRef::ST_Function && !name->empty() &&
+          !(*flags & llvm::object::SymbolRef::SF_Undefined))
+        functions[name->str()] += (int64_t)sym.getSize();
+    }
+    s.Functions.assign(functions.begin(), functions.end());
+  }
   return s;
 }
 

@@ -11,7 +11,9 @@
 #include "compiler/kernel/Schedule.h"
 
 #include "compiler/kernel/Program.h"
+#include "compiler/pack/Report.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -45,6 +47,9 @@ enum class OutputKind { Object, Assembly, LlvmIr };
 struct CodegenOptions {
   int OptLevel = 3; ///< 0..3
   bool SizeOpt = false; ///< -Os
+  /// Called as the work goes on: ("optimizing", 0, 0), then
+  /// ("code generation", functions done, functions in all). May be empty.
+  std::function<void(const char *what, size_t done, size_t total)> OnProgress;
 };
 
 /// Compiles a program to an object file, assembly text or LLVM IR text.
@@ -55,12 +60,7 @@ std::string compileProgram(const kir::Program &p, const TargetSpec &t,
 std::string makeArchive(const std::vector<std::pair<std::string, std::string>> &members);
 
 /// What an object file contains, for the report.
-struct ObjectStats {
-  int64_t CodeBytes = 0;  ///< executable sections
-  int64_t DataBytes = 0;  ///< read-only and writable data sections
-  int64_t WritableBytes = 0; ///< .data/.bss (mutable state: should be 0)
-  std::vector<std::string> Undefined; ///< symbols the library needs
-};
+using ObjectStats = pack::ObjectStats;
 ObjectStats inspectObject(const std::string &objectBytes);
 
 } // namespace mlcc::llvmgen

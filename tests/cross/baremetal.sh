@@ -3,7 +3,9 @@
 # target (no C compiler involved for the model), a cross gcc links it into
 # firmware with our startup code and linker script, QEMU runs it with
 # semihosting, and the exit status says whether every run succeeded and the
-# predictions reached the accuracy floor (see baremetal/digits_firmware.c).
+# predictions reached the accuracy floor (see digits_firmware.c). The firmware
+# sources are those of the CMake example (examples/cmake/firmware), so that
+# the example and this test build the same program.
 #
 # usage: tests/cross/baremetal.sh TARGET MLCC WORKDIR
 #   TARGET: cortex-m4 | cortex-m7 | cortex-m55 | riscv32 | riscv32f
@@ -13,7 +15,7 @@ target=$1
 mlcc=$(realpath "$2")
 work=$3
 root=$(cd "$(dirname "$0")/../.." && pwd)
-bm=$root/tests/cross/baremetal
+bm=$root/examples/cmake/firmware
 testset=$root/examples/digits/test_set.bin
 
 case $target in

@@ -4,6 +4,7 @@
 #include "compiler/ops/OpRegistry.h"
 #include "compiler/pack/Header.h"
 #include "compiler/pack/OutputFiles.h"
+#include "compiler/pack/Report.h"
 #include "compiler/pipeline/Pipeline.h"
 #include "compiler/support/Error.h"
 #include "compiler/support/Process.h"
@@ -169,64 +170,8 @@ std::string compileC(const std::string &source, const std::string &header,
   return readBinary(tmp.Path + "/" + name + ".o");
 }
 
-std::string jsonString(const std::string &s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\')
-      out += '\\';
-    if ((unsigned char)c < 32)
-      continue;
-    out += c;
-  }
-  return out + "\"";
-}
-
-/// The --report JSON and the -v table.
-void report(const DriverOptions &o, const kir::Program &p,
-            const llvmgen::TargetSpec &t, const llvmgen::ObjectStats *stats,
-            pack::OutputFiles &out) {
-  if (o.Verbose) {
-    std::fprintf(stderr, "mlcc: %-14s %s (%s%s%s)\n", "target", t.Name.c_str(),
-                 t.Triple.c_str(), t.Cpu.empty() ? "" : ", cpu ", t.Cpu.c_str());
-    std::fprintf(stderr, "mlcc: %-14s %zu (%zu calls)\n", "kernels", p.Kernels.size(),
-                 p.Calls.size());
-    if (stats)
-      std::fprintf(stderr, "mlcc: %-14s %lld bytes\n", "code", (long long)stats->CodeBytes);
-    std::fprintf(stderr, "mlcc: %-14s %lld bytes\n", "weights", (long long)p.weightBytes());
-    std::fprintf(stderr, "mlcc: %-14s %lld bytes (align %lld)\n", "arena",
-                 (long long)p.ArenaSize, (long long)p.ArenaAlign);
-    if (stats) {
-      std::string u;
-      for (auto &s : stats->Undefined)
-        u += (u.empty() ? "" : " ") + s;
-      std::fprintf(stderr, "mlcc: %-14s %s\n", "undefined", u.empty() ? "(none)" : u.c_str());
-    }
-  }
-  if (o.Report.empty())
-    return;
-  std::string j = "{\n";
-  j += "  \"model\": " + jsonString(o.Model) + ",\n";
-  j += "  \"name\": " + jsonString(p.Name) + ",\n";
-  j += "  \"target\": " + jsonString(t.Name) + ",\n";
-  j += "  \"triple\": " + jsonString(t.Triple) + ",\n";
-  j += "  \"cpu\": " + jsonString(t.Cpu) + ",\n";
-  j += "  \"backend\": " + jsonString(o.Backend) + ",\n";
-  j += "  \"kernels\": " + std::to_string(p.Kernels.size()) + ",\n";
-  j += "  \"calls\": " + std::to_string(p.Calls.size()) + ",\n";
-  if (stats) {
-    j += "  \"code_bytes\": " + std::to_string(stats->CodeBytes) + ",\n";
-    j += "  \"data_bytes\": " + std::to_string(stats->DataBytes) + ",\n";
-    j += "  \"writable_bytes\": " + std::to_string(stats->WritableBytes) + ",\n";
-  }
-  j += "  \"weight_bytes\": " + std::to_string(p.weightBytes()) + ",\n";
-  j += "  \"arena_bytes\": " + std::to_string(p.ArenaSize) + ",\n";
-  j += "  \"arena_align\": " + std::to_string(p.ArenaAlign) + ",\n";
-  j += "  \"undefined_symbols\": [";
-  if (stats)
-    for (size_t i = 0; i < stats->Undefined.size(); ++i)
-      j += (i ? ", " : "") + jsonString(stats->Undefined[i]);
-  j += "]\n}\n";
-  out.write(o.Report, j);
+pack::ReportContext reportContext(const DriverOptions &o, const llvmgen::TargetSpec &t) {
+  return {o.Model, t.Name, t.Triple, t.Cpu, o.Backend};
 }
 
 } // namespace
@@ -272,6 +217,25 @@ void runDriver(const DriverOptions &o) {
                               "default LLVM backend for --target " << o.Target;
   if (o.OptLevel < 0 || o.OptLevel > 3)
     fail(ErrorKind::Usage) << "-O" << o.OptLevel << " is not an optimization level (0-3)";
+  if (!o.ReportHtml.empty())
+    pack::OutputFiles::checkWritable(o.ReportHtml);
+  pack::Budgets budgets;
+  if (!o.MaxArena.empty())
+    budgets.MaxArena = pack::parseByteSize(o.MaxArena, "--max-arena");
+  if (!o.MaxWeights.empty())
+    budgets.MaxWeights = pack::parseByteSize(o.MaxWeights, "--max-weights");
+  if (!o.MaxCode.empty()) {
+    budgets.MaxCode = pack::parseByteSize(o.MaxCode, "--max-code");
+    if (kind != "lib" && kind != "obj")
+      fail(ErrorKind::Usage) << "--max-code needs object code (-o FILE.a or FILE.o); with --emit "
+                             << kind << " the code size is not known";
+  }
+  if (kind == "graph" && (!o.Report.empty() || !o.ReportHtml.empty() ||
+                          budgets.MaxArena >= 0 || budgets.MaxWeights >= 0))
+    fail(ErrorKind::Usage) << "--emit graph stops before the kernels: no report or budget";
+  Progress status(o.ProgressMode == "always"  ? Progress::Mode::Always
+                  : o.ProgressMode == "never" ? Progress::Mode::Never
+                                              : Progress::Mode::Auto);
   llvmgen::TargetSpec target = llvmgen::resolveTarget(o.Target, o.Cpu, o.Features);
 
   std::string name = modelName(o);
@@ -285,7 +249,11 @@ void runDriver(const DriverOptions &o) {
   po.TimePasses = o.TimePasses;
   po.GraphOnly = kind == "graph";
   po.Schedule = llvmgen::scheduleTarget(target);
+  po.Status = &status;
   kir::Program program = runPipeline(*graph, po);
+  // Arena and weights are known now: fail before the code generation.
+  if (kind != "graph")
+    pack::checkBudgets(pack::buildReport(program, nullptr), budgets);
 
   pack::OutputFiles out;
   if (!o.DumpDot.empty())
@@ -303,6 +271,9 @@ void runDriver(const DriverOptions &o) {
   llvmgen::CodegenOptions cg;
   cg.OptLevel = o.OptLevel;
   cg.SizeOpt = o.SizeOpt;
+  cg.OnProgress = [&](const char *what, size_t done, size_t total) {
+    status.step(what, done, total);
+  };
   std::optional<llvmgen::ObjectStats> stats;
 
   auto timed = [&](const char *what, auto fn) {
@@ -333,6 +304,8 @@ void runDriver(const DriverOptions &o) {
     }));
   } else if (kind == "obj" || kind == "lib") {
     std::string obj = timed("codegen", [&] {
+      if (o.Backend == "c")
+        status.step("compiling the generated C");
       return o.Backend == "c" ? compileC(cgen::emitC(program, name + ".h"), header, name)
                               : llvmgen::compileProgram(program, target, cg,
                                                         llvmgen::OutputKind::Object);
@@ -344,8 +317,18 @@ void runDriver(const DriverOptions &o) {
       out.write(o.Output, llvmgen::makeArchive({{name + ".o", obj}}));
     out.write(headerPath, header);
   }
-  if (kind != "graph")
-    report(o, program, target, stats ? &*stats : nullptr, out);
+  status.finish();
+  if (kind != "graph") {
+    pack::ModelReport r = pack::buildReport(program, stats ? &*stats : nullptr);
+    pack::ReportContext ctx = reportContext(o, target);
+    if (o.Verbose)
+      std::fputs(pack::reportText(r, ctx).c_str(), stderr);
+    pack::checkBudgets(r, budgets);
+    if (!o.Report.empty())
+      out.write(o.Report, pack::reportJson(r, ctx));
+    if (!o.ReportHtml.empty())
+      out.write(o.ReportHtml, pack::reportHtml(r, ctx));
+  }
   out.commit();
 }
 

@@ -19,6 +19,9 @@ struct DriverOptions {
   int OptLevel = 3;
   bool SizeOpt = false;
   std::string Report; ///< --report FILE.json
+  std::string ReportHtml; ///< --report-html FILE.html
+  std::string MaxArena, MaxWeights, MaxCode; ///< budgets ("64k"), empty: none
+  std::string ProgressMode = "auto"; ///< --progress auto|always|never
   std::string DumpIr, DumpIrDir;
   std::string DumpDot; ///< --dump-dot FILE.dot
   bool TimePasses = false;

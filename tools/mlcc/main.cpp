@@ -63,7 +63,22 @@ int main(int argc, char **argv) {
       ->check(CLI::IsMember({"llvm", "c"}));
   app.add_option("--report", o.Report,
                  "Write a JSON report: code, weight and arena bytes, undefined "
-                 "symbols of the library");
+                 "symbols, every fused kernel (nodes, code, weights, operations, "
+                 "live arena) and the memory plan");
+  app.add_option("--report-html", o.ReportHtml,
+                 "Write one self-contained HTML page: the arena over the kernel "
+                 "calls, the fused graph, the per-kernel table and memory plan");
+  app.add_option("--max-arena", o.MaxArena,
+                 "Fail (exit 5) when the arena exceeds BYTES (k, M, G: 1024, "
+                 "1024^2, 1024^3)");
+  app.add_option("--max-weights", o.MaxWeights,
+                 "Fail (exit 5) when the weights exceed BYTES");
+  app.add_option("--max-code", o.MaxCode,
+                 "Fail (exit 5) when the code exceeds BYTES (object outputs)");
+  app.add_option("--progress", o.ProgressMode,
+                 "auto (default): a status line on a terminal when the compile "
+                 "takes over a second; always: every step as a line; never")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
   app.add_option("--dump-ir", o.DumpIr,
                  "Print the graph IR after passes: after-all, after-change "
                  "or after-<pass>");
@@ -73,11 +88,13 @@ int main(int argc, char **argv) {
                  "Write the optimized graph as Graphviz (dot) to this file");
   app.add_flag("--time-passes", o.TimePasses, "Print the time of each pass");
   app.add_flag("-v,--verbose", o.Verbose,
-               "Print a summary: target, kernels, code/weight/arena bytes, "
-               "undefined symbols");
+               "Print a summary (target, code/weight/arena bytes, undefined "
+               "symbols) and a line per kernel call: its nodes, code, weight "
+               "and live arena bytes, operations");
   app.footer("Exit status: 0 success; 1 invalid model or I/O error; 2 bad "
              "usage; 3 the model uses something mlcc does not support; 4 an "
-             "input must be known at compile time (see --freeze); 70 "
+             "input must be known at compile time (see --freeze); 5 a "
+             "--max-arena/--max-weights/--max-code budget is exceeded; 70 "
              "internal error.");
   app.set_version_flag("--version", std::string("mlcc ") + mlcc::pack::mlccVersion());
 
@@ -107,6 +124,7 @@ int main(int argc, char **argv) {
     case mlcc::ErrorKind::Usage: return 2;
     case mlcc::ErrorKind::Unsupported: return 3;
     case mlcc::ErrorKind::DataDependent: return 4;
+    case mlcc::ErrorKind::OverBudget: return 5;
     case mlcc::ErrorKind::Internal: return 70;
     default: return 1;
     }

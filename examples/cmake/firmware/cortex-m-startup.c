@@ -1,5 +1,6 @@
 /*
- * Minimal Cortex-M startup for the bare-metal tests (QEMU mps2-an386).
+ * Minimal Cortex-M startup for the digits firmware (QEMU's MPS2/MPS3 boards:
+ * the CMake example and tests/cross/baremetal.sh).
  *
  * The vector table holds the initial stack pointer and the reset handler;
  * the reset handler turns on the FPU (CP10/CP11 full access, needed before

@@ -1,0 +1,25 @@
+//===- Cost.h - What a kernel computes, counted ----------------------------===//
+//
+// The arithmetic a kernel performs, estimated from its kernel IR for reports
+// (`--report`, `-v`): every unary or binary operation on tensor elements (not
+// on Index values, which are addressing) in a stored value, times the lanes
+// of its vector, times the trip counts of the loops around it. A
+// multiply-add is two operations, so for float kernels this is the FLOP
+// count; for integer kernels it counts integer operations the same way.
+//
+// Loop bounds that depend on an enclosing loop (tails, triangles) are taken
+// at the middle of that loop's range; an If whose condition can be evaluated
+// that way counts the branch it takes, otherwise the costlier branch. Bounds
+// read from memory count one trip.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "compiler/kernel/KernelIR.h"
+
+namespace mlcc::kir {
+
+/// Element operations one run of `k` performs (see above).
+int64_t countOps(const Kernel &k);
+
+} // namespace mlcc::kir
