@@ -90,13 +90,6 @@ void lowerIntMatMul(LowerCtx &c, size_t aIdx, size_t bIdx, size_t azpIdx,
   lowerMatrixProduct(c, s, y, spec);
 }
 
-void requireZeroPointType(const ir::Node &n, size_t zp, size_t of) {
-  if (n.hasInput(zp) && n.inDType(zp) != n.inDType(of))
-    n.error() << "zero point (input " << zp << ") has type "
-              << dtypeOnnxName(n.inDType(zp)) << " but input " << of << " has "
-              << dtypeOnnxName(n.inDType(of));
-}
-
 void inferMatMulInteger(ir::Node &n) {
   requireInputType(n, 0, "A", {DType::I8, DType::U8});
   requireInputType(n, 1, "B", {DType::I8, DType::U8});

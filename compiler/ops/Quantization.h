@@ -1,8 +1,9 @@
 //===- Quantization.h - Helpers shared by the quantized ops --------------===//
 //
 // Saturation ranges and rounding of quantized types, and input type checks,
-// used by Quantize.cpp (QuantizeLinear, DequantizeLinear) and QLinear.cpp
-// (the integer and requantizing matrix products and convolutions).
+// used by Quantize.cpp (QuantizeLinear, DequantizeLinear), QLinear.cpp
+// (the integer and requantizing matrix products and convolutions) and
+// QLinearContrib.cpp (the com.microsoft quantized ops).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -28,9 +29,28 @@ inline std::pair<double, double> intRange(DType t) {
   }
 }
 
-inline void requireInputType(const ir::Node &n, size_t i, const char *what,
-                      std::initializer_list<DType> allowed) {
+inline void requireInputType(const ir::Node &n, size_t i, const std::string &what,
+                             std::initializer_list<DType> allowed) {
   requireType(n, n.inDType(i), what, allowed);
+}
+
+/// A zero point (input `zp`, when present) has the type of its data (input `of`).
+inline void requireZeroPointType(const ir::Node &n, size_t zp, size_t of) {
+  if (n.hasInput(zp) && n.inDType(zp) != n.inDType(of))
+    n.error() << "zero point (input " << zp << ") has type "
+              << dtypeOnnxName(n.inDType(zp)) << " but input " << of << " has "
+              << dtypeOnnxName(n.inDType(of));
+}
+
+/// A per-tensor parameter (input `i`, when present): one element, a scalar
+/// or a 1-D tensor.
+inline void requireScalarParam(const ir::Node &n, size_t i, const char *what) {
+  if (!n.hasInput(i))
+    return;
+  const Shape &s = n.inShape(i);
+  if (s.size() > 1 || numElements(s) != 1)
+    n.error() << what << " (input " << i << ") has shape " << shapeToString(s)
+              << "; a single value (per-tensor quantization) is required";
 }
 
 /// Rounds a compute-type value to the precision of storage type `t` (f16 and

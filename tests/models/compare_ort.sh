@@ -56,30 +56,9 @@ source "$root/scripts/lib/deps.sh"
 
 # --- prerequisites ---------------------------------------------------------
 mlcc_require_packages python3-torch python3-torchvision python3-numpy || exit 77
-if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-  mlcc_require_packages nodejs npm || exit 77
-fi
-
-ort_dir="${MLCC_CACHE:-$root/.cache}/ort"
-ort_pkg="$ort_dir/node_modules/onnxruntime-node/package.json"
-ort_ready() { grep -qs '"version": *"1\.30\.0"' "$ort_pkg"; }
-if ! ort_ready; then
-  mkdir -p "$ort_dir"
-  (
-    flock 9  # another run may be installing it right now
-    if ! ort_ready; then
-      echo "Installing onnxruntime-node@1.30.0 into $ort_dir" >&2
-      cd "$ort_dir"
-      [[ -f package.json ]] || echo '{ "private": true }' >package.json
-      if ! ONNXRUNTIME_NODE_INSTALL=skip npm install --no-audit --no-fund \
-           --loglevel=error onnxruntime-node@1.30.0 >npm-install.log 2>&1; then
-        tail -n 20 npm-install.log >&2
-        exit 1
-      fi
-    fi
-  ) 9>"$ort_dir/.install.lock" || { echo "error: cannot install onnxruntime-node" >&2; exit 77; }
-fi
-export NODE_PATH="$ort_dir/node_modules"
+# shellcheck source=../../scripts/lib/ort.sh
+source "$root/scripts/lib/ort.sh"
+mlcc_require_ort "$root" || exit 77
 
 # --- shared objects ----------------------------------------------------------
 "$cc" -std=c99 -O2 -I "$root/runtime-c" -c "$root/tools/conformance/driver.c" -o "$work/driver.o"
