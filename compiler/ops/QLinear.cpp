@@ -5,9 +5,34 @@
 //
 //   y = saturate(round_half_even(acc * (a_scale * b_scale / y_scale)) + y_zp)
 //
-// The multiplier is computed in the scales' precision (f16 scales round after
-// every operation, like the reference), the product in double. The loop
-// nests are the float ones (compiler/ops/Contraction.h).
+// Integer kernels: the zero points never reach the innermost loop, which
+// multiplies and adds the raw 8-bit values (widened to int32).
+//  - Convolution: sum_k (x - xz)(w - wz) = sum_k x (w - wz) - xz sum_k (w - wz)
+//    over the whole window, the padding included, whose x is xz. The weight
+//    factor (w - wz) is formed where the weight is loaded (outside the loop
+//    over output positions) and xz sum_k (w - wz), with the bias, is one
+//    int32 initial value per output channel, computed once per call. When
+//    xz may be nonzero and the window reaches into the padding, the input is
+//    first copied into a scratch image bordered with xz, so that every
+//    window is whole and the per-channel initial value exact at the borders.
+//    Pointwise and 2-D convolutions run in register tiles of 4 output
+//    channels x 16 output positions (int32 vectors that stay in registers
+//    for the whole window sum; LLVM turns the widening multiply-adds into
+//    vpmaddwd/vpdpwssd on x86); others, and images smaller than a tile, run
+//    the shared row-at-a-time loop nest (compiler/ops/Contraction.h).
+//  - Matrix product: sum_k (a - az)(b - bz) = sum_k (a - az) b - bz sum_k
+//    (a - az): (a - az) is formed where A's element is loaded (outside the
+//    loop over columns) and the row sums of (a - az) are computed once per
+//    call when bz may be nonzero.
+//
+// Requantization: the multiplier is computed in the scales' precision (f16
+// scales round after every operation, like the reference), once per output
+// channel (convolution) or once per call (per-tensor matrix scales). With
+// constant scales (what quantization tools emit) the product and the
+// rounding are in f32 like ONNX Runtime's x86 kernels,
+// round_half_even(f32(acc) * f32 multiplier); otherwise the product is in
+// double like the ONNX reference. The f32 result is clamped, rounded and
+// converted to int32 in vectors (quant::requantizeF32).
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/ops/Contraction.h"
@@ -61,29 +86,61 @@ Expr loadMatParam(const TensorRef &t, bool rows, const std::vector<Expr> &bi,
   return t.loadBroadcast(idx);
 }
 
-/// Lowers sum_k (a - a_zp)(b - b_zp) in int32 and stores finish(acc, bi, i, j).
+/// The zero point at input `i`, unless it is omitted or a constant 0.
+std::optional<TensorRef> zeroPoint(LowerCtx &c, size_t i) {
+  if (!c.hasIn(i))
+    return std::nullopt;
+  TensorRef t = c.in(i);
+  if (isZeroConstant(t))
+    return std::nullopt;
+  return t;
+}
+
+/// Lowers sum_k (a - a_zp)(b - b_zp) in int32 and stores finish(acc, bi, i, j):
+/// the loop over columns multiplies (a - a_zp) by raw b, and b_zp's term,
+/// -b_zp[j] * sum_k (a - a_zp), starts the accumulator from row sums
+/// computed before the product.
 void lowerIntMatMul(LowerCtx &c, size_t aIdx, size_t bIdx, size_t azpIdx,
                     size_t bzpIdx,
                     const std::function<Expr(Expr, const std::vector<Expr> &,
                                              Expr, Expr)> &finish) {
+  KernelBuilder &b = c.b();
   TensorRef a = c.in(aIdx), bm = c.in(bIdx), y = c.out(0);
-  std::optional<TensorRef> azp, bzp;
-  if (c.hasIn(azpIdx))
-    azp = c.in(azpIdx);
-  if (c.hasIn(bzpIdx))
-    bzp = c.in(bzpIdx);
+  std::optional<TensorRef> azp = zeroPoint(c, azpIdx), bzp = zeroPoint(c, bzpIdx);
   MatMulShape s = matmulShape(c.node(), a.shape(), bm.shape());
   const DType acc = DType::I32;
-  MatMulSpec spec;
-  spec.Acc = acc;
-  spec.LoadA = [&](const std::vector<Expr> &bi, const Expr &i, const Expr &k) {
+  auto loadA = [&](const std::vector<Expr> &bi, const Expr &i, const Expr &k) {
     Expr v = cast(acc, a.load(matmulOperandIndex(s, true, bi, i, k)));
     return azp ? v - cast(acc, loadMatParam(*azp, true, bi, i, k)) : v;
   };
-  spec.LoadB = [&](const std::vector<Expr> &bi, const Expr &k, const Expr &j) {
-    Expr v = cast(acc, bm.load(matmulOperandIndex(s, false, bi, k, j)));
-    return bzp ? v - cast(acc, loadMatParam(*bzp, false, bi, k, j)) : v;
+  auto batchFlat = [&](const std::vector<Expr> &bi) {
+    Expr f = indexConst(0);
+    for (size_t d = 0; d < bi.size(); ++d)
+      f = f * s.Batch[d] + bi[d];
+    return f;
   };
+  std::optional<TensorRef> rowSum;
+  if (bzp) {
+    rowSum = c.scratch("rowsum", acc, {numElements(s.Batch) * s.M});
+    b.loops(s.Batch, [&](const std::vector<Expr> &bi) {
+      b.loop("i", s.M, [&](Expr i) {
+        Local sum = b.local("rowsum", constantInt(acc, 0));
+        b.loop("k", s.K, [&](Expr k) { b.set(sum, sum.get() + loadA(bi, i, k)); });
+        rowSum->storeFlat(batchFlat(bi) * s.M + i, sum.get());
+      });
+    }, "rb");
+  }
+  MatMulSpec spec;
+  spec.Acc = acc;
+  spec.LoadA = loadA;
+  spec.LoadB = [&](const std::vector<Expr> &bi, const Expr &k, const Expr &j) {
+    return cast(acc, bm.load(matmulOperandIndex(s, false, bi, k, j)));
+  };
+  if (bzp)
+    spec.Init = [&](const std::vector<Expr> &bi, const Expr &i, const Expr &j) {
+      return constantInt(acc, 0) - cast(acc, loadMatParam(*bzp, false, bi, i, j)) *
+                                       rowSum->loadFlat(batchFlat(bi) * s.M + i);
+    };
   if (finish)
     spec.Finish = [&](const Expr &v, const std::vector<Expr> &bi, const Expr &i,
                       const Expr &j) { return finish(v, bi, i, j); };
@@ -103,14 +160,6 @@ void inferMatMulInteger(ir::Node &n) {
 
 void lowerMatMulInteger(LowerCtx &c) {
   lowerIntMatMul(c, 0, 1, 2, 3, nullptr);
-}
-
-/// The requantization multiplier a_scale * b_scale / y_scale, computed in
-/// the scales' precision (f16 scales round after each operation).
-Expr requantMultiplier(DType st, const Expr &as, const Expr &bs, const Expr &ys) {
-  DType ct = computeType(st);
-  Expr m = roundTo(st, cast(ct, as) * cast(ct, bs));
-  return cast(DType::F64, roundTo(st, m / cast(ct, ys)));
 }
 
 /// QLinearMatMul and QLinearConv share their operand layout: (a, a_scale,
@@ -141,18 +190,39 @@ void inferQLinearMatMul(ir::Node &n) {
   n.setOutput(0, n.inDType(7), s.Out);
 }
 
+/// Requantizes an int32 accumulator by `mult` (f32) to `out` with zero
+/// point `zp`: in f32 like ONNX Runtime when `f32`, else in double like the
+/// ONNX reference. The result is an int32 in `out`'s range (the double one
+/// is converted through f32, where it is exact: vector conversions that do
+/// not narrow the element width, which every target has).
+Expr requantize(DType out, bool f32, const Expr &acc, const Expr &mult, const Expr &zp) {
+  if (f32)
+    return requantizeF32(out, acc, mult, zp);
+  Expr v = saturateRound(out, cast(DType::F64, acc) * cast(DType::F64, mult),
+                         cast(DType::F64, zp));
+  return cast(DType::I32, cast(DType::F32, v));
+}
+
 void lowerQLinearMatMul(LowerCtx &c) {
+  KernelBuilder &b = c.b();
   TensorRef as = c.in(1), bs = c.in(4), ys = c.in(6), yzp = c.in(7);
   DType st = c.node().inDType(1);
   DType out = c.node().inDType(7);
+  bool f32 = allConstant({&as, &bs, &ys});
+  // Per-tensor scales (the usual case): one multiplier for the call.
+  std::optional<Local> mult;
+  if (as.numel() == 1 && bs.numel() == 1 && ys.numel() == 1)
+    mult = b.local("mult", requantMultiplierF32(st, as.loadFlat(indexConst(0)),
+                                                bs.loadFlat(indexConst(0)),
+                                                ys.loadFlat(indexConst(0))));
   lowerIntMatMul(c, 0, 3, 2, 5,
                  [&](Expr acc, const std::vector<Expr> &bi, Expr i, Expr j) {
-                   Expr m = requantMultiplier(
-                       st, loadMatParam(as, true, bi, i, j),
-                       loadMatParam(bs, false, bi, i, j),
-                       loadMatParam(ys, true, bi, i, j));
-                   Expr z = cast(DType::F64, loadMatParam(yzp, true, bi, i, j));
-                   return saturateRound(out, cast(DType::F64, acc) * m, z);
+                   Expr m = mult ? mult->get()
+                                 : requantMultiplierF32(
+                                       st, loadMatParam(as, true, bi, i, j),
+                                       loadMatParam(bs, false, bi, i, j),
+                                       loadMatParam(ys, true, bi, i, j));
+                   return requantize(out, f32, acc, m, loadMatParam(yzp, true, bi, i, j));
                  });
 }
 
@@ -178,35 +248,271 @@ Expr loadChannelParam(const TensorRef &t, const Expr &m) {
   return t.load({m});
 }
 
+/// The register tile of a pointwise integer convolution: output channels
+/// by pixels, one int32 vector of kTilePixels lanes per channel (one
+/// AVX-512 register, two AVX2 or four NEON ones; a target without vectors
+/// runs the lanes as scalars).
+constexpr int64_t kTileChannels = 4, kTilePixels = 16;
+
+/// Whether lowerIntPointwise handles a convolution: every kernel extent and
+/// stride 1, no padding, at least a vector of pixels per image, and an
+/// input in a buffer.
+bool isIntPointwise(const ConvShape &s, const TensorRef &x) {
+  if (!x.buffer() || numElements(s.W.Out) < kTilePixels || s.W.Out != s.InSpatial)
+    return false;
+  for (size_t d = 0; d < s.W.rank(); ++d)
+    if (s.W.Kernel[d] != 1 || s.W.Strides[d] != 1 || s.W.PadBegin[d] != 0)
+      return false;
+  return true;
+}
+
+/// A pointwise convolution: per image and group
+///   out[m, p] = init[m] + sum_c (w[m, c] - w_zp[m]) x[c, p],
+/// in tiles of channels x pixels whose int32 accumulators stay in registers
+/// for the whole sum (constant offsets into a local vector buffer). Edge
+/// tiles are shifted back to overlap the previous one, so every tile is
+/// full (overlapped outputs are computed and stored twice, with the same
+/// value).
+void lowerIntPointwise(LowerCtx &c, const ConvShape &s, const TensorRef &x,
+                       const TensorRef &w, const std::function<Expr(const Expr &)> &wz,
+                       const std::function<Expr(const Expr &)> &init,
+                       const TensorRef &y, const std::function<Expr(Expr, Expr)> &finish) {
+  KernelBuilder &b = c.b();
+  const DType acc = DType::I32;
+  const int L = (int)kTilePixels;
+  int64_t cg = s.C / s.Group, mg = s.M / s.Group, hw = numElements(s.W.Out);
+  int64_t rows = std::min(kTileChannels, mg);
+  int64_t rowTiles = (mg + rows - 1) / rows, colTiles = (hw + L - 1) / L;
+  auto at = [&](int64_t r) { return indexConst(r * L); };
+  b.loop("n", s.N, [&](Expr n) {
+    b.loop("g", s.Group, [&](Expr g) {
+      b.loop("rt", rowTiles, [&](Expr rt) {
+        Expr m0 = g * mg + min(rt * rows, indexConst(mg - rows));
+        b.loop("pt", colTiles, [&](Expr pt) {
+          Expr p0 = min(pt * L, indexConst(hw - L));
+          Local tile = b.local("acc", acc, rows * L);
+          for (int64_t r = 0; r < rows; ++r)
+            b.store(tile.Buf, at(r), broadcast(init ? init(m0 + r) : constantInt(acc, 0), L));
+          b.loop("k", cg, [&](Expr k) {
+            Expr xv = cast(acc, vload(x.buffer(), ((n * s.C) + g * cg + k) * hw + p0, L));
+            for (int64_t r = 0; r < rows; ++r) {
+              Expr a = cast(acc, w.loadFlat((m0 + r) * cg + k)) - wz(m0 + r);
+              b.store(tile.Buf, at(r), vload(tile.Buf, at(r), L) + a * xv);
+            }
+          });
+          // Spill the tile (constant offsets keep it in registers above),
+          // then finish and store each element.
+          Local sums = b.local("sums", acc, rows * L);
+          for (int64_t r = 0; r < rows; ++r)
+            b.store(sums.Buf, at(r), vload(tile.Buf, at(r), L));
+          for (int64_t r = 0; r < rows; ++r) {
+            Expr base = ((n * s.M) + m0 + r) * hw + p0;
+            b.loop("j", L, [&](Expr j) {
+              Expr v = sums.get(at(r) + j);
+              y.storeFlat(base + j, finish ? finish(v, m0 + r) : v);
+            });
+          }
+        });
+      }, LoopKind::Parallel);
+    });
+  });
+}
+
+/// Whether lowerIntWindow handles a 2-D convolution over an image of padded
+/// extents Hp x Wp (see there).
+bool isIntWindow(const ConvShape &s, int64_t Wp) {
+  if (s.W.rank() != 2 || numElements(s.W.Out) == 0)
+    return false;
+  int64_t sh = s.W.Strides[0], sw = s.W.Strides[1];
+  if (s.W.Out[1] >= kTilePixels)
+    return true;
+  return (sh * Wp) % sw == 0 && (s.W.Out[0] - 1) * (sh * Wp / sw) + s.W.Out[1] >= kTilePixels;
+}
+
+/// A 2-D convolution over `src` ([N, C, Hp, Wp], every window inside it) in
+/// register tiles of output channels x kTilePixels output positions, whose
+/// int32 accumulators stay in registers for the whole window sum; each step
+/// of the sum multiplies one (strided) vector of input bytes by one weight
+/// per channel. The positions of a tile are consecutive outputs of one row
+/// when a row holds a vector (edge tiles shifted back to overlap); else
+/// consecutive positions q = oy * V + ox of a row-major grid V = Wp * sh / sw
+/// wide, wider than the output rows, so that input offsets stay affine in q
+/// (sw * q, plus the tap's offset): the positions with ox >= the output
+/// width are computed on other rows' inputs and not stored.
+void lowerIntWindow(LowerCtx &c, const ConvShape &s, const kir::Buffer &src,
+                    int64_t Hp, int64_t Wp, const TensorRef &w,
+                    const std::function<Expr(const Expr &)> &wz,
+                    const std::function<Expr(const Expr &)> &init, const TensorRef &y,
+                    const std::function<Expr(Expr, Expr)> &finish) {
+  KernelBuilder &b = c.b();
+  const DType acc = DType::I32;
+  const int L = (int)kTilePixels;
+  const Window &win = s.W;
+  int64_t cg = s.C / s.Group, mg = s.M / s.Group, oh = win.Out[0], ow = win.Out[1];
+  int64_t sh = win.Strides[0], sw = win.Strides[1];
+  int64_t rows = std::min(kTileChannels, mg), rowTiles = (mg + rows - 1) / rows;
+  bool rowMode = ow >= L;
+  int64_t V = rowMode ? 0 : sh * Wp / sw, Q = rowMode ? 0 : (oh - 1) * V + ow;
+  auto at = [&](int64_t r) { return indexConst(r * L); };
+  auto fin = [&](const Expr &v, const Expr &m) { return finish ? finish(v, m) : v; };
+  // One tile: the finished sums of channels m0.. for the L positions whose
+  // first window tap is at xoff0 + sw * j in each input plane, passed to
+  // store(m, j, value) (an int32 in the output's range).
+  auto tile = [&](const Expr &n, const Expr &g, const Expr &m0, const Expr &xoff0,
+                  const std::function<void(const Expr &m, const Expr &j, const Expr &v)> &store) {
+    Local t = b.local("acc", acc, rows * L);
+    for (int64_t r = 0; r < rows; ++r)
+      b.store(t.Buf, at(r), broadcast(init ? init(m0 + r) : constantInt(acc, 0), L));
+    b.loop("ic", cg, [&](Expr ic) {
+      Expr plane = (n * s.C + g * cg + ic) * (Hp * Wp) + xoff0;
+      b.loop("kh", win.Kernel[0], [&](Expr kh) {
+        b.loop("kw", win.Kernel[1], [&](Expr kw) {
+          Expr xv = cast(acc, vload(src, plane + kh * (win.Dilations[0] * Wp) + kw * win.Dilations[1],
+                                    L, sw));
+          for (int64_t r = 0; r < rows; ++r) {
+            Expr a = cast(acc, w.load({m0 + r, ic, kh, kw})) - wz(m0 + r);
+            b.store(t.Buf, at(r), vload(t.Buf, at(r), L) + a * xv);
+          }
+        });
+      });
+    });
+    // Finish whole vectors (requantization in vector registers), then
+    // store the elements (selectively on the grid).
+    Local done = b.local("done", acc, rows * L);
+    for (int64_t r = 0; r < rows; ++r)
+      b.store(done.Buf, at(r), cast(acc, fin(vload(t.Buf, at(r), L), m0 + r)));
+    for (int64_t r = 0; r < rows; ++r)
+      b.loop("j", L, [&](Expr j) { store(m0 + r, j, done.get(at(r) + j)); });
+  };
+  // Parallel over channel tiles, or over groups when a group has one tile
+  // (depthwise).
+  bool groupsParallel = rowTiles == 1 && s.Group > 1;
+  b.loop("n", s.N, [&](Expr n) {
+    b.loop("g", s.Group, [&](Expr g) {
+      b.loop("rt", rowTiles, [&](Expr rt) {
+        Expr m0 = g * mg + min(rt * rows, indexConst(mg - rows));
+        if (rowMode) {
+          b.loop("oy", oh, [&](Expr oy) {
+            b.loop("pt", (ow + L - 1) / L, [&](Expr pt) {
+              Expr ox0 = min(pt * L, indexConst(ow - L));
+              tile(n, g, m0, oy * (sh * Wp) + ox0 * sw,
+                   [&](const Expr &m, const Expr &j, const Expr &v) {
+                     y.storeFlat(((n * s.M + m) * oh + oy) * ow + ox0 + j, v);
+                   });
+            });
+          });
+          return;
+        }
+        b.loop("pt", (Q + L - 1) / L, [&](Expr pt) {
+          Expr q0 = min(pt * L, indexConst(Q - L));
+          tile(n, g, m0, q0 * sw, [&](const Expr &m, const Expr &j, const Expr &v) {
+            Expr q = q0 + j, oy = q / V, ox = q % V;
+            b.ifThen(lt(ox, indexConst(ow)), [&] {
+              y.storeFlat(((n * s.M + m) * oh + oy) * ow + ox, v);
+            });
+          });
+        });
+      }, groupsParallel ? LoopKind::Serial : LoopKind::Parallel);
+    }, groupsParallel ? LoopKind::Parallel : LoopKind::Serial);
+  });
+}
+
 /// Lowers the int32 convolution sum (x - x_zp)(w - w_zp) (+ bias) and stores
-/// finish(acc, m) for every output element (the padding contributes
-/// x_zp - x_zp = 0, so it is skipped like in a float convolution).
+/// finish(acc, m) for every output element, as sum x (w - w_zp) from the
+/// initial value bias - x_zp sum (w - w_zp) of channel m (see the top of
+/// the file). The padding's x is x_zp: when x_zp may be nonzero and a
+/// window reaches the padding, x is read from a copy bordered with x_zp;
+/// otherwise the padding contributes 0 and is skipped like in a float
+/// convolution (or read from a copy bordered with 0 by the tiled 2-D path).
+/// Pointwise convolutions run lowerIntPointwise, 2-D ones lowerIntWindow,
+/// the rest (other ranks, images smaller than a tile) the shared loop nest.
 void lowerIntConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx,
                   size_t wzpIdx, size_t biasIdx,
                   const std::function<Expr(Expr, Expr)> &finish) {
+  KernelBuilder &b = c.b();
   ConvShape s = convShape(c.node(), xIdx, wIdx);
   TensorRef x = c.in(xIdx), w = c.in(wIdx), y = c.out(0);
-  std::optional<TensorRef> xzp, wzp, bias;
-  if (c.hasIn(xzpIdx))
-    xzp = c.in(xzpIdx);
-  if (c.hasIn(wzpIdx))
-    wzp = c.in(wzpIdx);
+  std::optional<TensorRef> xzp = zeroPoint(c, xzpIdx), wzp = zeroPoint(c, wzpIdx), bias;
   if (biasIdx && c.hasIn(biasIdx))
     bias = c.in(biasIdx);
   const DType acc = DType::I32;
-  Expr xz = xzp ? cast(acc, xzp->loadFlat(indexConst(0))) : constantInt(acc, 0);
+  auto wz = [&](const Expr &m) {
+    return wzp ? cast(acc, loadChannelParam(*wzp, m)) : constantInt(acc, 0);
+  };
+
+  // The initial value of each output channel, when x_zp contributes.
+  std::optional<TensorRef> init;
+  if (xzp) {
+    int64_t perChannel = w.numel() / s.M;
+    Expr xz = cast(acc, xzp->loadFlat(indexConst(0)));
+    init = c.scratch("chinit", acc, {s.M});
+    b.loop("m", s.M, [&](Expr m) {
+      Local sum = b.local("wsum", constantInt(acc, 0));
+      b.loop("k", perChannel, [&](Expr k) {
+        b.set(sum, sum.get() + cast(acc, w.loadFlat(m * perChannel + k)));
+      });
+      Expr v = constantInt(acc, 0) - xz * (sum.get() - wz(m) * perChannel);
+      init->storeFlat(m, bias ? cast(acc, bias->load({m})) + v : v);
+    });
+  }
+
+  // Whole windows over an x_zp-bordered copy when windows reach outside x.
+  ConvShape geo = s;
+  TensorRef src = x;
+  size_t r = s.W.rank();
+  bool outside = false;
+  Shape padded = {s.N, s.C};
+  for (size_t d = 0; d < r; ++d) {
+    const Window &win = s.W;
+    int64_t last = (win.Out[d] - 1) * win.Strides[d] + (win.Kernel[d] - 1) * win.Dilations[d];
+    outside = outside || win.PadBegin[d] > 0 || last - win.PadBegin[d] >= s.InSpatial[d];
+    padded.push_back(std::max(s.InSpatial[d] + win.PadBegin[d] + win.PadEnd[d], last + 1));
+  }
+  std::function<Expr(const Expr &)> first;
+  if (init)
+    first = [&](const Expr &m) { return init->load({m}); };
+  else if (bias)
+    first = [&](const Expr &m) { return cast(acc, bias->load({m})); };
+  if (isIntPointwise(s, x)) {
+    lowerIntPointwise(c, s, x, w, wz, first, y, finish);
+    return;
+  }
+  // The register-tiled path reads whole windows: it needs the bordered
+  // copy whenever a window reaches outside x (bordered with 0 without x_zp).
+  bool window = isIntWindow(s, outside ? padded.back() : s.InSpatial.back()) &&
+                (outside || x.buffer());
+  if ((xzp || window) && outside && numElements(s.W.Out) > 0) {
+    src = c.scratch("xpad", x.dtype(), padded);
+    Expr fill = xzp ? cast(src.computeType(), xzp->loadFlat(indexConst(0)))
+                    : constantInt(src.computeType(), 0);
+    b.loop("i", numElements(padded), [&](Expr i) { src.storeFlat(i, fill); });
+    b.loops(x.shape(), [&](const std::vector<Expr> &i) {
+      std::vector<Expr> to = i;
+      for (size_t d = 0; d < r; ++d)
+        to[2 + d] = i[2 + d] + s.W.PadBegin[d];
+      src.store(to, x.load(i));
+    }, "xp");
+    geo.InSpatial.assign(padded.begin() + 2, padded.end());
+    geo.W.PadBegin.assign(r, 0);
+    geo.W.PadEnd.assign(r, 0);
+  }
+  if (window) {
+    lowerIntWindow(c, s, src.buffer(), geo.InSpatial[0], geo.InSpatial[1], w, wz, first, y,
+                   finish);
+    return;
+  }
+
   ConvSpec spec;
   spec.Acc = acc;
-  spec.LoadX = [&](const std::vector<Expr> &i) { return cast(acc, x.load(i)) - xz; };
+  spec.LoadX = [&](const std::vector<Expr> &i) { return cast(acc, src.load(i)); };
   spec.LoadW = [&](const std::vector<Expr> &i) {
     Expr v = cast(acc, w.load(i));
-    return wzp ? v - cast(acc, loadChannelParam(*wzp, i[0])) : v;
+    return wzp ? v - wz(i[0]) : v;
   };
-  if (bias)
-    spec.Init = [&](const Expr &m) { return cast(acc, bias->load({m})); };
+  spec.Init = first;
   if (finish)
     spec.Finish = [&](const Expr &v, const Expr &m) { return finish(v, m); };
-  lowerConvolution(c, s, y, spec);
+  lowerConvolution(c, geo, y, spec);
 }
 
 void inferConvInteger(ir::Node &n) {
@@ -245,15 +551,21 @@ void inferQLinearConv(ir::Node &n) {
 }
 
 void lowerQLinearConv(LowerCtx &c) {
+  KernelBuilder &b = c.b();
   TensorRef xs = c.in(1), ws = c.in(4), ys = c.in(6), yzp = c.in(7);
   DType st = c.node().inDType(1);
   DType out = c.node().inDType(7);
+  bool f32 = allConstant({&xs, &ws, &ys});
+  // One multiplier per output channel, computed once per call.
+  int64_t channels = c.node().inShape(3)[0];
+  TensorRef mult = c.scratch("mult", DType::F32, {channels});
+  b.loop("m", channels, [&](Expr m) {
+    mult.storeFlat(m, requantMultiplierF32(st, xs.loadFlat(indexConst(0)),
+                                           loadChannelParam(ws, m),
+                                           ys.loadFlat(indexConst(0))));
+  });
   lowerIntConv(c, 0, 2, 3, 5, 8, [&](Expr acc, Expr m) {
-    Expr mult = requantMultiplier(st, xs.loadFlat(indexConst(0)),
-                                  loadChannelParam(ws, m),
-                                  ys.loadFlat(indexConst(0)));
-    Expr z = cast(DType::F64, yzp.loadFlat(indexConst(0)));
-    return saturateRound(out, cast(DType::F64, acc) * mult, z);
+    return requantize(out, f32, acc, mult.load({m}), yzp.loadFlat(indexConst(0)));
   });
 }
 

@@ -68,5 +68,50 @@ inline Expr saturateRound(DType out, const Expr &v, const Expr &zp) {
   return clamp(r, constant(DType::F64, lo), constant(DType::F64, hi));
 }
 
+/// saturate(round_half_even(f32(acc) * mult) + zp) for an int32 `acc`, an
+/// f32 `mult` and a zero point `zp` of type `out`: how ONNX Runtime's x86
+/// kernels requantize (MLAS): the product rounds once to f32 and is clamped
+/// in f32 to [lo - zp, hi - zp] of `out`'s range (so that the conversion to
+/// int32 and the sum with zp cannot overflow), then rounded half to even
+/// (exact: the bounds are integers), converted and offset by zp in int32.
+/// The result is an int32 in `out`'s range.
+inline Expr requantizeF32(DType out, const Expr &acc, const Expr &mult, const Expr &zp) {
+  auto [lo, hi] = intRange(out);
+  Expr z = cast(DType::F32, zp);
+  Expr v = clamp(cast(DType::F32, acc) * mult, constant(DType::F32, lo) - z,
+                 constant(DType::F32, hi) - z);
+  return cast(DType::I32, unary(UnOp::Round, v)) + cast(DType::I32, zp);
+}
+
+/// The requantization multiplier a_scale * b_scale / y_scale in f32 (the
+/// compute type of every scale type), rounded after each operation to the
+/// scales' type `st` (f16 scales round like the reference).
+inline Expr requantMultiplierF32(DType st, const Expr &as, const Expr &bs,
+                                 const Expr &ys) {
+  DType ct = computeType(st);
+  Expr m = roundTo(st, cast(ct, as) * cast(ct, bs));
+  return cast(DType::F32, roundTo(st, m / cast(ct, ys)));
+}
+
+/// Whether an operand is a compile-time constant whose elements are all 0
+/// (an omitted or zero zero point: its corrections can be left out).
+inline bool isZeroConstant(const TensorRef &t) {
+  const TensorPtr &k = t.constant();
+  if (!k)
+    return false;
+  for (int64_t i = 0, n = k->isSplat() ? std::min<int64_t>(k->numel(), 1) : k->numel();
+       i < n; ++i)
+    if (k->intAt(i) != 0)
+      return false;
+  return true;
+}
+
+/// Whether every operand is a compile-time constant.
+inline bool allConstant(std::initializer_list<const TensorRef *> ts) {
+  for (const TensorRef *t : ts)
+    if (!t->constant())
+      return false;
+  return true;
+}
 
 } // namespace mlcc::ops::quant

@@ -113,6 +113,12 @@ for m in "$work"/bad/*.onnx; do
   fi
 done
 
+# --- the integer kernels of QLinearConv/QLinearMatMul/ConvInteger/MatMulInteger
+# on what the conformance cases leave out (constant weights, zero points,
+# windows clipped at every border): exact against numpy and ONNX Runtime.
+echo "== integer convolutions and matrix products"
+"$python" "$here/integer_ops.py" "$mlcc" "$work/integer" || failed=$((failed + 1))
+
 # --- 2. ShuffleNet-v2 int8 -----------------------------------------------------
 model_dir="$root/../shared/models/shufflenet-v2-12-int8"
 echo "== shufflenet-v2-12-int8"
