@@ -54,8 +54,7 @@ void planMemory(Program &p) {
   std::vector<Placed> placed;
   int64_t size = 0;
   for (size_t i : order) {
-    int64_t bytes = alignUp(std::max<int64_t>(p.ArenaBuffers[i].Bytes, 1),
-                            p.ArenaAlign);
+    int64_t bytes = alignedArenaBytes(p.ArenaBuffers[i].Bytes, p.ArenaAlign);
     // Regions of buffers alive at the same time, by offset.
     std::vector<std::pair<int64_t, int64_t>> busy;
     for (auto &q : placed)

@@ -16,6 +16,7 @@
 #include "compiler/kernel/KernelIR.h"
 #include "compiler/support/Tensor.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,12 @@ struct Program {
 
   int64_t weightBytes() const;
 };
+
+/// Bytes an arena buffer of `bytes` occupies: at least one, rounded up to
+/// the arena's alignment (so that the next buffer starts aligned).
+inline int64_t alignedArenaBytes(int64_t bytes, int64_t align) {
+  return (std::max<int64_t>(bytes, 1) + align - 1) / align * align;
+}
 
 /// The first and last call that touches each arena buffer (-1, -1 when no
 /// call does), indexed like Program::ArenaBuffers.

@@ -15,8 +15,6 @@ namespace mlcc::pack {
 
 namespace {
 
-int64_t alignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
-
 /// The function bytes of kernel `name`: its own symbol and any clones or
 /// outlined tasks LLVM or the C compiler derive from it ("NAME.task",
 /// "NAME.part.0").
@@ -60,17 +58,13 @@ std::string jsonString(const std::string &s) {
   return out + "\"";
 }
 
-ModelReport buildReport(const kir::Program &p, const ObjectStats *object) {
+ModelReport buildReport(const kir::Program &p) {
   ModelReport r;
   r.Name = p.Name;
   r.DistinctKernels = p.Kernels.size();
   r.WeightBytes = p.weightBytes();
   r.ArenaBytes = p.ArenaSize;
   r.ArenaAlign = p.ArenaAlign;
-  if (object) {
-    r.HasObject = true;
-    r.Object = *object;
-  }
 
   std::vector<kir::Lifetime> life = kir::bufferLifetimes(p);
   for (size_t i = 0; i < p.ArenaBuffers.size(); ++i)
@@ -85,7 +79,6 @@ ModelReport buildReport(const kir::Program &p, const ObjectStats *object) {
     r.Outputs.push_back(io.Name);
 
   std::vector<int64_t> ops(p.Kernels.size(), -1), firstCall(p.Kernels.size(), -1);
-  int64_t kernelCode = 0;
   std::map<std::pair<int, size_t>, size_t> lastWriter;
   std::set<std::pair<size_t, size_t>> edges;
   for (size_t c = 0; c < p.Calls.size(); ++c) {
@@ -99,16 +92,10 @@ ModelReport buildReport(const kir::Program &p, const ObjectStats *object) {
       ops[call.KernelIndex] = kir::countOps(k);
     k2.Ops = ops[call.KernelIndex];
     r.Ops += k2.Ops;
-    if (firstCall[call.KernelIndex] >= 0) {
+    if (firstCall[call.KernelIndex] >= 0)
       k2.SharesCodeWith = firstCall[call.KernelIndex];
-      k2.CodeBytes = object ? 0 : -1;
-    } else {
+    else
       firstCall[call.KernelIndex] = (int64_t)c;
-      if (object) {
-        k2.CodeBytes = functionBytes(*object, k.Name);
-        kernelCode += k2.CodeBytes;
-      }
-    }
     for (auto &s : call.Args)
       if (s.Kind == kir::StorageKind::Constant && r.ConstantFirstCall[s.Index] < 0) {
         r.ConstantFirstCall[s.Index] = (int64_t)c;
@@ -140,15 +127,24 @@ ModelReport buildReport(const kir::Program &p, const ObjectStats *object) {
         k2.LiveBuffers.push_back(b);
         k2.ArenaLiveBytes += p.ArenaBuffers[b].Bytes;
         k2.ArenaEnd = std::max(k2.ArenaEnd, p.ArenaBuffers[b].Offset +
-                                                alignUp(std::max<int64_t>(p.ArenaBuffers[b].Bytes, 1),
-                                                        p.ArenaAlign));
+                                                kir::alignedArenaBytes(p.ArenaBuffers[b].Bytes,
+                                                                      p.ArenaAlign));
       }
     r.Calls.push_back(std::move(k2));
   }
   r.Edges.assign(edges.begin(), edges.end());
-  if (object)
-    r.CodeOutsideKernels = object->CodeBytes - kernelCode;
   return r;
+}
+
+void addObjectStats(ModelReport &r, const ObjectStats &object) {
+  r.HasObject = true;
+  r.Object = object;
+  int64_t kernelCode = 0;
+  for (KernelCallReport &k : r.Calls) {
+    k.CodeBytes = k.SharesCodeWith >= 0 ? 0 : functionBytes(object, k.Kernel);
+    kernelCode += k.CodeBytes;
+  }
+  r.CodeOutsideKernels = object.CodeBytes - kernelCode;
 }
 
 std::string reportJson(const ModelReport &r, const ReportContext &c) {

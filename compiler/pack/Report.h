@@ -74,8 +74,10 @@ struct ModelReport {
   std::vector<std::pair<size_t, size_t>> Edges;
 };
 
-/// Describes `p`; `object` (may be null) gives the code sizes.
-ModelReport buildReport(const kir::Program &p, const ObjectStats *object);
+/// Describes `p` (the code figures are unknown until addObjectStats).
+ModelReport buildReport(const kir::Program &p);
+/// Adds the code sizes of the object file compiled from the report's program.
+void addObjectStats(ModelReport &r, const ObjectStats &object);
 
 /// What the report says about how the model was compiled.
 struct ReportContext {

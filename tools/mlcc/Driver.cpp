@@ -252,8 +252,11 @@ void runDriver(const DriverOptions &o) {
   po.Status = &status;
   kir::Program program = runPipeline(*graph, po);
   // Arena and weights are known now: fail before the code generation.
-  if (kind != "graph")
-    pack::checkBudgets(pack::buildReport(program, nullptr), budgets);
+  std::optional<pack::ModelReport> report;
+  if (kind != "graph") {
+    report = pack::buildReport(program);
+    pack::checkBudgets(*report, budgets);
+  }
 
   pack::OutputFiles out;
   if (!o.DumpDot.empty())
@@ -319,7 +322,9 @@ void runDriver(const DriverOptions &o) {
   }
   status.finish();
   if (kind != "graph") {
-    pack::ModelReport r = pack::buildReport(program, stats ? &*stats : nullptr);
+    pack::ModelReport &r = *report;
+    if (stats)
+      pack::addObjectStats(r, *stats);
     pack::ReportContext ctx = reportContext(o, target);
     if (o.Verbose)
       std::fputs(pack::reportText(r, ctx).c_str(), stderr);
