@@ -13,6 +13,22 @@ int ScheduleTarget::lanes(DType t) const {
   return VectorBytes > size && size > 0 ? VectorBytes / size : 1;
 }
 
+namespace {
+
+/// Whether a contraction of `reduction` steps over panels of `panel`
+/// columns, `rows` rows in tiles of `rw`, runs its reduction in cache
+/// blocks: more than one row tile reads its B panel, and the panel does not
+/// fit comfortably in the L2 cache (a smaller one streams from L2 as fast as
+/// the tiles consume it, and blocking would only add the partial sums'
+/// traffic).
+bool blockReduction(const ScheduleTarget &t, int64_t reduction, int64_t panel, int64_t rw,
+                    int64_t rows) {
+  return t.L1Bytes > 0 && t.CacheBytes > 0 && reduction * panel * 4 > t.CacheBytes / 2 &&
+         rows > rw;
+}
+
+} // namespace
+
 ContractionTile chooseContractionTile(const ScheduleTarget &t, int64_t rows,
                                       int64_t cols, bool fullPanels, int64_t reduction) {
   int64_t lanes = t.lanes(DType::F32);
@@ -38,11 +54,18 @@ ContractionTile chooseContractionTile(const ScheduleTarget &t, int64_t rows,
       double latency = std::min(1.0, accs / 8.0);     // independent FMA chains
       double loads = (double)(rw + nv) / accs;       // operand loads per FMA
       double score = usefulRows * usefulCols * latency / (1.0 + 0.5 * loads);
-      if (t.CacheBytes > 0 && reduction * panel * 4 > t.CacheBytes)
+      bool blocked = blockReduction(t, reduction, panel, rw, rows);
+      if (!blocked && t.CacheBytes > 0 && reduction * panel * 4 > t.CacheBytes)
         score *= 0.5; // B streams from the next cache level per row tile
       if (score > bestScore + 1e-9) {
         bestScore = score;
         best = {lanes, panel, rw};
+        if (blocked) {
+          // Half the L1 cache for the slice of the B panel, a quarter for
+          // the partial sums of a row block.
+          best.ReduceBlock = std::max<int64_t>(1, t.L1Bytes / 2 / (panel * 4));
+          best.RowBlock = std::max<int64_t>(1, t.L1Bytes / 4 / (panel * 4) / rw) * rw;
+        }
       }
     }
   }

@@ -32,6 +32,10 @@ struct ScheduleTarget {
   /// should stay in while the row tiles reuse it; 0: no cache to plan for
   /// (microcontrollers).
   int64_t CacheBytes = 0;
+  /// A core's L1 data cache: a contraction whose packed B panel is larger
+  /// runs its reduction in blocks whose slice of the panel stays in it
+  /// while every row tile of a row block reuses it; 0: no blocking.
+  int64_t L1Bytes = 0;
 
   /// Lanes of a vector of `t` (1 without SIMD).
   int lanes(DType t) const;
@@ -44,6 +48,13 @@ struct ContractionTile {
   int64_t Lanes = 1; ///< vector width in elements
   int64_t Panel = 1; ///< columns per tile (a multiple of Lanes)
   int64_t Rows = 1;  ///< rows per tile
+  /// Cache blocking (0: none): the reduction runs in blocks of about
+  /// ReduceBlock steps (whole slices of its outermost axis), and for each
+  /// block every row tile of a block of RowBlock rows (a multiple of Rows)
+  /// accumulates into partial sums in memory, so the block's slice of the
+  /// B panel is read from the L1 cache by all of them.
+  int64_t ReduceBlock = 0;
+  int64_t RowBlock = 0;
 };
 
 /// Picks the tile for an f32 contraction with `rows` x `cols` outputs: the
@@ -52,9 +63,11 @@ struct ContractionTile {
 /// shifted back to overlap, so rows need not divide evenly); and there are
 /// enough independent accumulators to hide the FMA latency.
 /// With `fullPanels` the panel never exceeds `cols` (a B operand read in
-/// place, without padding). With `reduction` (the length of the sum) the
-/// panel of packed B that every row tile reads again should fit in
-/// t.CacheBytes: wider panels that do not are tried last.
+/// place, without padding). With `reduction` (the length of the sum) and a
+/// target with an L1 size, a packed B panel larger than half the L1 cache
+/// is blocked (ReduceBlock, RowBlock); without L1 size, the panel that
+/// every row tile reads again should fit in t.CacheBytes: wider panels that
+/// do not are tried last.
 ContractionTile chooseContractionTile(const ScheduleTarget &t, int64_t rows,
                                       int64_t cols, bool fullPanels = false,
                                       int64_t reduction = 0);

@@ -211,9 +211,12 @@ std::optional<PackedOperand> packedOperand(const ir::Node &n) {
   p.Tile.Lanes = n.attrInt("mlcc.lanes", 1);
   p.Tile.Panel = n.attrInt("mlcc.panel", 1);
   p.Tile.Rows = n.attrInt("mlcc.rows", 1);
+  p.Tile.ReduceBlock = n.attrInt("mlcc.reduce_block", 0);
+  p.Tile.RowBlock = n.attrInt("mlcc.row_block", 0);
   p.PixelColumns = n.attrInt("mlcc.pixel_columns", 0) != 0;
   p.Input = (size_t)n.attrInt("mlcc.packed_input", 0);
   if (p.Tile.Lanes < 1 || p.Tile.Panel % p.Tile.Lanes || p.Tile.Rows < 1 ||
+      p.Tile.ReduceBlock < 0 || p.Tile.RowBlock < 0 ||
       (!p.PixelColumns && !n.hasInput(p.Input)))
     n.error(ErrorKind::Internal) << "internal error: bad packed-operand attributes";
   return p;
@@ -233,73 +236,138 @@ void lowerTiledContraction(LowerCtx &c, const TiledContraction &t) {
   // the same value): its vectors are broadcasts.
   MLCC_CHECK(direct ? t.Cols >= VM : t.PackedB.numel() >= panels * kred * VM,
              "B operand of " << t.Cols << " columns for panels of " << VM);
-
   const int64_t rowTiles = (t.Rows + RW - 1) / RW;
+
+  // Cache blocking: the outermost reduction axis runs in blocks of `bc`
+  // slices, and the row tiles of a block of `tilesPerBlock` tiles keep their
+  // partial sums in memory between blocks.
+  const int64_t outer = t.Reduce.empty() ? 1 : t.Reduce[0], inner = kred / std::max<int64_t>(outer, 1);
+  int64_t bc = outer, tilesPerBlock = rowTiles;
+  if (t.Tile.ReduceBlock > 0 && !t.Reduce.empty() && rowTiles > 1) {
+    bc = std::clamp<int64_t>(t.Tile.ReduceBlock / std::max<int64_t>(inner, 1), 1, outer);
+    tilesPerBlock = std::clamp<int64_t>(t.Tile.RowBlock / RW, 1, rowTiles);
+  }
+  const int64_t kBlocks = (outer + bc - 1) / bc;
+  const bool blocked = kBlocks > 1;
+  if (!blocked)
+    tilesPerBlock = rowTiles;
+  const int64_t rowBlocks = (rowTiles + tilesPerBlock - 1) / tilesPerBlock;
+
+  auto accAt = [&](int64_t r, int64_t v) { return indexConst((r * NV + v) * L); };
+  // Adds A(r0 + r, k) * B(k, panel p) for the reduction steps whose
+  // outermost index is in [kBegin, kEnd) to the accumulators.
+  auto reduce = [&](const Local &acc, const Expr &p, const Expr &c0, const Expr &r0,
+                    const Expr &kBegin, const Expr &kEnd) {
+    std::vector<Expr> k(t.Reduce.size());
+    std::function<void(size_t)> rec = [&](size_t d) {
+      if (d < t.Reduce.size()) {
+        auto body = [&](Expr kd) {
+          k[d] = kd;
+          rec(d + 1);
+        };
+        if (d == 0)
+          b.loop("k0", kBegin, kEnd, body);
+        else
+          b.loop("k" + std::to_string(d), t.Reduce[d], body);
+        return;
+      }
+      Expr kf = indexConst(0);
+      for (size_t i = 0; i < k.size(); ++i)
+        kf = kf * t.Reduce[i] + k[i];
+      std::vector<Expr> bv;
+      for (int64_t v = 0; v < NV; ++v)
+        bv.push_back(direct  ? cast(t.Acc, t.LoadB(k, c0 + v * L))
+                     : packed ? cast(t.Acc, vload(packed, ((t.FirstPanel + p) * kred + kf) * VM +
+                                                              v * L,
+                                                  (int)L))
+                              : broadcast(cast(t.Acc, t.PackedB.loadFlat(indexConst(0))), (int)L));
+      for (int64_t r = 0; r < RW; ++r) {
+        Expr a = t.LoadA(r0 + r, k);
+        for (int64_t v = 0; v < NV; ++v)
+          b.store(acc.Buf, accAt(r, v), vload(acc.Buf, accAt(r, v), (int)L) + a * bv[(size_t)v]);
+      }
+    };
+    rec(0);
+  };
+  // Stores the finished tile at rows r0.., columns c0.. of panel p; `sum`
+  // reads its element (row r, column j).
+  auto storeTile = [&](const Expr &p, const Expr &c0, const Expr &r0,
+                       const std::function<Expr(const Expr &r, const Expr &j)> &sum) {
+    // A constant trip count when every panel is full (the loop vectorizes).
+    Expr cols = direct || t.Cols % VM == 0 ? indexConst(VM)
+                                           : min(indexConst(VM), indexConst(t.Cols) - p * VM);
+    if (t.RowsContiguous)
+      b.loop("j", indexConst(0), cols, [&](Expr j) {
+        b.loop("r", RW, [&](Expr r) { t.Store(r0 + r, c0 + j, sum(r, j)); });
+      });
+    else
+      b.loop("r", RW, [&](Expr r) {
+        b.loop("j", indexConst(0), cols, [&](Expr j) { t.Store(r0 + r, c0 + j, sum(r, j)); });
+      });
+  };
+  // The first row of row tile `rt` (edge tiles are shifted back).
+  auto firstRow = [&](const Expr &rt) { return min(rt * RW, indexConst(t.Rows - RW)); };
+
   // Parallel over panels when there are many (each worker then reads only
-  // its panels of B), else over the row tiles of each panel (a fork per
-  // panel, but balanced whatever the worker count).
-  bool parallelPanels = t.Parallel && panels > 1 && (panels >= 16 || rowTiles < 8);
-  bool parallelRows = t.Parallel && !parallelPanels && rowTiles > 1;
+  // its panels of B), else over the row tiles (or row blocks) of each panel
+  // (a fork per panel, but balanced whatever the worker count).
+  const int64_t rowUnits = blocked ? rowBlocks : rowTiles;
+  bool parallelPanels = t.Parallel && panels > 1 && (panels >= 16 || rowUnits < 8);
+  bool parallelRows = t.Parallel && !parallelPanels && rowUnits > 1;
+  LoopKind rowKind = parallelRows ? LoopKind::Parallel : LoopKind::Serial;
   b.loop("p", panels, [&](Expr p) {
     // The first column: panel-aligned in a packed B (the last panel's
     // padding is computed, not stored), shifted back to overlap when direct.
     Expr c0 = direct ? min(p * VM, indexConst(t.Cols - VM)) : p * VM;
-    b.loop("rt", rowTiles, [&](Expr rt) {
-      Expr r0 = min(rt * RW, indexConst(t.Rows - RW));
-      Local acc = b.local("acc", t.Acc, RW * VM);
-      auto accAt = [&](int64_t r, int64_t v) { return indexConst((r * NV + v) * L); };
-      for (int64_t r = 0; r < RW; ++r)
-        for (int64_t v = 0; v < NV; ++v)
-          b.store(acc.Buf, accAt(r, v), broadcast(constant(t.Acc, 0), (int)L));
-      // The reduction: one step per element of the Reduce box.
-      std::vector<Expr> k(t.Reduce.size());
-      std::function<void(size_t)> rec = [&](size_t d) {
-        if (d < t.Reduce.size()) {
-          b.loop("k" + std::to_string(d), t.Reduce[d], [&](Expr kd) {
-            k[d] = kd;
-            rec(d + 1);
-          });
-          return;
-        }
-        Expr kf = indexConst(0);
-        for (size_t i = 0; i < k.size(); ++i)
-          kf = kf * t.Reduce[i] + k[i];
-        std::vector<Expr> bv;
-        for (int64_t v = 0; v < NV; ++v)
-          bv.push_back(direct  ? cast(t.Acc, t.LoadB(k, c0 + v * L))
-                       : packed ? cast(t.Acc, vload(packed, ((t.FirstPanel + p) * kred + kf) * VM +
-                                                                v * L,
-                                                    (int)L))
-                                : broadcast(cast(t.Acc, t.PackedB.loadFlat(indexConst(0))), (int)L));
-        for (int64_t r = 0; r < RW; ++r) {
-          Expr a = t.LoadA(r0 + r, k);
+    if (!blocked) {
+      b.loop("rt", rowTiles, [&](Expr rt) {
+        Expr r0 = firstRow(rt);
+        Local acc = b.local("acc", t.Acc, RW * VM);
+        for (int64_t r = 0; r < RW; ++r)
           for (int64_t v = 0; v < NV; ++v)
-            b.store(acc.Buf, accAt(r, v),
-                    vload(acc.Buf, accAt(r, v), (int)L) + a * bv[(size_t)v]);
-        }
-      };
-      rec(0);
-      // Spill the tile (constant offsets keep acc in registers), then store
-      // the columns that exist.
-      Local tile = b.local("tile", t.Acc, RW * VM);
-      for (int64_t r = 0; r < RW; ++r)
-        for (int64_t v = 0; v < NV; ++v)
-          b.store(tile.Buf, accAt(r, v), vload(acc.Buf, accAt(r, v), (int)L));
-      // A constant trip count when every panel is full (the loop vectorizes).
-      Expr cols = direct || t.Cols % VM == 0
-                      ? indexConst(VM)
-                      : min(indexConst(VM), indexConst(t.Cols) - p * VM);
-      if (t.RowsContiguous)
-        b.loop("j", indexConst(0), cols, [&](Expr j) {
-          b.loop("r", RW, [&](Expr r) { t.Store(r0 + r, c0 + j, tile.get(r * VM + j)); });
+            b.store(acc.Buf, accAt(r, v), broadcast(constant(t.Acc, 0), (int)L));
+        reduce(acc, p, c0, r0, indexConst(0), indexConst(outer));
+        // Spill the tile (constant offsets keep acc in registers), then
+        // store the columns that exist.
+        Local tile = b.local("tile", t.Acc, RW * VM);
+        for (int64_t r = 0; r < RW; ++r)
+          for (int64_t v = 0; v < NV; ++v)
+            b.store(tile.Buf, accAt(r, v), vload(acc.Buf, accAt(r, v), (int)L));
+        storeTile(p, c0, r0, [&](const Expr &r, const Expr &j) { return tile.get(r * VM + j); });
+      }, rowKind);
+      return;
+    }
+    b.loop("rb", rowBlocks, [&](Expr rb) {
+      // The partial sums of the block's row tiles, one RW x VM slot each.
+      const int64_t slot = RW * VM;
+      Local part = b.local("part", t.Acc, tilesPerBlock * slot);
+      b.loop("z", tilesPerBlock * slot / L, [&](Expr z) {
+        b.store(part.Buf, z * L, broadcast(constant(t.Acc, 0), (int)L));
+      });
+      Expr tiles = rowTiles % tilesPerBlock == 0
+                       ? indexConst(tilesPerBlock)
+                       : min(indexConst(tilesPerBlock), indexConst(rowTiles) - rb * tilesPerBlock);
+      b.loop("kb", kBlocks, [&](Expr kb) {
+        Expr kBegin = kb * bc;
+        Expr kEnd = outer % bc == 0 ? kBegin + bc : min(kBegin + bc, indexConst(outer));
+        b.loop("rt", indexConst(0), tiles, [&](Expr rt) {
+          Expr r0 = firstRow(rb * tilesPerBlock + rt), base = rt * slot;
+          Local acc = b.local("acc", t.Acc, RW * VM);
+          for (int64_t r = 0; r < RW; ++r)
+            for (int64_t v = 0; v < NV; ++v)
+              b.store(acc.Buf, accAt(r, v), vload(part.Buf, base + accAt(r, v), (int)L));
+          reduce(acc, p, c0, r0, kBegin, kEnd);
+          for (int64_t r = 0; r < RW; ++r)
+            for (int64_t v = 0; v < NV; ++v)
+              b.store(part.Buf, base + accAt(r, v), vload(acc.Buf, accAt(r, v), (int)L));
         });
-      else
-        b.loop("r", RW, [&](Expr r) {
-          b.loop("j", indexConst(0), cols, [&](Expr j) {
-            t.Store(r0 + r, c0 + j, tile.get(r * VM + j));
-          });
-        });
-    }, parallelRows ? LoopKind::Parallel : LoopKind::Serial);
+      });
+      b.loop("rt", indexConst(0), tiles, [&](Expr rt) {
+        Expr r0 = firstRow(rb * tilesPerBlock + rt), base = rt * slot;
+        storeTile(p, c0, r0,
+                  [&](const Expr &r, const Expr &j) { return part.get(base + r * VM + j); });
+      });
+    }, rowKind);
   }, parallelPanels ? LoopKind::Parallel : LoopKind::Serial);
 }
 

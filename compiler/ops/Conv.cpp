@@ -152,6 +152,9 @@ void lowerPointwise(LowerCtx &c, const ConvShape &s, const PackedOperand &po) {
 /// The largest zero-bordered plane (elements) a depthwise convolution pads
 /// on the stack: 8 KiB of f32.
 constexpr int64_t kMaxPaddedPlane = 2048;
+/// A depthwise convolution's flattened output grid is a multiple of this
+/// many elements (16 f32 lanes: AVX-512).
+constexpr int64_t kGridRound = 16;
 
 /// A 2-D convolution with one input channel per group (depthwise, with a
 /// small channel multiplier). A small padded image is copied channel by
@@ -217,29 +220,55 @@ void lowerDepthwise(LowerCtx &c, const ConvShape &s) {
   auto [rlo, rhi] = interiorRange(w, 0, H);
   auto [clo, chi] = interiorRange(w, 1, W);
   // A small image is copied into a zero-bordered plane on the stack, one
-  // channel at a time, so that every output row is one vectorized loop.
+  // channel at a time. With equal strides, the outputs are computed over a
+  // grid as wide as the plane, flattened: output (oy, ox) at grid index
+  // q = oy * Wp + ox reads the plane at q * stride + the tap's offset, so one
+  // loop over the whole grid vectorizes with full vectors however narrow
+  // the image (the grid's columns past the output width are computed and
+  // dropped); the outputs are then copied out row by row.
   PaddedInput whole(c, s, x, /*scratch=*/false);
   if (whole.Padded && whole.Hp * whole.Wp <= kMaxPaddedPlane) {
+    const int64_t Wp = whole.Wp, OH = w.Out[0], OW = w.Out[1];
+    const bool flat = w.Strides[0] == w.Strides[1];
+    const int64_t st = w.Strides[1];
+    // The grid, rounded up to whole vectors of the widest targets (a few
+    // more dropped outputs instead of narrower vectors for the remainder),
+    // the furthest plane element it reads, and the plane's size.
+    const int64_t gridSize = (OH * Wp + kGridRound - 1) / kGridRound * kGridRound;
+    int64_t last = (gridSize - 1) * st + (w.Kernel[0] - 1) * w.Dilations[0] * Wp +
+                   (w.Kernel[1] - 1) * w.Dilations[1];
+    int64_t planeSize = flat ? std::max(whole.Hp * Wp, last + 1) : whole.Hp * Wp;
     b.loop("n", s.N, [&](Expr n) {
       b.loop("m", s.M, [&](Expr m) {
         Expr ch = m / mg;
-        Local plane = b.local("plane", t, whole.Hp * whole.Wp);
-        b.loop("i", whole.Hp * whole.Wp, [&](Expr i) { b.store(plane.Buf, i, constant(t, 0)); });
+        Local plane = b.local("plane", t, planeSize);
+        b.loop("i", planeSize, [&](Expr i) { b.store(plane.Buf, i, constant(t, 0)); });
         b.loop("iy", H, [&](Expr iy) {
           b.loop("ix", W, [&](Expr ix) {
-            b.store(plane.Buf, (iy + whole.PadTop) * whole.Wp + ix + whole.PadLeft,
+            b.store(plane.Buf, (iy + whole.PadTop) * Wp + ix + whole.PadLeft,
                     x.load({n, ch, iy, ix}));
           });
         });
-        b.loop("oh", w.Out[0], [&](Expr oy) {
-          b.loop("ow", w.Out[1], [&](Expr ox) {
-            Expr v = init(m);
-            for (int64_t kh = 0; kh < w.Kernel[0]; ++kh)
-              for (int64_t kw = 0; kw < w.Kernel[1]; ++kw)
-                v = v + tapWeight(m, indexConst(kh), indexConst(kw)) *
-                            plane.get((inRow(oy, indexConst(kh)) + whole.PadTop) * whole.Wp +
-                                      inCol(ox, indexConst(kw)) + whole.PadLeft);
-            y.store({n, m, oy, ox}, v);
+        // The sum of the taps at plane offset `at` (the window's top left).
+        auto window = [&](const Expr &at) {
+          Expr v = init(m);
+          for (int64_t kh = 0; kh < w.Kernel[0]; ++kh)
+            for (int64_t kw = 0; kw < w.Kernel[1]; ++kw)
+              v = v + tapWeight(m, indexConst(kh), indexConst(kw)) *
+                          plane.get(at + kh * w.Dilations[0] * Wp + kw * w.Dilations[1]);
+          return v;
+        };
+        if (flat) {
+          Local grid = b.local("grid", t, gridSize);
+          b.loop("q", gridSize, [&](Expr q) { b.store(grid.Buf, q, window(q * st)); });
+          b.loop("oh", OH, [&](Expr oy) {
+            b.loop("ow", OW, [&](Expr ox) { y.store({n, m, oy, ox}, grid.get(oy * Wp + ox)); });
+          });
+          return;
+        }
+        b.loop("oh", OH, [&](Expr oy) {
+          b.loop("ow", OW, [&](Expr ox) {
+            y.store({n, m, oy, ox}, window(oy * w.Strides[0] * Wp + ox * w.Strides[1]));
           });
         });
       }, LoopKind::Parallel);

@@ -77,6 +77,17 @@ std::optional<Plan> planFor(const ir::Node &n) {
   return std::nullopt;
 }
 
+/// The tile attributes of a contraction (read back by ops::packedOperand).
+void setTileAttrs(ir::Node &n, const kir::ContractionTile &tile) {
+  n.Attrs["mlcc.lanes"] = intAttr(tile.Lanes);
+  n.Attrs["mlcc.panel"] = intAttr(tile.Panel);
+  n.Attrs["mlcc.rows"] = intAttr(tile.Rows);
+  if (tile.ReduceBlock > 0) {
+    n.Attrs["mlcc.reduce_block"] = intAttr(tile.ReduceBlock);
+    n.Attrs["mlcc.row_block"] = intAttr(tile.RowBlock);
+  }
+}
+
 } // namespace
 
 void packWeights(ir::Graph &g, const kir::ScheduleTarget &target,
@@ -89,9 +100,7 @@ void packWeights(ir::Graph &g, const kir::ScheduleTarget &target,
       kir::ContractionTile tile =
           kir::chooseContractionTile(target, plan->Rows, plan->Cols, true);
       if (tile.Panel <= plan->Cols) {
-        n->Attrs["mlcc.lanes"] = intAttr(tile.Lanes);
-        n->Attrs["mlcc.panel"] = intAttr(tile.Panel);
-        n->Attrs["mlcc.rows"] = intAttr(tile.Rows);
+        setTileAttrs(*n, tile);
         n->Attrs["mlcc.pixel_columns"] = intAttr(1);
         nodes.push_back(std::move(n));
         continue;
@@ -117,9 +126,7 @@ void packWeights(ir::Graph &g, const kir::ScheduleTarget &target,
       if (n->Inputs.size() < plan->Input + 1)
         n->Inputs.resize(plan->Input + 1, nullptr);
       n->Inputs[plan->Input] = packed;
-      n->Attrs["mlcc.lanes"] = intAttr(tile.Lanes);
-      n->Attrs["mlcc.panel"] = intAttr(tile.Panel);
-      n->Attrs["mlcc.rows"] = intAttr(tile.Rows);
+      setTileAttrs(*n, tile);
       n->Attrs["mlcc.packed_input"] = intAttr((int64_t)plan->Input);
       nodes.push_back(std::move(pack));
       changed = true;

@@ -223,8 +223,11 @@ kir::ScheduleTarget scheduleTarget(const TargetSpec &t) {
     s.VectorRegisters = 0;
   // Application processors have a private L2 of 512 KiB or more (x86-64,
   // Cortex-A, RV64 with vectors); microcontrollers have no cache to plan.
-  if (triple.isX86() || triple.isAArch64() || (triple.isRISCV64() && has("v")))
+  // They have an L1 data cache of 32 KiB or more.
+  if (triple.isX86() || triple.isAArch64() || (triple.isRISCV64() && has("v"))) {
     s.CacheBytes = 512 * 1024;
+    s.L1Bytes = 32 * 1024;
+  }
   return s;
 }
 

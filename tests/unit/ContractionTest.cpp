@@ -1,0 +1,232 @@
+// Convolutions and matrix products through the schedules that only some
+// shapes reach on a real target (the register-tiled generator's cache-blocked
+// form, forced here by tiny caches; the depthwise convolution's flattened
+// grid) equal a direct computation: whole programs, compiled for a target
+// with AVX-512's registers, run through the kernel interpreter.
+#include "compiler/kernel/Interpreter.h"
+#include "compiler/pipeline/Pipeline.h"
+#include "frontends/onnx/OnnxLoader.h"
+#include "frontends/onnx/OnnxSchema.pb.h"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+using namespace mlcc;
+
+namespace {
+
+namespace pb = ::mlcc::onnxpb;
+
+void addFloatInfo(pb::ValueInfo *v, const std::string &name, const Shape &dims) {
+  v->set_name(name);
+  auto *t = v->mutable_type()->mutable_tensor_type();
+  t->set_elem_type(1);
+  for (int64_t d : dims)
+    t->mutable_shape()->add_dim()->set_dim_value(d);
+}
+
+std::vector<float> randomValues(const Shape &dims, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v((size_t)numElements(dims));
+  for (float &e : v)
+    e = u(rng);
+  return v;
+}
+
+void addInitializer(pb::Graph *g, const std::string &name, const Shape &dims,
+                    const std::vector<float> &values) {
+  pb::Tensor *t = g->add_initializer();
+  t->set_name(name);
+  t->set_data_type(1);
+  for (int64_t d : dims)
+    t->add_dims(d);
+  for (float v : values)
+    t->add_float_data(v);
+}
+
+/// A model of one node `op` (input X; W and B initializers with the values
+/// of randomValues(.., 1) and (.., 2)) and a Relu after it (a fused
+/// epilogue).
+std::string oneNodeModel(const std::string &op, const Shape &x, const Shape &w,
+                         const Shape &bias, const Shape &y,
+                         const std::vector<std::pair<std::string, int64_t>> &attrs) {
+  pb::Model m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  pb::Graph *g = m.mutable_graph();
+  g->set_name("g");
+  addFloatInfo(g->add_input(), "X", x);
+  addInitializer(g, "W", w, randomValues(w, 1));
+  addInitializer(g, "B", bias, randomValues(bias, 2));
+  pb::Node *n = g->add_node();
+  n->set_op_type(op);
+  n->set_name("node");
+  n->add_input("X");
+  n->add_input("W");
+  n->add_input("B");
+  n->add_output("T");
+  for (auto &[name, v] : attrs) {
+    pb::Attribute *a = n->add_attribute();
+    a->set_name(name);
+    if (name == "kernel_shape" || name == "pads" || name == "strides") {
+      a->set_type(7);
+      int count = name == "pads" ? 4 : 2;
+      for (int i = 0; i < count; ++i)
+        a->add_ints(v);
+    } else {
+      a->set_type(2);
+      a->set_i(v);
+    }
+  }
+  pb::Node *r = g->add_node();
+  r->set_op_type("Relu");
+  r->set_name("relu");
+  r->add_input("T");
+  r->add_output("Y");
+  addFloatInfo(g->add_output(), "Y", y);
+  return m.SerializeAsString();
+}
+
+/// Compiles `model` for `target` and runs it on `x` with the interpreter.
+std::vector<float> compileAndRun(const std::string &model, const kir::ScheduleTarget &target,
+                                 const std::vector<float> &x, std::string *kernels) {
+  auto g = onnx::loadModelBytes(model, "test.onnx", "", {});
+  PipelineOptions po;
+  po.Name = "m";
+  po.Schedule = target;
+  kir::Program p = runPipeline(*g, po);
+  if (kernels)
+    *kernels = kir::printProgram(p);
+  REQUIRE(p.Inputs.size() == 1);
+  REQUIRE(p.Outputs.size() == 1);
+  std::vector<float> in = x, out((size_t)numElements(p.Outputs[0].Dims));
+  std::vector<uint8_t> arena((size_t)p.ArenaSize + 64);
+  std::vector<std::vector<uint8_t>> consts;
+  for (const kir::ConstantData &c : p.Constants)
+    consts.push_back(c.Bytes);
+  for (const kir::Call &call : p.Calls) {
+    std::vector<void *> args;
+    for (const kir::Storage &s : call.Args) {
+      switch (s.Kind) {
+      case kir::StorageKind::Input:
+        args.push_back(in.data());
+        break;
+      case kir::StorageKind::Output:
+        args.push_back(out.data());
+        break;
+      case kir::StorageKind::Constant:
+        args.push_back(consts[s.Index].data());
+        break;
+      case kir::StorageKind::Arena:
+        args.push_back(arena.data() + p.ArenaBuffers[s.Index].Offset);
+        break;
+      }
+    }
+    kir::interpret(p.Kernels[call.KernelIndex], args);
+  }
+  return out;
+}
+
+kir::ScheduleTarget avx512(int64_t l1, int64_t l2) {
+  kir::ScheduleTarget t;
+  t.VectorBytes = 64;
+  t.VectorRegisters = 32;
+  t.Fma = true;
+  t.L1Bytes = l1;
+  t.CacheBytes = l2;
+  return t;
+}
+
+/// relu(conv(x, w) + b) for NCHW x [1, C, H, W], square kernel k, equal
+/// pads and strides, `group` groups: the definition, in double.
+std::vector<float> referenceConv(const Shape &x, int64_t m, int64_t k, int64_t pad,
+                                 int64_t stride, int64_t group) {
+  int64_t c = x[1], h = x[2], wd = x[3], cg = c / group, mg = m / group;
+  int64_t oh = (h + 2 * pad - k) / stride + 1, ow = (wd + 2 * pad - k) / stride + 1;
+  std::vector<float> in = randomValues(x, 3), w = randomValues({m, cg, k, k}, 1),
+                     b = randomValues({m}, 2), y((size_t)(m * oh * ow));
+  for (int64_t o = 0; o < m; ++o)
+    for (int64_t i = 0; i < oh; ++i)
+      for (int64_t j = 0; j < ow; ++j) {
+        double acc = b[(size_t)o];
+        for (int64_t ic = 0; ic < cg; ++ic)
+          for (int64_t ki = 0; ki < k; ++ki)
+            for (int64_t kj = 0; kj < k; ++kj) {
+              int64_t r = i * stride + ki - pad, q = j * stride + kj - pad;
+              if (r < 0 || r >= h || q < 0 || q >= wd)
+                continue;
+              int64_t ch = o / mg * cg + ic;
+              acc += (double)in[(size_t)((ch * h + r) * wd + q)] *
+                     w[(size_t)(((o * cg + ic) * k + ki) * k + kj)];
+            }
+        y[(size_t)((o * oh + i) * ow + j)] = (float)std::max(acc, 0.0);
+      }
+  return y;
+}
+
+/// Compiles `model` for `target`, runs it on randomValues(x, 3), checks that
+/// its kernels contain `expect` (the schedule under test) and that the
+/// result equals `ref` within float rounding of sums of `terms` products.
+void check(const std::string &model, const Shape &x, const kir::ScheduleTarget &target,
+           const std::string &expect, const std::vector<float> &ref, int64_t terms) {
+  std::string text;
+  std::vector<float> got = compileAndRun(model, target, randomValues(x, 3), &text);
+  INFO(text.substr(0, 6000));
+  CHECK(text.find(expect) != std::string::npos);
+  REQUIRE(got.size() == ref.size());
+  double tol = 2e-7 * (double)terms;
+  size_t bad = 0, nonzero = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    nonzero += ref[i] != 0.0f;
+    if (std::fabs(got[i] - ref[i]) > tol && bad++ == 0)
+      UNSCOPED_INFO("first difference at " << i << ": " << got[i] << " vs " << ref[i]
+                                           << " (tolerance " << tol << ")");
+  }
+  CHECK(bad == 0);
+  CHECK(nonzero > ref.size() / 4); // the Relu keeps about half
+}
+
+} // namespace
+
+TEST_CASE("cache-blocked convolutions equal the definition", "[contraction]") {
+  // 20 input channels x 3x3 taps: 180 reduction steps, blocked in slices of
+  // whole input channels (the last block partial), over row blocks of the
+  // 7x9 output pixels (the last one partial), with 40 output channels (a
+  // partial panel).
+  std::string model = oneNodeModel("Conv", {1, 20, 7, 9}, {40, 20, 3, 3}, {40}, {1, 40, 7, 9},
+                                   {{"kernel_shape", 3}, {"pads", 1}});
+  check(model, {1, 20, 7, 9}, avx512(2048, 4096), "kb in",
+        referenceConv({1, 20, 7, 9}, 40, 3, 1, 1, 1), 180);
+}
+
+TEST_CASE("cache-blocked matrix products equal the definition", "[contraction]") {
+  const int64_t M = 37, K = 70, N = 50;
+  std::string model = oneNodeModel("Gemm", {M, K}, {K, N}, {N}, {M, N}, {});
+  std::vector<float> a = randomValues({M, K}, 3), w = randomValues({K, N}, 1),
+                     b = randomValues({N}, 2), y((size_t)(M * N));
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double acc = b[(size_t)j];
+      for (int64_t k = 0; k < K; ++k)
+        acc += (double)a[(size_t)(i * K + k)] * w[(size_t)(k * N + j)];
+      y[(size_t)(i * N + j)] = (float)std::max(acc, 0.0);
+    }
+  check(model, {M, K}, avx512(2048, 4096), "kb in", y, K);
+}
+
+TEST_CASE("depthwise convolutions over a flattened grid equal the definition",
+          "[contraction]") {
+  for (int64_t stride : {1, 2}) {
+    INFO("stride " << stride);
+    int64_t out = (9 + 2 * 2 - 5) / stride + 1;
+    std::string model =
+        oneNodeModel("Conv", {1, 6, 9, 9}, {6, 1, 5, 5}, {6}, {1, 6, out, out},
+                     {{"kernel_shape", 5}, {"pads", 2}, {"strides", stride}, {"group", 6}});
+    check(model, {1, 6, 9, 9}, avx512(0, 0), "grid",
+          referenceConv({1, 6, 9, 9}, 6, 5, 2, stride, 6), 25);
+  }
+}
