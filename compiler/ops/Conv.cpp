@@ -61,10 +61,15 @@ struct PaddedInput {
     }, "c");
   }
 
+  /// The flat offset of padded coordinates (row, col) of channel ch of
+  /// image n in Src.
+  Expr offset(const Expr &n, const Expr &ch, const Expr &row, const Expr &col) const {
+    Expr image = Padded ? indexConst(0) : n * (C * H * W);
+    return image + (ch * Hp + row) * Wp + col;
+  }
   /// The element at padded coordinates (row, col) of channel ch of image n.
   Expr load(const Expr &n, const Expr &ch, const Expr &row, const Expr &col) const {
-    Expr image = Padded ? indexConst(0) : n * (C * H * W);
-    return Src.loadFlat(image + (ch * Hp + row) * Wp + col);
+    return Src.loadFlat(offset(n, ch, row, col));
   }
 };
 
@@ -109,6 +114,52 @@ void lowerConvTiled(LowerCtx &c, const ConvShape &s, const PackedOperand &po) {
         y.storeFlat((n * s.M + m) * pixels + r, bias ? acc + bias->load({m}) : acc);
       };
       lowerTiledContraction(c, t);
+    });
+  });
+}
+
+/// A 2-D convolution through the register-tiled generator with output
+/// pixels as the tile's columns (pack-weights chooses this when the output
+/// rows are wide): per image, group and output row, out[m, ox] = sum over
+/// (input channel, kh, kw) of W[m, ..] x[.., oy * sh + kh * dh, ox * sw + kw *
+/// dw]. The weights are broadcast, the input is read as vectors along the
+/// row (strided for a strided convolution), and the output and the fused
+/// epilogue are stored as contiguous vectors.
+void lowerConvPixelColumns(LowerCtx &c, const ConvShape &s, const PackedOperand &po) {
+  KernelBuilder &b = c.b();
+  TensorRef x = c.in(0), wt = c.in(1), y = c.out(0);
+  const Window &w = s.W;
+  int64_t cg = s.C / s.Group, mg = s.M / s.Group;
+  int64_t oh = w.Out[0], ow = w.Out[1], taps = w.Kernel[0] * w.Kernel[1];
+  PaddedInput in(c, s, x);
+  std::optional<TensorRef> bias;
+  if (c.hasIn(2))
+    bias = c.in(2);
+  b.loop("n", s.N, [&](Expr n) {
+    in.fill(b, x, n);
+    b.loop("g", s.Group, [&](Expr g) {
+      b.loop("oh", oh, [&](Expr oy) {
+        TiledContraction t;
+        t.Rows = mg;
+        t.Cols = ow;
+        t.Reduce = {cg, w.Kernel[0], w.Kernel[1]};
+        t.Tile = po.Tile;
+        t.Acc = y.computeType();
+        t.LoadA = [&](const Expr &r, const std::vector<Expr> &k) {
+          return cast(t.Acc, wt.loadFlat(((g * mg + r) * cg + k[0]) * taps +
+                                         k[1] * w.Kernel[1] + k[2]));
+        };
+        t.LoadB = [&](const std::vector<Expr> &k, const Expr &col0) {
+          Expr at = in.offset(n, g * cg + k[0], oy * w.Strides[0] + k[1] * w.Dilations[0],
+                              col0 * w.Strides[1] + k[2] * w.Dilations[1]);
+          return vload(in.Src.buffer(), at, (int)po.Tile.Lanes, w.Strides[1]);
+        };
+        t.Store = [&](const Expr &r, const Expr &col, const Expr &acc) {
+          Expr m = g * mg + r;
+          y.storeFlat(((n * s.M + m) * oh + oy) * ow + col, bias ? acc + bias->load({m}) : acc);
+        };
+        lowerTiledContraction(c, t);
+      }, LoopKind::Parallel);
     });
   });
 }
@@ -309,8 +360,9 @@ ConvSpec plainConvSpec(LowerCtx &c) {
 void lowerConv(LowerCtx &c) {
   ConvShape s = convShape(c.node(), 0, 1);
   if (auto po = packedOperand(c.node())) {
+    bool pointwise = s.W.Kernel == std::vector<int64_t>{1, 1} && s.W.Out == s.InSpatial;
     if (po->PixelColumns && c.in(0).buffer())
-      lowerPointwise(c, s, *po);
+      pointwise ? lowerPointwise(c, s, *po) : lowerConvPixelColumns(c, s, *po);
     else if (po->PixelColumns)
       lowerConvolution(c, s, c.out(0), plainConvSpec(c));
     else

@@ -17,7 +17,13 @@
 // A pointwise convolution (1x1, stride 1, no padding) is packed differently:
 // its tile's rows are output channels and its columns pixels, read straight
 // from the input (pixels are contiguous in NCHW), so nothing is packed and
-// the stores are vectors too.
+// the stores are vectors too. So is a convolution with a short reduction
+// (fewer than 4 vectors' lanes: a first layer's 3 channels x 3x3), whose
+// columns are the pixels of one output row.
+//
+// On targets with an L1 size, a contraction whose packed panel outgrows the
+// L2 cache runs its reduction in cache blocks (kir::ContractionTile's
+// ReduceBlock and RowBlock, attributes mlcc.reduce_block, mlcc.row_block).
 //
 // Depthwise-like convolutions (fewer than 4 output channels per group) keep
 // their own loop nest (a vectorized sum of the window's taps).
@@ -40,11 +46,11 @@ struct Plan {
   int64_t Groups, Cols, Rows, Reduce;
   bool Transposed;
   size_t Input; ///< where the packed operand goes
-  bool PixelColumns = false; ///< pointwise conv: no packing, see below
+  bool PixelColumns = false; ///< pixels as columns: no packing, see above
 };
 
-/// Whether and how to pack `n`'s weights.
-std::optional<Plan> planFor(const ir::Node &n) {
+/// Whether and how to pack `n`'s weights for vectors of `lanes` f32.
+std::optional<Plan> planFor(const ir::Node &n, int64_t lanes) {
   if (n.Domain != "" || !n.hasInput(1) || !n.Inputs[1]->Const ||
       n.inDType(0) != DType::F32 || n.inDType(1) != DType::F32 ||
       n.hasAttr("mlcc.panel") || !n.Outputs[0] || n.Outputs[0]->Type.numel() == 0)
@@ -62,6 +68,14 @@ std::optional<Plan> planFor(const ir::Node &n) {
     int64_t reduce = w[1] * w[2] * w[3];
     if (pointwise && y[2] * y[3] >= 16)
       return Plan{groups, y[2] * y[3], mg, reduce, false, 0, true};
+    // A short reduction (a first layer: 3 channels x 3x3): a row's pixels
+    // as the tile's columns too. With pixels as rows, every output is
+    // stored as a scalar of a transposed tile, which costs about as much as
+    // its K / lanes multiply-adds when K is below a few vectors' lanes; with
+    // pixels as columns the stores are vectors (the input is read along
+    // the row, strided for a strided convolution).
+    if (!pointwise && reduce < 4 * lanes && n.attrInts("strides", {1, 1})[1] <= 4)
+      return Plan{groups, y[3], mg, reduce, false, 0, true};
     return Plan{groups, mg, y[2] * y[3], reduce, false, 3};
   }
   if (n.OpType == "Gemm") {
@@ -95,7 +109,7 @@ void packWeights(ir::Graph &g, const kir::ScheduleTarget &target,
   std::vector<std::unique_ptr<ir::Node>> nodes;
   bool changed = false;
   for (auto &n : g.Nodes) {
-    std::optional<Plan> plan = planFor(*n);
+    std::optional<Plan> plan = planFor(*n, target.lanes(DType::F32));
     if (plan && plan->PixelColumns) {
       kir::ContractionTile tile =
           kir::chooseContractionTile(target, plan->Rows, plan->Cols, true);

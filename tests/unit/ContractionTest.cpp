@@ -230,3 +230,14 @@ TEST_CASE("depthwise convolutions over a flattened grid equal the definition",
           referenceConv({1, 6, 9, 9}, 6, 5, 2, stride, 6), 25);
   }
 }
+
+TEST_CASE("short-reduction convolutions with pixels as columns equal the definition",
+          "[contraction]") {
+  // 3 channels x 3x3 taps (27 steps), stride 2: each output row's 20 pixels
+  // are the tile's columns (two overlapping panels of 16), read from the
+  // padded input with a stride-2 vector load.
+  std::string model = oneNodeModel("Conv", {1, 3, 11, 40}, {20, 3, 3, 3}, {20}, {1, 20, 6, 20},
+                                   {{"kernel_shape", 3}, {"pads", 1}, {"strides", 2}});
+  check(model, {1, 3, 11, 40}, avx512(32768, 524288), "step 2",
+        referenceConv({1, 3, 11, 40}, 20, 3, 1, 2, 1), 27);
+}
