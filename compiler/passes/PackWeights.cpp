@@ -14,7 +14,8 @@
 //   Gemm    rows: M; columns: N; reduction: K
 //   MatMul  (constant 2-D B) rows: all rows of A; columns: N; reduction: K
 //
-// A pointwise convolution (1x1, stride 1, no padding) is packed differently:
+// A pointwise convolution (1x1, stride 1, no padding) whose weights fit in
+// half the L2 cache (or any, on a target without one) is packed differently:
 // its tile's rows are output channels and its columns pixels, read straight
 // from the input (pixels are contiguous in NCHW), so nothing is packed and
 // the stores are vectors too. So is a convolution with a short reduction
@@ -49,8 +50,9 @@ struct Plan {
   bool PixelColumns = false; ///< pixels as columns: no packing, see above
 };
 
-/// Whether and how to pack `n`'s weights for vectors of `lanes` f32.
-std::optional<Plan> planFor(const ir::Node &n, int64_t lanes) {
+/// Whether and how to pack `n`'s weights for vectors of `lanes` f32 and an
+/// L2 cache of `cacheBytes` (0: none to plan for).
+std::optional<Plan> planFor(const ir::Node &n, int64_t lanes, int64_t cacheBytes) {
   if (n.Domain != "" || !n.hasInput(1) || !n.Inputs[1]->Const ||
       n.inDType(0) != DType::F32 || n.inDType(1) != DType::F32 ||
       n.hasAttr("mlcc.panel") || !n.Outputs[0] || n.Outputs[0]->Type.numel() == 0)
@@ -63,10 +65,13 @@ std::optional<Plan> planFor(const ir::Node &n, int64_t lanes) {
     if (mg < 4)
       return std::nullopt;
     // Pointwise: pixels as the tile's columns, read straight from the input
-    // (when there are enough pixels for a vector).
+    // (when there are enough pixels for a vector), unless the weights are
+    // too large to be read again for every panel of pixels from the L2
+    // cache: with pixels as rows the packed weights stream once.
     bool pointwise = w[2] == 1 && w[3] == 1 && n.inShape(0) == Shape{y[0], n.inShape(0)[1], y[2], y[3]};
     int64_t reduce = w[1] * w[2] * w[3];
-    if (pointwise && y[2] * y[3] >= 16)
+    bool weightsFit = cacheBytes == 0 || numElements(w) * 4 <= cacheBytes / 2;
+    if (pointwise && y[2] * y[3] >= 16 && weightsFit)
       return Plan{groups, y[2] * y[3], mg, reduce, false, 0, true};
     // A short reduction (a first layer: 3 channels x 3x3): a row's pixels
     // as the tile's columns too. With pixels as rows, every output is
@@ -109,7 +114,7 @@ void packWeights(ir::Graph &g, const kir::ScheduleTarget &target,
   std::vector<std::unique_ptr<ir::Node>> nodes;
   bool changed = false;
   for (auto &n : g.Nodes) {
-    std::optional<Plan> plan = planFor(*n, target.lanes(DType::F32));
+    std::optional<Plan> plan = planFor(*n, target.lanes(DType::F32), target.CacheBytes);
     if (plan && plan->PixelColumns) {
       kir::ContractionTile tile =
           kir::chooseContractionTile(target, plan->Rows, plan->Cols, true);
