@@ -60,6 +60,7 @@ ContractionTile chooseContractionTile(const ScheduleTarget &t, int64_t rows,
       if (score > bestScore + 1e-9) {
         bestScore = score;
         best = {lanes, panel, rw};
+        best.Score = score;
         if (blocked) {
           // Half the L1 cache for the slice of the B panel, a quarter for
           // the partial sums of a row block.

@@ -55,6 +55,10 @@ struct ContractionTile {
   /// B panel is read from the L1 cache by all of them.
   int64_t ReduceBlock = 0;
   int64_t RowBlock = 0;
+  /// The chooser's estimate of the tile's efficiency (higher is better):
+  /// the useful fraction of the computed rows and columns, the FMA latency
+  /// hidden, the operand loads per FMA, the cache (see below).
+  double Score = 0;
 };
 
 /// Picks the tile for an f32 contraction with `rows` x `cols` outputs: the

@@ -118,6 +118,17 @@ void packWeights(ir::Graph &g, const kir::ScheduleTarget &target,
     if (plan && plan->PixelColumns) {
       kir::ContractionTile tile =
           kir::chooseContractionTile(target, plan->Rows, plan->Cols, true);
+      // Pixels as rows instead (packed weights) when the reduction is not
+      // short and their tile wastes less at the edges (few pixels: a 14x14
+      // map fills 3 panels of 64 and a quarter), net of the transposed
+      // stores: one per output, against its reduce / lanes multiply-adds.
+      if (plan->Reduce >= 4 * tile.Lanes) {
+        kir::ContractionTile rowsTile =
+            kir::chooseContractionTile(target, plan->Cols, plan->Rows, false, plan->Reduce);
+        double storeCost = 1.0 + (double)rowsTile.Lanes / (double)plan->Reduce;
+        if (rowsTile.Score / storeCost > tile.Score)
+          tile.Panel = plan->Cols + 1; // not taken
+      }
       if (tile.Panel <= plan->Cols) {
         setTileAttrs(*n, tile);
         n->Attrs["mlcc.pixel_columns"] = intAttr(1);
