@@ -5,6 +5,7 @@
 #include "compiler/support/Error.h"
 
 #include <cmath>
+#include <set>
 
 namespace mlcc::kir {
 
@@ -522,9 +523,325 @@ Kernel vectorize(const Kernel &k, const ScheduleTarget &t) {
   return r;
 }
 
+// ---------------------------------------------------------------------------
+// collapse
+// ---------------------------------------------------------------------------
+
+namespace {
+
+/// Whether loops `o` (outer) and `i` (inner, `extent` iterations) can become
+/// one loop in `s`: both variables are used only in load and store indices,
+/// each affine with o's coefficient `extent` times i's (so the flat index
+/// o * extent + i addresses the same elements in the same order).
+bool collapsible(const Stmt &s, const Var &o, const Var &i, int64_t extent) {
+  bool ok = true;
+  std::function<void(const Expr &)> expr;
+  auto index = [&](const Expr &e) {
+    auto so = strideOf(e, o), si = strideOf(e, i);
+    if (!so || !si || *so != *si * extent)
+      ok = false;
+    // The index itself may hold loads (a gather) that do not use o or i.
+    visitExprs(e, [&](const Expr &x) {
+      if (x->Kind == ExprKind::Load && (dependsOn(x->A, o) || dependsOn(x->A, i)))
+        ok = false;
+    });
+  };
+  expr = [&](const Expr &e) {
+    if (!ok || !e)
+      return;
+    switch (e->Kind) {
+    case ExprKind::VarRef:
+      if (e->V == o || e->V == i)
+        ok = false;
+      return;
+    case ExprKind::Load:
+      index(e->A);
+      return;
+    default:
+      expr(e->A);
+      expr(e->B);
+      expr(e->C);
+    }
+  };
+  std::function<void(const Stmt &)> stmt = [&](const Stmt &st) {
+    if (!ok || !st)
+      return;
+    switch (st->Kind) {
+    case StmtKind::Block:
+      for (auto &c : st->Body)
+        stmt(c);
+      return;
+    case StmtKind::For:
+      expr(st->Begin);
+      expr(st->End);
+      stmt(st->Inner);
+      return;
+    case StmtKind::Store:
+      index(st->Index);
+      expr(st->Value);
+      return;
+    case StmtKind::If:
+      expr(st->Cond);
+      stmt(st->Inner);
+      stmt(st->Else);
+      return;
+    case StmtKind::Alloc:
+      stmt(st->Inner);
+      return;
+    }
+  };
+  stmt(s);
+  return ok;
+}
+
+/// Rewrites every index that uses o or i as its value at o = i = 0 plus
+/// q times i's coefficient.
+class Flattener : public Mutator {
+public:
+  Flattener(Var o, Var i, Var q) : O(std::move(o)), I(std::move(i)), Q(std::move(q)) {}
+  using Mutator::mutate;
+  Expr mutate(const Expr &e) override {
+    if (e && e->Kind == ExprKind::Load && uses(e->A))
+      return vload(e->Buf, flat(e->A), e->Lanes, e->Stride);
+    return Mutator::mutate(e);
+  }
+  Stmt mutate(const Stmt &s) override {
+    if (s && s->Kind == StmtKind::Store && uses(s->Index))
+      return store(s->Buf, flat(s->Index), mutate(s->Value));
+    return Mutator::mutate(s);
+  }
+
+private:
+  bool uses(const Expr &e) const { return dependsOn(e, O) || dependsOn(e, I); }
+  Expr flat(const Expr &e) const {
+    int64_t si = *strideOf(e, I);
+    Expr base = substitute(substitute(e, O, indexConst(0)), I, indexConst(0));
+    return base + varRef(Q) * si;
+  }
+  Var O, I, Q;
+};
+
+/// Merges perfectly nested serial loops from 0 whose accesses are
+/// contiguous across them (a copy of whole rows, a reduction over a whole
+/// plane) into one loop, innermost pairs first, so that the vectorizer
+/// sees one long loop instead of many short rows.
+class Collapser : public Mutator {
+public:
+  using Mutator::mutate;
+  Stmt mutate(const Stmt &s0) override {
+    Stmt s = Mutator::mutate(s0);
+    if (!s || s->Kind != StmtKind::For)
+      return s;
+    const StmtNode *inner = s->Inner.get();
+    if (inner->Kind == StmtKind::Block && inner->Body.size() == 1)
+      inner = inner->Body[0].get();
+    if (!plainLoop(*s) || inner->Kind != StmtKind::For || !plainLoop(*inner))
+      return s;
+    int64_t eo = s->End->IntValue, ei = inner->End->IntValue;
+    if (!collapsible(inner->Inner, s->LoopVar, inner->LoopVar, ei))
+      return s;
+    Var q = newVar(inner->LoopVar->Name);
+    Flattener f(s->LoopVar, inner->LoopVar, q);
+    return forLoop(q, indexConst(0), indexConst(eo * ei), f.mutate(inner->Inner));
+  }
+
+private:
+  static bool plainLoop(const StmtNode &s) {
+    return s.Kind == StmtKind::For && s.Loop == LoopKind::Serial && s.Begin->isConst() &&
+           s.Begin->IntValue == 0 && s.End->isConst() && s.End->IntValue > 0;
+  }
+};
+
+} // namespace
+
+Kernel collapse(const Kernel &k) {
+  Collapser m;
+  Kernel r = k;
+  r.Body = m.mutate(k.Body);
+  if (r.Body != k.Body)
+    r.finalize();
+  return r;
+}
+
+// ---------------------------------------------------------------------------
+// parallelize
+// ---------------------------------------------------------------------------
+
+namespace {
+
+/// Element operations one run of `s` performs, at least (loops with bounds
+/// that are not constants count once).
+int64_t workOf(const Stmt &s) {
+  if (!s)
+    return 0;
+  switch (s->Kind) {
+  case StmtKind::Block: {
+    int64_t w = 0;
+    for (auto &c : s->Body)
+      w += workOf(c);
+    return w;
+  }
+  case StmtKind::For: {
+    int64_t trips = s->Begin->isConst() && s->End->isConst()
+                        ? std::max<int64_t>(s->End->IntValue - s->Begin->IntValue, 0)
+                        : 1;
+    return trips * workOf(s->Inner);
+  }
+  case StmtKind::Store:
+    return s->Value->Lanes;
+  case StmtKind::If:
+    return std::max(workOf(s->Inner), workOf(s->Else));
+  case StmtKind::Alloc:
+    return workOf(s->Inner);
+  }
+  return 0;
+}
+
+bool hasParallelLoop(const Stmt &s) {
+  if (!s)
+    return false;
+  switch (s->Kind) {
+  case StmtKind::Block:
+    for (auto &c : s->Body)
+      if (hasParallelLoop(c))
+        return true;
+    return false;
+  case StmtKind::For:
+    return s->Loop == LoopKind::Parallel || hasParallelLoop(s->Inner);
+  case StmtKind::If:
+    return hasParallelLoop(s->Inner) || hasParallelLoop(s->Else);
+  case StmtKind::Alloc:
+    return hasParallelLoop(s->Inner);
+  default:
+    return false;
+  }
+}
+
+/// Whether the iterations of loop `s` are independent: each stores only
+/// to parameters (no local declared outside it), at an index affine in the
+/// loop variable whose step is at least the span the rest of the index
+/// covers in one iteration (constant inner loops), and reads no buffer it
+/// stores to except at the very index of a store.
+bool independentIterations(const StmtNode &s) {
+  std::vector<std::pair<const StmtNode *, std::vector<const StmtNode *>>> stores;
+  bool ok = true;
+  std::vector<const StmtNode *> loops; // the inner loops around a statement
+  std::set<const BufferNode *> locals;
+  std::function<void(const Stmt &)> walk = [&](const Stmt &st) {
+    if (!ok || !st)
+      return;
+    switch (st->Kind) {
+    case StmtKind::Block:
+      for (auto &c : st->Body)
+        walk(c);
+      return;
+    case StmtKind::For:
+      if (!st->Begin->isConst() || !st->End->isConst()) {
+        ok = false;
+        return;
+      }
+      loops.push_back(st.get());
+      walk(st->Inner);
+      loops.pop_back();
+      return;
+    case StmtKind::Store:
+      stores.push_back({st.get(), loops});
+      return;
+    case StmtKind::If:
+      walk(st->Inner);
+      walk(st->Else);
+      return;
+    case StmtKind::Alloc:
+      locals.insert(st->Buf.get());
+      walk(st->Inner);
+      return;
+    }
+  };
+  walk(s.Inner);
+  if (!ok)
+    return false;
+  std::set<const BufferNode *> written;
+  std::set<std::string> storedAt;
+  for (auto &[st, around] : stores) {
+    if (locals.count(st->Buf.get()))
+      continue; // the iteration's own temporary
+    if (st->Buf->Kind != BufferKind::Param)
+      return false;
+    auto step = strideOf(st->Index, s.LoopVar);
+    if (!step || *step == 0)
+      return false;
+    int64_t span = st->Value->Lanes;
+    for (const StmtNode *l : around) {
+      auto c = strideOf(st->Index, l->LoopVar);
+      if (!c)
+        return false;
+      span += std::abs(*c) * (l->End->IntValue - l->Begin->IntValue - 1);
+    }
+    if (span > std::abs(*step))
+      return false;
+    written.insert(st->Buf.get());
+    storedAt.insert(st->Buf->Name + "@" + print(st->Index));
+  }
+  visitExprs(s.Inner, [&](const Expr &e) {
+    if (e->Kind == ExprKind::Load && written.count(e->Buf.get()) &&
+        !storedAt.count(e->Buf->Name + "@" + print(e->A)))
+      ok = false;
+  });
+  return ok;
+}
+
+/// Makes the top-level loops of a kernel without parallel loops parallel
+/// when their iterations are independent and the loop does enough work,
+/// split into at most kMaxChunks chunks of consecutive iterations.
+class Parallelizer : public Mutator {
+public:
+  using Mutator::mutate;
+  Stmt mutate(const Stmt &s) override {
+    if (!s)
+      return s;
+    if (s->Kind == StmtKind::Block || s->Kind == StmtKind::Alloc)
+      return Mutator::mutate(s); // top-level statements only
+    if (s->Kind != StmtKind::For || s->Loop != LoopKind::Serial || !s->Begin->isConst() ||
+        !s->End->isConst())
+      return s;
+    int64_t begin = s->Begin->IntValue, n = s->End->IntValue - begin;
+    if (n < 2 || workOf(s) < kMinWork || !independentIterations(*s))
+      return s;
+    int64_t chunk = (n + kMaxChunks - 1) / kMaxChunks, chunks = (n + chunk - 1) / chunk;
+    Var c = newVar(s->LoopVar->Name + "c");
+    Expr lo = indexConst(begin) + varRef(c) * chunk;
+    Expr hi = n % chunk == 0 ? lo + chunk : min(lo + chunk, indexConst(begin + n));
+    if (chunk == 1)
+      return forLoop(s->LoopVar, s->Begin, s->End, s->Inner, LoopKind::Parallel);
+    return forLoop(c, indexConst(0), indexConst(chunks),
+                   forLoop(s->LoopVar, lo, hi, s->Inner), LoopKind::Parallel);
+  }
+
+  /// Below this many element operations a fork costs more than it saves.
+  static constexpr int64_t kMinWork = 1 << 14;
+  /// Chunks per loop: enough to balance a few workers.
+  static constexpr int64_t kMaxChunks = 32;
+};
+
+} // namespace
+
+Kernel parallelize(const Kernel &k) {
+  if (hasParallelLoop(k.Body))
+    return k;
+  Parallelizer m;
+  Kernel r = k;
+  r.Body = m.mutate(k.Body);
+  if (r.Body != k.Body)
+    r.finalize();
+  return r;
+}
+
 void scheduleProgram(Program &p, const ScheduleTarget &t) {
-  for (auto &k : p.Kernels)
-    k = vectorize(k, t);
+  for (auto &k : p.Kernels) {
+    k = vectorize(collapse(k), t);
+    if (t.VectorBytes > 0) // application processors; not microcontrollers
+      k = parallelize(k);
+  }
 }
 
 } // namespace mlcc::kir

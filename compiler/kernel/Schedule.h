@@ -10,6 +10,9 @@
 //               target's width plus a scalar tail loop.
 //   scalarize   the inverse: every vector store becomes a loop over lanes
 //               (for the interpreter and the C emitter).
+//   collapse    perfectly nested loops with contiguous accesses become one.
+//   parallelize top-level loops with independent iterations run on the
+//               caller's workers (kernels that have no parallel loop yet).
 //
 // Lowerings that build register tiles themselves (the contraction
 // generator) read the same ScheduleTarget to size their tiles.
@@ -83,6 +86,16 @@ std::optional<int64_t> strideOf(const Expr &e, const Var &v);
 
 /// Vectorizes every eligible innermost loop of `k` (see above).
 Kernel vectorize(const Kernel &k, const ScheduleTarget &t);
+
+/// Merges perfectly nested loops whose accesses are contiguous across them
+/// into one loop (rows of a copy, the plane of a reduction), innermost
+/// first: what is computed and its order are unchanged.
+Kernel collapse(const Kernel &k);
+
+/// In a kernel with no parallel loop, makes each top-level loop with
+/// independent iterations and enough work parallel (split into chunks of
+/// consecutive iterations).
+Kernel parallelize(const Kernel &k);
 
 /// Vector stores become loops over lanes; the result has no vector.
 Stmt scalarize(const Stmt &s);

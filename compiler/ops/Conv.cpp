@@ -48,17 +48,33 @@ struct PaddedInput {
     Src = Padded && scratch ? c.scratch("xpad", x.computeType(), {C, Hp, Wp}) : x;
   }
 
-  /// Copies image n into the scratch buffer (nothing when not padded).
+  /// Copies image n into the scratch buffer (nothing when not padded),
+  /// writing each element once: the rows above and below the image and the
+  /// columns left and right of each of its rows are zeroed, the rest copied.
   void fill(KernelBuilder &b, const TensorRef &x, const Expr &n) const {
     if (!Padded)
       return;
-    b.loop("i", C * Hp * Wp, [&](Expr i) { Src.storeFlat(i, constant(Src.computeType(), 0)); });
-    b.loops({C, H}, [&](const std::vector<Expr> &i) {
-      b.loop("iw", W, [&](Expr iw) {
-        Src.storeFlat((i[0] * Hp + i[1] + PadTop) * Wp + iw + PadLeft,
-                      x.load({n, i[0], i[1], iw}));
+    Expr zero = constant(Src.computeType(), 0);
+    int64_t padBottom = Hp - H - PadTop, padRight = Wp - W - PadLeft;
+    b.loop("c", C, [&](Expr ch) {
+      Expr plane = ch * (Hp * Wp);
+      if (PadTop > 0)
+        b.loop("i", PadTop * Wp, [&](Expr i) { Src.storeFlat(plane + i, zero); });
+      b.loop("ih", H, [&](Expr ih) {
+        Expr row = plane + (ih + PadTop) * Wp;
+        if (PadLeft > 0)
+          b.loop("i", PadLeft, [&](Expr i) { Src.storeFlat(row + i, zero); });
+        b.loop("iw", W, [&](Expr iw) {
+          Src.storeFlat(row + PadLeft + iw, x.load({n, ch, ih, iw}));
+        });
+        if (padRight > 0)
+          b.loop("i", padRight, [&](Expr i) { Src.storeFlat(row + PadLeft + W + i, zero); });
       });
-    }, "c");
+      if (padBottom > 0)
+        b.loop("i", padBottom * Wp, [&](Expr i) {
+          Src.storeFlat(plane + (PadTop + H) * Wp + i, zero);
+        });
+    });
   }
 
   /// The flat offset of padded coordinates (row, col) of channel ch of

@@ -169,3 +169,96 @@ TEST_CASE("vectorized exp stays within a few ulp of libm", "[schedule]") {
     CHECK(std::fabs(out[(size_t)i] - want) <= 3e-7 * want);
   }
 }
+
+namespace {
+
+/// The loops of `s`, outermost first, with their kinds and trip counts.
+void loopsOf(const Stmt &s, std::vector<const StmtNode *> &out) {
+  if (!s)
+    return;
+  if (s->Kind == StmtKind::For)
+    out.push_back(s.get());
+  if (s->Kind == StmtKind::Block)
+    for (auto &c : s->Body)
+      loopsOf(c, out);
+  loopsOf(s->Inner, out);
+  loopsOf(s->Else, out);
+}
+
+} // namespace
+
+TEST_CASE("collapse merges contiguous loop nests and keeps the result", "[schedule]") {
+  // y[c, h, w] = x[c, h, w] * 2 over [3, 5, 7], and a sum over each [5, 7]
+  // plane: both nests are contiguous across h and w (and c for the copy).
+  KernelBuilder b("copy_and_sum");
+  Buffer x = b.param("x", DType::F32, 105), y = b.param("y", DType::F32, 105 + 3);
+  b.loop("c", 3, [&](Expr c) {
+    b.loop("h", 5, [&](Expr h) {
+      b.loop("w", 7, [&](Expr w) { b.store(y, (c * 5 + h) * 7 + w, load(x, (c * 5 + h) * 7 + w) * 2.0); });
+    });
+  });
+  b.loop("c", 3, [&](Expr c) {
+    Local acc = b.local("acc", constant(DType::F32, 0));
+    b.loop("h", 5, [&](Expr h) {
+      b.loop("w", 7, [&](Expr w) { b.set(acc, acc.get() + load(x, c * 35 + h * 7 + w)); });
+    });
+    b.store(y, c + 105, acc.get());
+  });
+  Kernel k = b.finish();
+  Kernel m = collapse(k);
+  std::vector<const StmtNode *> loops;
+  loopsOf(m.Body, loops);
+  REQUIRE(loops.size() == 3); // the copy: 1 loop; the sums: c and one plane loop
+  CHECK(loops[0]->End->IntValue == 105);
+  CHECK(loops[2]->End->IntValue == 35);
+  std::vector<float> in(105);
+  for (size_t i = 0; i < in.size(); ++i)
+    in[i] = (float)i * 0.25f - 3.0f;
+  CHECK(run(k, in, 108) == run(m, in, 108)); // same order of operations: exact
+}
+
+TEST_CASE("collapse leaves loops whose variables are used as values or strided apart",
+          "[schedule]") {
+  KernelBuilder b("iota_and_transpose");
+  Buffer x = b.param("x", DType::F32, 12), y = b.param("y", DType::F32, 24);
+  b.loop("i", 3, [&](Expr i) {
+    b.loop("j", 4, [&](Expr j) { b.store(y, i * 4 + j, cast(DType::F32, j)); }); // j as a value
+  });
+  b.loop("i", 3, [&](Expr i) {
+    b.loop("j", 4, [&](Expr j) { b.store(y, j * 3 + i + 12, load(x, i * 4 + j)); }); // transpose
+  });
+  Kernel k = b.finish();
+  std::vector<const StmtNode *> loops;
+  loopsOf(collapse(k).Body, loops);
+  CHECK(loops.size() == 4);
+}
+
+TEST_CASE("parallelize takes independent top-level loops only", "[schedule]") {
+  const int64_t n = 1 << 16;
+  KernelBuilder b("par");
+  Buffer x = b.param("x", DType::F32, n), y = b.param("y", DType::F32, n);
+  b.loop("i", n, [&](Expr i) { b.store(y, i, load(x, i) + 1.0); }); // independent
+  b.loop("i", indexConst(1), indexConst(n),
+         [&](Expr i) { b.store(y, i, load(y, i - 1) + load(x, i)); }); // a scan
+  Kernel k = b.finish();
+  Kernel p = parallelize(k);
+  std::vector<const StmtNode *> loops;
+  loopsOf(p.Body, loops);
+  REQUIRE(loops.size() == 3); // chunks, the chunk's iterations, the scan
+  CHECK(loops[0]->Loop == LoopKind::Parallel);
+  CHECK(loops[1]->Loop == LoopKind::Serial);
+  CHECK(loops[2]->Loop == LoopKind::Serial);
+  std::vector<float> in(n);
+  for (int64_t i = 0; i < n; ++i)
+    in[(size_t)i] = (float)(i % 13) - 6.0f;
+  CHECK(run(k, in, n) == run(p, in, n));
+  // A loop whose iterations write overlapping elements stays serial.
+  KernelBuilder b2("overlap");
+  Buffer x2 = b2.param("x", DType::F32, n), y2 = b2.param("y", DType::F32, n + 1);
+  b2.loop("i", n, [&](Expr i) {
+    b2.loop("j", 2, [&](Expr j) { b2.store(y2, i + j, load(x2, i)); });
+  });
+  std::vector<const StmtNode *> loops2;
+  loopsOf(parallelize(b2.finish()).Body, loops2);
+  CHECK(loops2[0]->Loop == LoopKind::Serial);
+}
