@@ -18,15 +18,38 @@ namespace {
 int64_t alignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 } // namespace
 
+namespace {
+
+/// The buffer that `i` is a part of, at the top (itself when it is none's).
+size_t aliasRoot(const Program &p, size_t i) {
+  for (size_t steps = 0; p.ArenaBuffers[i].AliasOf >= 0; ++steps) {
+    MLCC_CHECK(steps < p.ArenaBuffers.size(), "cyclic arena aliases");
+    i = (size_t)p.ArenaBuffers[i].AliasOf;
+  }
+  return i;
+}
+
+} // namespace
+
 std::vector<Lifetime> bufferLifetimes(const Program &p) {
   std::vector<Lifetime> life(p.ArenaBuffers.size());
+  auto touch = [&](size_t b, int64_t c) {
+    if (life[b].First < 0)
+      life[b].First = c;
+    life[b].Last = c;
+  };
   for (size_t c = 0; c < p.Calls.size(); ++c)
     for (auto &s : p.Calls[c].Args)
       if (s.Kind == StorageKind::Arena) {
         MLCC_CHECK(s.Index < life.size(), "arena buffer " << s.Index << " out of range");
-        if (life[s.Index].First < 0)
-          life[s.Index].First = (int64_t)c;
-        life[s.Index].Last = (int64_t)c;
+        touch(s.Index, (int64_t)c);
+        // Every buffer this one is a part of lives at least as long.
+        for (size_t b = s.Index, root = aliasRoot(p, s.Index); b != root;) {
+          b = (size_t)p.ArenaBuffers[b].AliasOf;
+          if (life[b].First < 0 || life[b].First > (int64_t)c)
+            life[b].First = (int64_t)c;
+          life[b].Last = std::max(life[b].Last, (int64_t)c);
+        }
       }
   return life;
 }
@@ -40,7 +63,7 @@ void planMemory(Program &p) {
 
   std::vector<size_t> order;
   for (size_t i = 0; i < n; ++i)
-    if (first[i] >= 0)
+    if (first[i] >= 0 && p.ArenaBuffers[i].AliasOf < 0)
       order.push_back(i);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     if (p.ArenaBuffers[a].Bytes != p.ArenaBuffers[b].Bytes)
@@ -72,8 +95,18 @@ void planMemory(Program &p) {
     size = std::max(size, offset + bytes);
   }
   for (size_t i = 0; i < n; ++i)
-    if (first[i] < 0)
+    if (first[i] < 0 && p.ArenaBuffers[i].AliasOf < 0)
       p.ArenaBuffers[i].Offset = 0; // never used
+  // Parts: their buffer's offset plus theirs (along the chain of parts).
+  for (size_t i = 0; i < n; ++i) {
+    if (p.ArenaBuffers[i].AliasOf < 0)
+      continue;
+    size_t root = aliasRoot(p, i);
+    int64_t offset = 0;
+    for (size_t b = i; b != root; b = (size_t)p.ArenaBuffers[b].AliasOf)
+      offset += p.ArenaBuffers[b].AliasOffset;
+    p.ArenaBuffers[i].Offset = p.ArenaBuffers[root].Offset + offset;
+  }
   p.ArenaSize = size;
 }
 
@@ -95,6 +128,9 @@ std::string printProgram(const Program &p) {
   for (size_t i = 0; i < p.ArenaBuffers.size(); ++i)
     os << "    buffer " << i << " " << p.ArenaBuffers[i].Name << ": "
        << p.ArenaBuffers[i].Bytes << " bytes at " << p.ArenaBuffers[i].Offset
+       << (p.ArenaBuffers[i].AliasOf >= 0
+               ? " (part of buffer " + std::to_string(p.ArenaBuffers[i].AliasOf) + ")"
+               : std::string())
        << "\n";
   os << "\n";
   for (auto &k : p.Kernels)

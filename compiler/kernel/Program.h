@@ -56,6 +56,11 @@ struct ArenaBuffer {
   std::string Name;   ///< For comments and reports.
   int64_t Bytes = 0;
   int64_t Offset = -1; ///< Assigned by planMemory.
+  /// A part of another buffer (index; -1: none), at AliasOffset bytes from
+  /// its start: a Concat's input written in place into its output. It is
+  /// placed with that buffer, which lives as long as all its parts.
+  int64_t AliasOf = -1;
+  int64_t AliasOffset = 0;
 };
 
 struct IoTensor {
@@ -87,7 +92,9 @@ inline int64_t alignedArenaBytes(int64_t bytes, int64_t align) {
 }
 
 /// The first and last call that touches each arena buffer (-1, -1 when no
-/// call does), indexed like Program::ArenaBuffers.
+/// call does), indexed like Program::ArenaBuffers. A buffer with parts
+/// (ArenaBuffer::AliasOf) lives from the first to the last call that touches
+/// it or any of its parts.
 struct Lifetime {
   int64_t First = -1, Last = -1;
 };
@@ -95,7 +102,8 @@ std::vector<Lifetime> bufferLifetimes(const Program &p);
 
 /// Assigns arena offsets (aligned to ArenaAlign) so that buffers whose
 /// lifetimes overlap never share bytes, and sets ArenaSize. Greedy by size:
-/// largest buffers are placed first at the lowest offset that fits.
+/// largest buffers are placed first at the lowest offset that fits. A part
+/// of a buffer gets that buffer's offset plus its own.
 void planMemory(Program &p);
 
 /// Human-readable listing of a program (--emit kernels).

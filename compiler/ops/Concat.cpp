@@ -48,11 +48,28 @@ void lowerConcat(LowerCtx &c) {
   }
 }
 
+/// With only 1s before the axis, each input is one contiguous block of the
+/// output, in order.
+std::optional<std::vector<int64_t>> concatPlacement(const ir::Node &n) {
+  int64_t axis = concatAxis(n);
+  const Shape &out = n.Outputs[0]->Type.Dims;
+  for (int64_t d = 0; d < axis; ++d)
+    if (out[(size_t)d] != 1)
+      return std::nullopt;
+  std::vector<int64_t> offsets;
+  int64_t offset = 0;
+  for (size_t i = 0; i < n.Inputs.size(); ++i) {
+    offsets.push_back(offset);
+    offset += n.inType(i).numel();
+  }
+  return offsets;
+}
+
 } // namespace
 
 MLCC_OPS(Concat) {
   R.add({.Name = "Concat", .SinceVersion = 1, .Fusion = FusionClass::Injective,
-         .Infer = inferConcat, .Lower = lowerConcat});
+         .Infer = inferConcat, .Lower = lowerConcat, .Placement = concatPlacement});
 }
 
 } // namespace mlcc::ops

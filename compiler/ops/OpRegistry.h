@@ -18,6 +18,7 @@
 #include "compiler/kernel/KernelIR.h"
 
 #include <functional>
+#include <optional>
 #include <map>
 #include <memory>
 #include <string>
@@ -66,6 +67,11 @@ struct OpSchema {
   /// they must produce the node's outputs (same Value objects). Inference
   /// then continues with the first new node.
   std::function<std::vector<std::unique_ptr<ir::Node>>(ir::Node &, ir::Graph &)> Expand;
+  /// Optional, for ops whose output is their inputs laid side by side
+  /// (Concat): the element offset of each input's data in the output when
+  /// every input is one contiguous block of it, else nothing. The inputs'
+  /// producers may then write into the output directly (lower-to-kernels).
+  std::function<std::optional<std::vector<int64_t>>(const ir::Node &)> Placement;
 };
 
 class OpRegistry {

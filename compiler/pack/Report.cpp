@@ -69,7 +69,8 @@ ModelReport buildReport(const kir::Program &p) {
   std::vector<kir::Lifetime> life = kir::bufferLifetimes(p);
   for (size_t i = 0; i < p.ArenaBuffers.size(); ++i)
     r.Buffers.push_back({p.ArenaBuffers[i].Name, p.ArenaBuffers[i].Offset,
-                         p.ArenaBuffers[i].Bytes, life[i].First, life[i].Last});
+                         p.ArenaBuffers[i].Bytes, life[i].First, life[i].Last,
+                         p.ArenaBuffers[i].AliasOf});
   for (auto &c : p.Constants)
     r.Constants.push_back({c.Name, (int64_t)c.Bytes.size()});
   r.ConstantFirstCall.assign(p.Constants.size(), -1);
@@ -125,7 +126,8 @@ ModelReport buildReport(const kir::Program &p) {
     for (size_t b = 0; b < life.size(); ++b)
       if (life[b].First >= 0 && life[b].First <= (int64_t)c && (int64_t)c <= life[b].Last) {
         k2.LiveBuffers.push_back(b);
-        k2.ArenaLiveBytes += p.ArenaBuffers[b].Bytes;
+        if (p.ArenaBuffers[b].AliasOf < 0) // a part's bytes are its buffer's
+          k2.ArenaLiveBytes += p.ArenaBuffers[b].Bytes;
         k2.ArenaEnd = std::max(k2.ArenaEnd, p.ArenaBuffers[b].Offset +
                                                 kir::alignedArenaBytes(p.ArenaBuffers[b].Bytes,
                                                                       p.ArenaAlign));
@@ -204,7 +206,8 @@ std::string reportJson(const ModelReport &r, const ReportContext &c) {
     j += i ? ",\n    {" : "\n    {";
     j += "\"buffer\": " + num((int64_t)i) + ", \"name\": " + jsonString(b.Name) +
          ", \"offset\": " + num(b.Offset) + ", \"bytes\": " + num(b.Bytes) +
-         ", \"first_call\": " + num(b.FirstCall) + ", \"last_call\": " + num(b.LastCall) + "}";
+         ", \"first_call\": " + num(b.FirstCall) + ", \"last_call\": " + num(b.LastCall) +
+         (b.PartOf >= 0 ? ", \"part_of\": " + num(b.PartOf) : std::string()) + "}";
   }
   j += "\n  ],\n  \"weights\": [";
   for (size_t i = 0; i < r.Constants.size(); ++i) {

@@ -55,6 +55,8 @@ struct BufferReport {
   std::string Name;
   int64_t Offset = 0, Bytes = 0;
   int64_t FirstCall = -1, LastCall = -1; ///< -1: never used
+  /// The buffer this one is a part of (kir::ArenaBuffer::AliasOf), or -1.
+  int64_t PartOf = -1;
 };
 
 struct ModelReport {

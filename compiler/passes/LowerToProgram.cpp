@@ -11,6 +11,11 @@
 //    library's data; anything else gets an arena buffer.
 //  - Graph outputs that cannot be written in place (they alias an input, a
 //    constant, or another output) are filled by a copy kernel at the end.
+//  - An op that lays its inputs side by side (Concat, OpSchema::Placement)
+//    costs nothing when its output gets an arena buffer and each input is
+//    an arena value of its own: the inputs' buffers become parts of the
+//    output's (kir::ArenaBuffer::AliasOf), so their producers write into the
+//    output directly, and the op makes no kernel.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/ops/Lowering.h"
@@ -85,6 +90,7 @@ public:
       if (reg.lookup(*n).Fusion == ops::FusionClass::View)
         C.unite(n->Inputs[0], n->Outputs[0]);
     assignExternalStorage();
+    placeInputsInOutputs();
 
     // A fused group is lowered where its last node stands (its operands
     // are all computed by then).
@@ -94,7 +100,7 @@ public:
         groups[n->Group].push_back(n.get());
     for (auto &n : G.Nodes) {
       const ops::OpSchema &schema = reg.lookup(*n);
-      if (schema.Fusion == ops::FusionClass::View)
+      if (schema.Fusion == ops::FusionClass::View || InPlace.count(n.get()))
         continue;
       if (n->Group < 0) {
         lowerNode({n.get()}, schema);
@@ -145,6 +151,46 @@ private:
         continue;
       }
       PendingCopies.push_back(i); // aliased: copy at the end
+    }
+  }
+
+  /// Nodes with a Placement whose inputs can be parts of their output's
+  /// buffer get those storages (see the file comment); they are skipped
+  /// when lowering. An input may be a part of one output only. The last
+  /// nodes go first, so that a Concat of Concats nests: the inner one's
+  /// output, already a part of the outer one's, gets parts of its own.
+  void placeInputsInOutputs() {
+    const ops::OpRegistry &reg = ops::OpRegistry::instance();
+    for (auto it = G.Nodes.rbegin(); it != G.Nodes.rend(); ++it) {
+      const std::unique_ptr<ir::Node> &n = *it;
+      const ops::OpSchema &schema = reg.lookup(*n);
+      if (!schema.Placement || n->Group >= 0 || !n->hasOutput(0) || n->Outputs[0]->Const)
+        continue;
+      auto placed = ClassStorage.find(C.find(n->Outputs[0]));
+      if (placed != ClassStorage.end() && placed->second.Kind != StorageKind::Arena)
+        continue; // a graph input or output
+      std::optional<std::vector<int64_t>> offsets = schema.Placement(*n);
+      if (!offsets)
+        continue;
+      std::set<const ir::Value *> roots;
+      bool ok = true;
+      for (const ir::Value *in : n->Inputs) {
+        const ir::Value *root = in ? C.find(in) : nullptr;
+        ok = ok && root && !in->Const && !ClassStorage.count(root) &&
+             root != C.find(n->Outputs[0]) && roots.insert(root).second &&
+             in->Type.Type == n->Outputs[0]->Type.Type;
+      }
+      if (!ok)
+        continue;
+      Storage out = storageOf(n->Outputs[0]);
+      int64_t elem = (int64_t)dtypeSize(n->Outputs[0]->Type.Type);
+      for (size_t i = 0; i < n->Inputs.size(); ++i) {
+        const ir::Value *in = n->Inputs[i];
+        ClassStorage[C.find(in)] = {StorageKind::Arena, P.ArenaBuffers.size()};
+        P.ArenaBuffers.push_back({in->Name, in->Type.numel() * elem, -1, (int64_t)out.Index,
+                                  (*offsets)[i] * elem});
+      }
+      InPlace.insert(n.get());
     }
   }
 
@@ -276,6 +322,8 @@ private:
   std::map<const Tensor *, size_t> ConstIndex;
   std::map<std::string, size_t> KernelByText;
   std::vector<size_t> PendingCopies;
+  /// Nodes whose inputs are written in place into their output.
+  std::set<const ir::Node *> InPlace;
 };
 
 } // namespace

@@ -67,8 +67,17 @@ def main():
     for b in used:
         if b["offset"] % align or b["offset"] + b["bytes"] > r["arena_bytes"]:
             fail(f"buffer {b['buffer']} at {b['offset']}+{b['bytes']} is misaligned or outside the arena")
-    for i, a in enumerate(used):
-        for b in used[i + 1:]:
+    # A part of a buffer (a Concat input written in place) lies inside it
+    # and within its lifetime; only whole buffers must not overlap.
+    for b in used:
+        if "part_of" in b:
+            whole = plan[b["part_of"]]
+            if not (whole["offset"] <= b["offset"] and b["offset"] + b["bytes"] <= whole["offset"] + whole["bytes"]
+                    and whole["first_call"] <= b["first_call"] and b["last_call"] <= whole["last_call"]):
+                fail(f"buffer {b['buffer']} is not inside buffer {b['part_of']}")
+    wholes = [b for b in used if "part_of" not in b]
+    for i, a in enumerate(wholes):
+        for b in wholes[i + 1:]:
             live_together = a["first_call"] <= b["last_call"] and b["first_call"] <= a["last_call"]
             disjoint = a["offset"] + a["bytes"] <= b["offset"] or b["offset"] + b["bytes"] <= a["offset"]
             if live_together and not disjoint and a["bytes"] and b["bytes"]:
@@ -77,7 +86,7 @@ def main():
         live = [b["buffer"] for b in used if b["first_call"] <= c["call"] <= b["last_call"]]
         if sorted(live) != sorted(c["live_buffers"]):
             fail(f"call {c['call']}: live buffers {c['live_buffers']}, plan says {live}")
-        if sum(plan[b]["bytes"] for b in live) != c["arena_live_bytes"]:
+        if sum(plan[b]["bytes"] for b in live if "part_of" not in plan[b]) != c["arena_live_bytes"]:
             fail(f"call {c['call']}: live bytes do not match the plan")
     print(f"arena: {end} = {r['arena_bytes']}; {len(used)} buffers, none overlapping while live")
 

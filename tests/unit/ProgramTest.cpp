@@ -1,8 +1,10 @@
-// Convolutions and matrix products through the schedules that only some
-// shapes reach on a real target (the register-tiled generator's cache-blocked
-// form, forced here by tiny caches; the depthwise convolution's flattened
-// grid) equal a direct computation: whole programs, compiled for a target
-// with AVX-512's registers, run through the kernel interpreter.
+// Whole programs compiled in-process and run through the kernel
+// interpreter (arena offsets as planned), for the schedules and storage
+// decisions that only some shapes reach on a real target:
+//  - the register-tiled generator's cache-blocked form (forced here by tiny
+//    caches), its pixels-as-columns form, the depthwise convolution's
+//    flattened grid: equal to a direct computation;
+//  - Concat inputs written in place into the Concat's output (nested too).
 #include "compiler/kernel/Interpreter.h"
 #include "compiler/pipeline/Pipeline.h"
 #include "frontends/onnx/OnnxLoader.h"
@@ -240,4 +242,66 @@ TEST_CASE("short-reduction convolutions with pixels as columns equal the definit
                                    {{"kernel_shape", 3}, {"pads", 1}, {"strides", 2}});
   check(model, {1, 3, 11, 40}, avx512(32768, 524288), "step 2",
         referenceConv({1, 3, 11, 40}, 20, 3, 1, 2, 1), 27);
+}
+
+TEST_CASE("concatenated values are written in place, nested concatenations too",
+          "[program]") {
+  // A = relu(X), B = -X, E = sigmoid-free: E = X * X; C = Concat(A, B);
+  // D = Concat(C, E) (axis 1); Y = Softmax(D) over the last axis.
+  const Shape x = {1, 2, 3, 4};
+  pb::Model m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  pb::Graph *g = m.mutable_graph();
+  g->set_name("g");
+  addFloatInfo(g->add_input(), "X", x);
+  auto node = [&](const std::string &op, std::vector<std::string> in, const std::string &out,
+                  int64_t axis) {
+    pb::Node *n = g->add_node();
+    n->set_op_type(op);
+    n->set_name(out);
+    for (auto &i : in)
+      n->add_input(i);
+    n->add_output(out);
+    if (axis != 0) {
+      pb::Attribute *a = n->add_attribute();
+      a->set_name("axis");
+      a->set_type(2);
+      a->set_i(axis);
+    }
+  };
+  node("Relu", {"X"}, "A", 0);
+  node("Neg", {"X"}, "B", 0);
+  node("Mul", {"X", "X"}, "E", 0);
+  node("Concat", {"A", "B"}, "C", 1);
+  node("Concat", {"C", "E"}, "D", 1);
+  node("Softmax", {"D"}, "Y", -1);
+  addFloatInfo(g->add_output(), "Y", {1, 6, 3, 4});
+  std::string text;
+  std::vector<float> in = randomValues(x, 3);
+  std::vector<float> got = compileAndRun(m.SerializeAsString(), avx512(32768, 524288), in, &text);
+  INFO(text);
+  CHECK(text.find("concat") == std::string::npos); // no copy kernel
+  CHECK(text.find("(part of buffer") != std::string::npos);
+  // The definition.
+  std::vector<float> d;
+  for (float v : in)
+    d.push_back(std::max(v, 0.0f));
+  for (float v : in)
+    d.push_back(-v);
+  for (float v : in)
+    d.push_back(v * v);
+  REQUIRE(got.size() == d.size());
+  for (size_t row = 0; row < d.size() / 4; ++row) {
+    double mx = -1e30, sum = 0;
+    for (size_t j = 0; j < 4; ++j)
+      mx = std::max(mx, (double)d[row * 4 + j]);
+    for (size_t j = 0; j < 4; ++j)
+      sum += std::exp(d[row * 4 + j] - mx);
+    for (size_t j = 0; j < 4; ++j) {
+      double want = std::exp(d[row * 4 + j] - mx) / sum;
+      INFO("row " << row << " column " << j);
+      CHECK(std::fabs(got[row * 4 + j] - want) < 1e-6);
+    }
+  }
 }
