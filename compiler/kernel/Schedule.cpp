@@ -512,15 +512,24 @@ private:
 
 } // namespace
 
-Kernel vectorize(const Kernel &k, const ScheduleTarget &t) {
-  if (t.VectorBytes <= 0)
-    return k;
-  Vectorizer m(t);
+namespace {
+
+/// `k` with its body rewritten by `m` (finalized again when it changed).
+Kernel rewrite(const Kernel &k, Mutator &m) {
   Kernel r = k;
   r.Body = m.mutate(k.Body);
   if (r.Body != k.Body)
     r.finalize();
   return r;
+}
+
+} // namespace
+
+Kernel vectorize(const Kernel &k, const ScheduleTarget &t) {
+  if (t.VectorBytes <= 0)
+    return k;
+  Vectorizer m(t);
+  return rewrite(k, m);
 }
 
 // ---------------------------------------------------------------------------
@@ -656,11 +665,7 @@ private:
 
 Kernel collapse(const Kernel &k) {
   Collapser m;
-  Kernel r = k;
-  r.Body = m.mutate(k.Body);
-  if (r.Body != k.Body)
-    r.finalize();
-  return r;
+  return rewrite(k, m);
 }
 
 // ---------------------------------------------------------------------------
@@ -829,11 +834,7 @@ Kernel parallelize(const Kernel &k) {
   if (hasParallelLoop(k.Body))
     return k;
   Parallelizer m;
-  Kernel r = k;
-  r.Body = m.mutate(k.Body);
-  if (r.Body != k.Body)
-    r.finalize();
-  return r;
+  return rewrite(k, m);
 }
 
 void scheduleProgram(Program &p, const ScheduleTarget &t) {
