@@ -795,23 +795,29 @@ bool independentIterations(const StmtNode &s) {
   return ok;
 }
 
-/// Makes the top-level loops of a kernel without parallel loops parallel
-/// when their iterations are independent and the loop does enough work,
-/// split into at most kMaxChunks chunks of consecutive iterations.
+/// Makes the outermost loops that can be parallel: loops outside any
+/// parallel loop and containing none, whose iterations are independent and
+/// which do enough work (else their inner loops are tried), split into at
+/// most kMaxChunks chunks of consecutive iterations. Serial loops around a
+/// parallel one stay serial (their other loops are tried: the copy of a
+/// convolution's padded input before its parallel contraction).
 class Parallelizer : public Mutator {
 public:
   using Mutator::mutate;
   Stmt mutate(const Stmt &s) override {
     if (!s)
       return s;
-    if (s->Kind == StmtKind::Block || s->Kind == StmtKind::Alloc)
-      return Mutator::mutate(s); // top-level statements only
-    if (s->Kind != StmtKind::For || s->Loop != LoopKind::Serial || !s->Begin->isConst() ||
-        !s->End->isConst())
+    if (s->Kind != StmtKind::For)
+      return Mutator::mutate(s);
+    if (s->Loop == LoopKind::Parallel)
       return s;
+    if (hasParallelLoop(s->Inner) || !s->Begin->isConst() || !s->End->isConst())
+      return Mutator::mutate(s);
     int64_t begin = s->Begin->IntValue, n = s->End->IntValue - begin;
-    if (n < 2 || workOf(s) < kMinWork || !independentIterations(*s))
-      return s;
+    if (s->Loop != LoopKind::Serial || workOf(s) < kMinWork)
+      return s; // too little work here, and so in any inner loop
+    if (n < 2 || !independentIterations(*s))
+      return Mutator::mutate(s);
     int64_t chunk = (n + kMaxChunks - 1) / kMaxChunks, chunks = (n + chunk - 1) / chunk;
     Var c = newVar(s->LoopVar->Name + "c");
     Expr lo = indexConst(begin) + varRef(c) * chunk;
@@ -831,8 +837,6 @@ public:
 } // namespace
 
 Kernel parallelize(const Kernel &k) {
-  if (hasParallelLoop(k.Body))
-    return k;
   Parallelizer m;
   return rewrite(k, m);
 }

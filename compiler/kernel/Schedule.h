@@ -11,8 +11,9 @@
 //   scalarize   the inverse: every vector store becomes a loop over lanes
 //               (for the interpreter and the C emitter).
 //   collapse    perfectly nested loops with contiguous accesses become one.
-//   parallelize top-level loops with independent iterations run on the
-//               caller's workers (kernels that have no parallel loop yet).
+//   parallelize the outermost loops with independent iterations (outside
+//               the lowering's own parallel loops) run on the caller's
+//               workers.
 //
 // Lowerings that build register tiles themselves (the contraction
 // generator) read the same ScheduleTarget to size their tiles.
@@ -92,9 +93,9 @@ Kernel vectorize(const Kernel &k, const ScheduleTarget &t);
 /// first: what is computed and its order are unchanged.
 Kernel collapse(const Kernel &k);
 
-/// In a kernel with no parallel loop, makes each top-level loop with
-/// independent iterations and enough work parallel (split into chunks of
-/// consecutive iterations).
+/// Makes the outermost loops with independent iterations and enough work
+/// that are outside any parallel loop and contain none parallel (split into
+/// chunks of consecutive iterations).
 Kernel parallelize(const Kernel &k);
 
 /// Vector stores become loops over lanes; the result has no vector.

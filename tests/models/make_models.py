@@ -72,6 +72,17 @@ MODELS = {
     # 4 layers, d_model 256, 4 heads, feed-forward 1024, GELU (exported as
     # Erf), input [1,128,256].
     "transformer_d256": (6, encoder(256, 4, 1024, 4, 128, activation="gelu")),
+    # More torchvision networks for benchmarks/vs-ort --models (beyond the
+    # five of the issue; no mechanism is tuned to them): inception blocks
+    # (concatenations), channel shuffles, squeeze-excite with SiLU, dense
+    # concatenation, a NAS-designed network.
+    "googlenet": (7, vision(lambda weights: torchvision.models.googlenet(
+        weights=weights, aux_logits=False, init_weights=True))),
+    "shufflenet_v2_x1_0": (8, vision(torchvision.models.shufflenet_v2_x1_0)),
+    "efficientnet_b0": (9, vision(torchvision.models.efficientnet_b0)),
+    "densenet121": (10, vision(torchvision.models.densenet121)),
+    "mnasnet1_0": (11, vision(torchvision.models.mnasnet1_0)),
+    "resnet50": (12, vision(torchvision.models.resnet50)),
 }
 DEFAULT_MODELS = ["resnet18", "squeezenet1_1", "mobilenet_v2", "transformer_encoder"]
 
