@@ -491,10 +491,13 @@ private:
       lv.Pre.clear();
       vecBody.push_back(store(st->Buf, substitute(st->Index, s.LoopVar, base), value));
     }
-    partials.insert(partials.end(), lv.Temps.begin(), lv.Temps.end());
+    // The expansions' temporaries live in one iteration (so that the loop
+    // may still become parallel); the reductions' partial sums around it.
+    Stmt body = block(std::move(vecBody));
+    for (auto &t : lv.Temps)
+      body = alloc(t, body);
     std::vector<Stmt> out = init;
-    out.push_back(forLoop(vo, indexConst(0), indexConst(main / lanes),
-                          block(std::move(vecBody))));
+    out.push_back(forLoop(vo, indexConst(0), indexConst(main / lanes), body));
     out.insert(out.end(), combine.begin(), combine.end());
     if (main < n) {
       Stmt rest = forLoop(s.LoopVar, indexConst(begin + main), s.End, s.Inner);

@@ -1,6 +1,7 @@
 #include "compiler/ops/Lowering.h"
 
 #include <algorithm>
+#include <map>
 
 namespace mlcc::ops {
 
@@ -36,15 +37,18 @@ public:
     };
     DType rt = Root->Type.Type;
     Expr x = cast(computeType(rt), cast(rt, v));
-    const ir::Value *prev = Root;
+    // The values computed so far: the root's element, then each chain
+    // node's (a node may read any of them: x * sigmoid(x)).
+    std::map<const ir::Value *, Expr> computed = {{Root, x}};
     for (const ir::Node *n : Chain) {
       std::vector<Expr> args;
       for (size_t i = 0; i < n->Inputs.size(); ++i) {
         const ir::Value *in = n->Inputs[i];
         if (!in)
           continue;
-        if (in == prev) {
-          args.push_back(x);
+        auto c = computed.find(in);
+        if (c != computed.end()) {
+          args.push_back(c->second);
           continue;
         }
         TensorRef t = Ctx->operand(in);
@@ -58,7 +62,7 @@ public:
       Expr r = reg.lookup(*n).Scalar(*n, args);
       DType ot = n->Outputs[0]->Type.Type;
       x = cast(computeType(ot), cast(ot, r));
-      prev = n->Outputs[0];
+      computed[n->Outputs[0]] = x;
     }
     Final.storeFlat(off, x);
   }

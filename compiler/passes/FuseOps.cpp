@@ -9,11 +9,14 @@
 //   Add -> Relu -> Mul                              one kernel
 //
 // A node joins the chain when it is elementwise with a scalar function
-// (OpSchema::Scalar), its output has the chain's shape, and the value it
-// consumes has no other use and is not a graph output, so that value never
-// needs memory. Its other operands are read by the fused kernel at the
-// element's position (broadcasting as the op does). The kernel runs where
-// the chain's last node stood, after every operand is computed.
+// (OpSchema::Scalar) and its output has the chain's shape. The chain may
+// branch and join again (x * sigmoid(x), SiLU): the group is grown one
+// consumer of its values at a time, in graph order, and kept up to the
+// last point where only its last node's value is used outside it (or is a
+// graph output), so that no other value of the group needs memory. The
+// other operands of its nodes are read by the fused kernel at the element's
+// position (broadcasting as the op does). The kernel runs where the chain's
+// last node stood, after every operand is computed.
 //
 // The root's lowering must store each element without reading it back: the
 // pass lowers it once with the epilogue attached and keeps the group only
@@ -22,6 +25,9 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/ops/Lowering.h"
 #include "compiler/passes/Passes.h"
+
+#include <algorithm>
+#include <set>
 
 namespace mlcc::passes {
 
@@ -56,16 +62,56 @@ bool lowersWithEpilogue(const ir::Node &root, const ops::OpSchema &schema,
   return !ctx.epilogueRead();
 }
 
+/// The elementwise nodes after `root`'s output `v` that can be computed at
+/// its stores (see the file comment), in graph order; empty when none.
+std::vector<const ir::Node *> epilogueChain(const ir::Graph &g, const ir::Node &root,
+                                            const ir::Value *v,
+                                            std::map<const ir::Value *, int> &uses) {
+  const ops::OpRegistry &reg = ops::OpRegistry::instance();
+  std::set<const ir::Value *> values = {v}; // computed by the group
+  std::map<const ir::Value *, int> inside;  // uses by the group's nodes
+  std::vector<const ir::Node *> chain, best;
+  // Whether only the last value is needed outside the group.
+  auto closed = [&](const ir::Value *last) {
+    for (const ir::Value *x : values)
+      if (x != last && (inside[x] != uses[x] || g.isGraphOutput(x)))
+        return false;
+    return true;
+  };
+  auto at = std::find_if(g.Nodes.begin(), g.Nodes.end(),
+                         [&](const std::unique_ptr<ir::Node> &n) { return n.get() == &root; });
+  int pending = uses[v]; // uses of the group's values by nodes not yet seen
+  for (++at; at != g.Nodes.end() && pending > 0; ++at) {
+    const ir::Node &c = **at;
+    bool reads = false;
+    for (const ir::Value *in : c.Inputs)
+      reads |= in && values.count(in);
+    if (!reads)
+      continue;
+    const ops::OpSchema &cs = reg.lookup(c);
+    const ir::Value *cv = singleOutput(c);
+    if (c.Group >= 0 || cs.Fusion != ops::FusionClass::Elementwise || !cs.Scalar || !cv ||
+        cv->Type.Dims != v->Type.Dims)
+      break; // a value of the group is needed by a node that cannot join
+    chain.push_back(&c);
+    for (const ir::Value *in : c.Inputs)
+      if (in && values.count(in)) {
+        ++inside[in];
+        --pending;
+      }
+    values.insert(cv);
+    pending += uses[cv];
+    if (closed(cv))
+      best = chain;
+  }
+  return best;
+}
+
 } // namespace
 
 void fuseOps(ir::Graph &g) {
   const ops::OpRegistry &reg = ops::OpRegistry::instance();
   std::map<const ir::Value *, int> uses = g.useCounts();
-  std::map<const ir::Value *, ir::Node *> consumer;
-  for (auto &n : g.Nodes)
-    for (const ir::Value *in : n->Inputs)
-      if (in)
-        consumer[in] = n.get();
   for (auto &n : g.Nodes)
     n->Group = -1;
 
@@ -82,17 +128,7 @@ void fuseOps(ir::Graph &g) {
     while (root.Outputs[outIndex] != v)
       ++outIndex;
 
-    std::vector<const ir::Node *> chain;
-    while (uses[v] == 1 && !g.isGraphOutput(v) && consumer.count(v)) {
-      ir::Node *c = consumer[v];
-      const ops::OpSchema &cs = reg.lookup(*c);
-      ir::Value *cv = singleOutput(*c);
-      if (c->Group >= 0 || cs.Fusion != ops::FusionClass::Elementwise ||
-          !cs.Scalar || !cv || cv->Type.Dims != v->Type.Dims)
-        break;
-      chain.push_back(c);
-      v = cv;
-    }
+    std::vector<const ir::Node *> chain = epilogueChain(g, root, v, uses);
     if (chain.empty() || !lowersWithEpilogue(root, schema, outIndex, chain))
       continue;
     root.Group = groups;

@@ -5,6 +5,8 @@
 #include "compiler/support/Float16.h"
 #include "compiler/support/Float8.h"
 
+#include <cmath>
+
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/DataLayout.h>
 #include <llvm/IR/IRBuilder.h>
@@ -773,12 +775,37 @@ private:
       return B.CreateSIToFP(a, t);
     }
     if (isFloat(from)) {
+      if (a->getType()->isVectorTy() && a->getType()->getScalarType()->isFloatTy())
+        return saturatingVectorToInt(a, t, to);
       auto id = isUnsignedInt(to) ? llvm::Intrinsic::fptoui_sat : llvm::Intrinsic::fptosi_sat;
       return B.CreateIntrinsic(id, {t, a->getType()}, {a});
     }
     // Integer to integer: extend by the source's signedness.
     bool srcSigned = isSignedInt(from);
     return B.CreateIntCast(a, t, srcSigned);
+  }
+
+  /// fptosi.sat / fptoui.sat of an f32 vector (NaN to 0, out-of-range
+  /// values to the integer type's limits) with vector operations: LLVM 19
+  /// expands the intrinsic for x86 vectors into a scalar sequence per lane.
+  /// The value is clamped to the largest f32 values within the range and
+  /// converted; values at or above 2^bits (not representable after the
+  /// clamp when the limit has more than 24 bits) select the maximum.
+  Value *saturatingVectorToInt(Value *a, llvm::Type *t, DType to) {
+    unsigned bits = t->getScalarSizeInBits();
+    bool isSigned = !isUnsignedInt(to);
+    double lo = isSigned ? -std::ldexp(1.0, (int)bits - 1) : 0.0;
+    double limit = isSigned ? std::ldexp(1.0, (int)bits - 1) : std::ldexp(1.0, (int)bits);
+    float hiF = std::nextafter((float)limit, 0.0f); // the largest f32 below 2^k
+    llvm::Type *ft = a->getType();
+    auto fconst = [&](double v) { return llvm::ConstantFP::get(ft, v); };
+    Value *c = B.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, a, fconst(hiF));
+    c = B.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, c, fconst(lo));
+    Value *r = isSigned ? B.CreateFPToSI(c, t) : B.CreateFPToUI(c, t);
+    llvm::APInt max = isSigned ? llvm::APInt::getSignedMaxValue(bits)
+                               : llvm::APInt::getMaxValue(bits);
+    r = B.CreateSelect(B.CreateFCmpOGE(a, fconst(limit)), llvm::ConstantInt::get(t, max), r);
+    return B.CreateSelect(B.CreateFCmpUNO(a, a), llvm::Constant::getNullValue(t), r);
   }
 
   ModuleEmitter &ME;
