@@ -292,7 +292,10 @@ void checkBudgets(const ModelReport &r, const Budgets &b) {
         peak = i;
     std::string msg = over("the arena is", r.ArenaBytes, "--max-arena", b.MaxArena);
     if (!r.Calls.empty()) {
-      std::vector<size_t> live = r.Calls[peak].LiveBuffers;
+      std::vector<size_t> live; // whole buffers: a part's bytes are its buffer's
+      for (size_t b : r.Calls[peak].LiveBuffers)
+        if (r.Buffers[b].PartOf < 0)
+          live.push_back(b);
       std::stable_sort(live.begin(), live.end(), [&](size_t x, size_t y) {
         return r.Buffers[x].Bytes > r.Buffers[y].Bytes;
       });
