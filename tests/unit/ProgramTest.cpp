@@ -50,6 +50,16 @@ void addInitializer(pb::Graph *g, const std::string &name, const Shape &dims,
     t->add_float_data(v);
 }
 
+/// A model's graph with the float input "X" of shape `x`, opset 13.
+pb::Graph *newGraph(pb::Model &m, const Shape &x) {
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  pb::Graph *g = m.mutable_graph();
+  g->set_name("g");
+  addFloatInfo(g->add_input(), "X", x);
+  return g;
+}
+
 /// A model of one node `op` (input X; W and B initializers with the values
 /// of randomValues(.., 1) and (.., 2)) and a Relu after it (a fused
 /// epilogue).
@@ -57,11 +67,7 @@ std::string oneNodeModel(const std::string &op, const Shape &x, const Shape &w,
                          const Shape &bias, const Shape &y,
                          const std::vector<std::pair<std::string, int64_t>> &attrs) {
   pb::Model m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(13);
-  pb::Graph *g = m.mutable_graph();
-  g->set_name("g");
-  addFloatInfo(g->add_input(), "X", x);
+  pb::Graph *g = newGraph(m, x);
   addInitializer(g, "W", w, randomValues(w, 1));
   addInitializer(g, "B", bias, randomValues(bias, 2));
   pb::Node *n = g->add_node();
@@ -246,15 +252,11 @@ TEST_CASE("short-reduction convolutions with pixels as columns equal the definit
 
 TEST_CASE("concatenated values are written in place, nested concatenations too",
           "[program]") {
-  // A = relu(X), B = -X, E = sigmoid-free: E = X * X; C = Concat(A, B);
-  // D = Concat(C, E) (axis 1); Y = Softmax(D) over the last axis.
+  // A = relu(X), B = -X, E = X * X; C = Concat(A, B); D = Concat(C, E)
+  // (axis 1); Y = Softmax(D) over the last axis.
   const Shape x = {1, 2, 3, 4};
   pb::Model m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(13);
-  pb::Graph *g = m.mutable_graph();
-  g->set_name("g");
-  addFloatInfo(g->add_input(), "X", x);
+  pb::Graph *g = newGraph(m, x);
   auto node = [&](const std::string &op, std::vector<std::string> in, const std::string &out,
                   int64_t axis) {
     pb::Node *n = g->add_node();
