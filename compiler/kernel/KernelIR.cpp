@@ -1,5 +1,7 @@
 #include "compiler/kernel/KernelIR.h"
 
+#include "compiler/kernel/Mutator.h"
+
 #include "compiler/kernel/ScalarEval.h"
 #include "compiler/support/Error.h"
 
@@ -502,25 +504,10 @@ private:
 };
 
 void collectWritten(const Stmt &s, std::set<const BufferNode *> &out) {
-  if (!s)
-    return;
-  switch (s->Kind) {
-  case StmtKind::Block:
-    for (auto &c : s->Body)
-      collectWritten(c, out);
-    break;
-  case StmtKind::Store:
-    out.insert(s->Buf.get());
-    break;
-  case StmtKind::For:
-  case StmtKind::Alloc:
-    collectWritten(s->Inner, out);
-    break;
-  case StmtKind::If:
-    collectWritten(s->Inner, out);
-    collectWritten(s->Else, out);
-    break;
-  }
+  visitStmts(s, [&](const Stmt &st) {
+    if (st->Kind == StmtKind::Store)
+      out.insert(st->Buf.get());
+  });
 }
 
 } // namespace

@@ -87,6 +87,16 @@ void visitExprs(const Expr &e, const std::function<void(const Expr &)> &fn) {
   visitExprs(e->C, fn);
 }
 
+void visitStmts(const Stmt &s, const std::function<void(const Stmt &)> &fn) {
+  if (!s)
+    return;
+  fn(s);
+  for (auto &c : s->Body)
+    visitStmts(c, fn);
+  visitStmts(s->Inner, fn);
+  visitStmts(s->Else, fn);
+}
+
 void visitExprs(const Stmt &s, const std::function<void(const Expr &)> &fn) {
   if (!s)
     return;

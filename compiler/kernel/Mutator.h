@@ -26,6 +26,8 @@ public:
 /// Calls `fn` on every expression of `s` (loads' indices, stored values,
 /// loop bounds, conditions), parents before children.
 void visitExprs(const Stmt &s, const std::function<void(const Expr &)> &fn);
+/// Calls `fn` on `s` and every statement nested in it, outermost first.
+void visitStmts(const Stmt &s, const std::function<void(const Stmt &)> &fn);
 void visitExprs(const Expr &e, const std::function<void(const Expr &)> &fn);
 
 /// Replaces every reference to `v` by `value`.

@@ -706,23 +706,11 @@ int64_t workOf(const Stmt &s) {
 }
 
 bool hasParallelLoop(const Stmt &s) {
-  if (!s)
-    return false;
-  switch (s->Kind) {
-  case StmtKind::Block:
-    for (auto &c : s->Body)
-      if (hasParallelLoop(c))
-        return true;
-    return false;
-  case StmtKind::For:
-    return s->Loop == LoopKind::Parallel || hasParallelLoop(s->Inner);
-  case StmtKind::If:
-    return hasParallelLoop(s->Inner) || hasParallelLoop(s->Else);
-  case StmtKind::Alloc:
-    return hasParallelLoop(s->Inner);
-  default:
-    return false;
-  }
+  bool found = false;
+  visitStmts(s, [&](const Stmt &st) {
+    found |= st->Kind == StmtKind::For && st->Loop == LoopKind::Parallel;
+  });
+  return found;
 }
 
 /// Whether the iterations of loop `s` are independent: each stores only
@@ -769,7 +757,7 @@ bool independentIterations(const StmtNode &s) {
   if (!ok)
     return false;
   std::set<const BufferNode *> written;
-  std::set<std::string> storedAt;
+  std::set<std::pair<const BufferNode *, std::string>> storedAt; // buffer, index
   for (auto &[st, around] : stores) {
     if (locals.count(st->Buf.get()))
       continue; // the iteration's own temporary
@@ -788,11 +776,11 @@ bool independentIterations(const StmtNode &s) {
     if (span > std::abs(*step))
       return false;
     written.insert(st->Buf.get());
-    storedAt.insert(st->Buf->Name + "@" + print(st->Index));
+    storedAt.insert({st->Buf.get(), print(st->Index)});
   }
   visitExprs(s.Inner, [&](const Expr &e) {
     if (e->Kind == ExprKind::Load && written.count(e->Buf.get()) &&
-        !storedAt.count(e->Buf->Name + "@" + print(e->A)))
+        !storedAt.count({e->Buf.get(), print(e->A)}))
       ok = false;
   });
   return ok;

@@ -26,7 +26,6 @@
 #include "compiler/ops/Lowering.h"
 #include "compiler/passes/Passes.h"
 
-#include <algorithm>
 #include <set>
 
 namespace mlcc::passes {
@@ -62,9 +61,10 @@ bool lowersWithEpilogue(const ir::Node &root, const ops::OpSchema &schema,
   return !ctx.epilogueRead();
 }
 
-/// The elementwise nodes after `root`'s output `v` that can be computed at
-/// its stores (see the file comment), in graph order; empty when none.
-std::vector<const ir::Node *> epilogueChain(const ir::Graph &g, const ir::Node &root,
+/// The elementwise nodes after output `v` of the root g.Nodes[rootAt] that
+/// can be computed at its stores (see the file comment), in graph order;
+/// empty when none.
+std::vector<const ir::Node *> epilogueChain(const ir::Graph &g, size_t rootAt,
                                             const ir::Value *v,
                                             std::map<const ir::Value *, int> &uses) {
   const ops::OpRegistry &reg = ops::OpRegistry::instance();
@@ -78,11 +78,9 @@ std::vector<const ir::Node *> epilogueChain(const ir::Graph &g, const ir::Node &
         return false;
     return true;
   };
-  auto at = std::find_if(g.Nodes.begin(), g.Nodes.end(),
-                         [&](const std::unique_ptr<ir::Node> &n) { return n.get() == &root; });
   int pending = uses[v]; // uses of the group's values by nodes not yet seen
-  for (++at; at != g.Nodes.end() && pending > 0; ++at) {
-    const ir::Node &c = **at;
+  for (size_t at = rootAt + 1; at < g.Nodes.size() && pending > 0; ++at) {
+    const ir::Node &c = *g.Nodes[at];
     bool reads = false;
     for (const ir::Value *in : c.Inputs)
       reads |= in && values.count(in);
@@ -116,8 +114,8 @@ void fuseOps(ir::Graph &g) {
     n->Group = -1;
 
   int groups = 0;
-  for (auto &rootPtr : g.Nodes) {
-    ir::Node &root = *rootPtr;
+  for (size_t rootAt = 0; rootAt < g.Nodes.size(); ++rootAt) {
+    ir::Node &root = *g.Nodes[rootAt];
     const ops::OpSchema &schema = reg.lookup(root);
     if (root.Group >= 0 || schema.Fusion == ops::FusionClass::View || !schema.Lower)
       continue;
@@ -128,7 +126,7 @@ void fuseOps(ir::Graph &g) {
     while (root.Outputs[outIndex] != v)
       ++outIndex;
 
-    std::vector<const ir::Node *> chain = epilogueChain(g, root, v, uses);
+    std::vector<const ir::Node *> chain = epilogueChain(g, rootAt, v, uses);
     if (chain.empty() || !lowersWithEpilogue(root, schema, outIndex, chain))
       continue;
     root.Group = groups;
