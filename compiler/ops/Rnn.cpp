@@ -148,7 +148,9 @@ RnnShape rnnShape(const ir::Node &n, Cell cell) {
     n.error() << "W has shape " << shapeToString(w) << ", expected [" << s.D
               << ", " << s.Gates << "*hidden_size, " << s.I << "]";
   s.H = n.attrInt("hidden_size", w[1] / s.Gates);
-  if (s.H < 1 || w[1] != s.Gates * s.H)
+  // hidden_size must equal W's rows / gates (checked without multiplying
+  // a huge attribute: found by the fuzzer, signed overflow).
+  if (s.H < 1 || s.H != w[1] / s.Gates)
     n.error() << "W has shape " << shapeToString(w) << ", which does not fit "
               << "hidden_size " << s.H;
   if (r != Shape{s.D, s.Gates * s.H, s.H})
