@@ -100,17 +100,38 @@ std::optional<TensorRef> zeroPoint(LowerCtx &c, size_t i) {
 /// the loop over columns multiplies (a - a_zp) by raw b, and b_zp's term,
 /// -b_zp[j] * sum_k (a - a_zp), starts the accumulator from row sums
 /// computed before the product.
+/// The operand's shape with its last two axes swapped (a transposed operand
+/// of QGemm seen as the matrix it stands for).
+Shape swapLastTwo(Shape s) {
+  if (s.size() >= 2)
+    std::swap(s[s.size() - 1], s[s.size() - 2]);
+  return s;
+}
+
+/// The index of element (r, c) of operand A (isA) or B, stored transposed
+/// when `trans`.
+std::vector<Expr> operandIndex(const MatMulShape &s, bool isA, bool trans,
+                               const std::vector<Expr> &bi, const Expr &r, const Expr &c) {
+  std::vector<Expr> idx = matmulOperandIndex(s, isA, bi, r, c);
+  if (trans)
+    std::swap(idx[idx.size() - 1], idx[idx.size() - 2]);
+  return idx;
+}
+
 void lowerIntMatMul(LowerCtx &c, size_t aIdx, size_t bIdx, size_t azpIdx,
                     size_t bzpIdx,
                     const std::function<Expr(Expr, const std::vector<Expr> &,
-                                             Expr, Expr)> &finish) {
+                                             Expr, Expr)> &finish,
+                    bool transA = false, bool transB = false,
+                    const std::function<Expr(const Expr &, const Expr &)> &bias = nullptr) {
   KernelBuilder &b = c.b();
   TensorRef a = c.in(aIdx), bm = c.in(bIdx), y = c.out(0);
   std::optional<TensorRef> azp = zeroPoint(c, azpIdx), bzp = zeroPoint(c, bzpIdx);
-  MatMulShape s = matmulShape(c.node(), a.shape(), bm.shape());
+  MatMulShape s = matmulShape(c.node(), transA ? swapLastTwo(a.shape()) : a.shape(),
+                              transB ? swapLastTwo(bm.shape()) : bm.shape());
   const DType acc = DType::I32;
   auto loadA = [&](const std::vector<Expr> &bi, const Expr &i, const Expr &k) {
-    Expr v = cast(acc, a.load(matmulOperandIndex(s, true, bi, i, k)));
+    Expr v = cast(acc, a.load(operandIndex(s, true, transA, bi, i, k)));
     return azp ? v - cast(acc, loadMatParam(*azp, true, bi, i, k)) : v;
   };
   auto batchFlat = [&](const std::vector<Expr> &bi) {
@@ -134,12 +155,15 @@ void lowerIntMatMul(LowerCtx &c, size_t aIdx, size_t bIdx, size_t azpIdx,
   spec.Acc = acc;
   spec.LoadA = loadA;
   spec.LoadB = [&](const std::vector<Expr> &bi, const Expr &k, const Expr &j) {
-    return cast(acc, bm.load(matmulOperandIndex(s, false, bi, k, j)));
+    return cast(acc, bm.load(operandIndex(s, false, transB, bi, k, j)));
   };
-  if (bzp)
+  if (bzp || bias)
     spec.Init = [&](const std::vector<Expr> &bi, const Expr &i, const Expr &j) {
-      return constantInt(acc, 0) - cast(acc, loadMatParam(*bzp, false, bi, i, j)) *
-                                       rowSum->loadFlat(batchFlat(bi) * s.M + i);
+      Expr start = bias ? bias(i, j) : constantInt(acc, 0);
+      if (!bzp)
+        return start;
+      return start - cast(acc, loadMatParam(*bzp, false, bi, i, j)) *
+                         rowSum->loadFlat(batchFlat(bi) * s.M + i);
     };
   if (finish)
     spec.Finish = [&](const Expr &v, const std::vector<Expr> &bi, const Expr &i,
@@ -224,6 +248,98 @@ void lowerQLinearMatMul(LowerCtx &c) {
                                        loadMatParam(ys, true, bi, i, j));
                    return requantize(out, f32, acc, m, loadMatParam(yzp, true, bi, i, j));
                  });
+}
+
+// ---------------------------------------------------------------------------
+// QGemm (com.microsoft)
+// ---------------------------------------------------------------------------
+//
+// Inputs: A, a_scale, a_zero_point, B, b_scale, b_zero_point, C?, y_scale?,
+// y_zero_point?; attributes alpha, transA, transB. The int32 accumulator
+// sum_k (a - a_zp)(b - b_zp) + C (C is quantized with scale alpha * a_scale *
+// b_scale and zero point 0) is requantized by alpha * a_scale * b_scale /
+// y_scale to y_zero_point's type, or, without y_scale, dequantized to f32.
+
+void inferQGemm(ir::Node &n) {
+  requireInputType(n, 0, "A", {DType::I8, DType::U8});
+  requireInputType(n, 3, "B", {DType::I8, DType::U8});
+  requireZeroPointType(n, 2, 0);
+  requireZeroPointType(n, 5, 3);
+  requireInputType(n, 1, "a_scale", {DType::F32});
+  requireInputType(n, 4, "b_scale", {DType::F32});
+  const Shape &a = n.inShape(0), &bsh = n.inShape(3);
+  if (a.size() != 2 || bsh.size() != 2)
+    n.error() << "A and B must be matrices (rank 2), got " << shapeToString(a) << " and "
+              << shapeToString(bsh);
+  bool ta = n.attrInt("transA", 0), tb = n.attrInt("transB", 0);
+  MatMulShape s = matmulShape(n, ta ? swapLastTwo(a) : a, tb ? swapLastTwo(bsh) : bsh);
+  requireScalarParam(n, 1, "a_scale");
+  requireScalarParam(n, 2, "a_zero_point");
+  checkMatParam(n, 4, s, false);
+  checkMatParam(n, 5, s, false);
+  if (n.hasInput(6)) {
+    requireInputType(n, 6, "C", {DType::I32});
+    const Shape &cs = n.inShape(6);
+    if (cs.size() > 2 || broadcastShapes(n, {cs, s.Out}) != s.Out)
+      n.error() << "C of shape " << shapeToString(cs) << " does not broadcast to "
+                << shapeToString(s.Out);
+  }
+  if (n.hasInput(8) && !n.hasInput(7))
+    n.error() << "y_zero_point is given without y_scale";
+  if (!n.hasInput(7)) {
+    n.setOutput(0, DType::F32, s.Out);
+    return;
+  }
+  requireInputType(n, 7, "y_scale", {DType::F32});
+  requireScalarParam(n, 7, "y_scale");
+  requireScalarParam(n, 8, "y_zero_point");
+  if (n.hasInput(8))
+    requireInputType(n, 8, "y_zero_point", {DType::I8, DType::U8});
+  n.setOutput(0, n.hasInput(8) ? n.inDType(8) : DType::U8, s.Out);
+}
+
+void lowerQGemm(LowerCtx &c) {
+  KernelBuilder &b = c.b();
+  const ir::Node &n = c.node();
+  TensorRef as = c.in(1), bs = c.in(4);
+  bool quantized = c.hasIn(7);
+  bool ta = n.attrInt("transA", 0), tb = n.attrInt("transB", 0);
+  Expr alpha = constant(DType::F32, n.attrFloat("alpha", 1.0));
+  bool f32 = allConstant({&as, &bs}) && (!quantized || c.in(7).constant());
+  DType out = n.Outputs[0]->Type.Type;
+  // alpha * a_scale * b_scale (/ y_scale) per column j.
+  auto multiplier = [&](const Expr &j) {
+    Expr bsj = bs.numel() == 1 ? bs.loadFlat(indexConst(0)) : bs.loadFlat(j);
+    Expr m = alpha * as.loadFlat(indexConst(0)) * bsj;
+    return quantized ? m / c.in(7).loadFlat(indexConst(0)) : m;
+  };
+  std::optional<Local> mult;
+  if (bs.numel() == 1)
+    mult = b.local("mult", multiplier(indexConst(0)));
+  std::function<Expr(const Expr &, const Expr &)> bias;
+  std::optional<TensorRef> cIn;
+  if (c.hasIn(6)) {
+    cIn = c.in(6);
+    bias = [&](const Expr &i, const Expr &j) {
+      const Shape &cs = cIn->shape();
+      std::vector<Expr> idx;
+      if (cs.size() == 2)
+        idx.push_back(cs[0] == 1 ? indexConst(0) : i);
+      if (!cs.empty())
+        idx.push_back(cs.back() == 1 ? indexConst(0) : j);
+      return cast(DType::I32, cIn->load(idx));
+    };
+  }
+  lowerIntMatMul(
+      c, 0, 3, 2, 5,
+      [&](Expr acc, const std::vector<Expr> &, Expr, Expr j) {
+        Expr m = mult ? mult->get() : multiplier(j);
+        if (!quantized)
+          return cast(DType::F32, acc) * m;
+        Expr zp = c.hasIn(8) ? c.in(8).loadFlat(indexConst(0)) : constantInt(out, 0);
+        return requantize(out, f32, acc, m, zp);
+      },
+      ta, tb, bias);
 }
 
 // ---------------------------------------------------------------------------
@@ -576,6 +692,8 @@ MLCC_OPS(QLinear) {
          .Infer = inferMatMulInteger, .Lower = lowerMatMulInteger});
   R.add({.Name = "QLinearMatMul", .SinceVersion = 10, .Fusion = FusionClass::Opaque,
          .Infer = inferQLinearMatMul, .Lower = lowerQLinearMatMul});
+  R.add({.Domain = "com.microsoft", .Name = "QGemm", .SinceVersion = 1,
+         .Fusion = FusionClass::Opaque, .Infer = inferQGemm, .Lower = lowerQGemm});
   R.add({.Name = "ConvInteger", .SinceVersion = 10, .Fusion = FusionClass::Opaque,
          .Infer = inferConvInteger, .Lower = lowerConvInteger});
   R.add({.Name = "QLinearConv", .SinceVersion = 10, .Fusion = FusionClass::Opaque,

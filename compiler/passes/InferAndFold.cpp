@@ -188,11 +188,21 @@ void inferAndFold(ir::Graph &g, const FoldOptions &options) {
         n.error(ErrorKind::Unsupported) << "output " << i << " would have type "
                                         << dtypeOnnxName(v->Type.Type);
     }
-    bool allConst = schema.Foldable;
+    // A Cast to its input's own type (QDQ exports put them between
+    // QuantizeLinear and DequantizeLinear) is its input.
+    if (n.OpType == "Cast" && n.Domain == "" && n.Outputs.size() == 1 && n.Inputs[0] &&
+        n.Outputs[0]->Type == n.Inputs[0]->Type && !g.isGraphOutput(n.Outputs[0])) {
+      g.replaceAllUses(n.Outputs[0], n.Inputs[0]);
+      n.Outputs[0]->Producer = nullptr;
+      foldedNodes.insert(&n);
+      continue;
+    }
+    bool allConst = schema.Foldable &&
+                    !(options.KeepDequantize && n.OpType == "DequantizeLinear" && n.Domain == "");
     for (auto *in : n.Inputs)
       if (in && !in->Const)
         allConst = false;
-    if (!allConst && schema.Foldable)
+    if (!allConst && schema.Foldable && n.OpType != "DequantizeLinear")
       allConst = readsOnlyConstants(n, schema);
     if (!allConst)
       continue;

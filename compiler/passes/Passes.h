@@ -24,6 +24,9 @@ struct FoldOptions {
   /// (OpRegistry::validate). The pipeline's first run sets it: the nodes are
   /// the model's own; later runs see nodes that mlcc's passes extended.
   bool Validate = false;
+  /// DequantizeLinear nodes are not folded (fuse-qdq reads the quantized
+  /// constants of the weights and biases they dequantize).
+  bool KeepDequantize = false;
 };
 
 /// infer-and-fold: in topological order, infers every node's output types
@@ -44,6 +47,12 @@ void eliminateCommonSubexpressions(ir::Graph &g);
 /// weights and a new bias, computed by constant folding (the nodes it adds
 /// are ordinary Mul/Add/... nodes that infer-and-fold evaluates).
 void foldBatchNorm(ir::Graph &g, const FoldOptions &options = {});
+
+/// fuse-qdq: DequantizeLinear -> op -> QuantizeLinear patterns (QDQ models)
+/// become the integer op that computes them (QLinearConv, QLinearMatMul,
+/// the com.microsoft QLinear ops, or the op itself on 8-bit data); then the
+/// remaining DequantizeLinear nodes of constants fold.
+void fuseQdq(ir::Graph &g, const FoldOptions &options = {});
 
 /// pack-weights: constant weights of float Conv/Gemm/MatMul are reordered
 /// (by an mlcc.PackPanels node that constant folding evaluates) into the

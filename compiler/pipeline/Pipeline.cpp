@@ -93,20 +93,27 @@ private:
 
 std::vector<std::string> passNames() {
   return {"infer-and-fold", "eliminate-dead-code",
-          "eliminate-common-subexpressions", "fold-batch-norm",
+          "eliminate-common-subexpressions", "fold-batch-norm", "quantize", "fuse-qdq",
           "pack-weights", "fuse-ops", "lower-to-kernels", "plan-memory", "schedule"};
 }
 
 kir::Program runPipeline(ir::Graph &g, const PipelineOptions &options) {
   PassRunner passes(g, options);
+  // Until fuse-qdq, DequantizeLinear nodes of constants stay (it reads the
+  // quantized weights and biases).
+  passes::FoldOptions keepDq = options.Fold;
+  keepDq.KeepDequantize = true;
   passes.run("infer-and-fold", [&](ir::Graph &x) {
-    passes::FoldOptions fold = options.Fold;
+    passes::FoldOptions fold = keepDq;
     fold.Validate = true;
     passes::inferAndFold(x, fold);
   });
   passes.run("eliminate-dead-code", passes::eliminateDeadCode);
   passes.run("eliminate-common-subexpressions", passes::eliminateCommonSubexpressions);
-  passes.run("fold-batch-norm", [&](ir::Graph &x) { passes::foldBatchNorm(x, options.Fold); });
+  passes.run("fold-batch-norm", [&](ir::Graph &x) { passes::foldBatchNorm(x, keepDq); });
+  if (options.Quantize)
+    passes.run("quantize", options.Quantize);
+  passes.run("fuse-qdq", [&](ir::Graph &x) { passes::fuseQdq(x, options.Fold); });
   passes.run("pack-weights", [&](ir::Graph &x) {
     passes::packWeights(x, options.Schedule, options.Fold);
   });

@@ -27,6 +27,9 @@ struct PipelineOptions {
   kir::ScheduleTarget Schedule;
   /// Where each pass announces itself (may be null).
   Progress *Status = nullptr;
+  /// The "quantize" pass (--quantize: annotate, calibrate, realize), run
+  /// after fold-batch-norm on the float graph; none when empty.
+  std::function<void(ir::Graph &)> Quantize;
 };
 
 /// Runs the graph passes and lowers the result; returns the program

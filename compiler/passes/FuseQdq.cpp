@@ -1,0 +1,465 @@
+//===- FuseQdq.cpp - DequantizeLinear -> op -> QuantizeLinear as one op ---===//
+//
+// fuse-qdq: a QDQ model (QuantizeLinear/DequantizeLinear around float ops,
+// what ONNX Runtime's and PyTorch's quantization tools export, and what
+// mlcc's own --quantize writes) says "this op runs on 8-bit data" by
+// dequantizing its inputs and quantizing its output. The pass turns each
+// such pattern into the integer op that computes it, so that it lowers to
+// an integer kernel instead of a float one between two conversions:
+//
+//   DQ(x) DQ(w) [DQ(bias)] -> Conv      [-> act] -> Q   QLinearConv
+//   DQ(a) DQ(b)            -> MatMul    [-> act] -> Q   QLinearMatMul
+//   DQ(a) DQ(b) [DQ(c)]    -> Gemm      [-> act] -> Q   com.microsoft QGemm
+//   DQ(a) DQ(b)            -> Add | Mul [-> act] -> Q   com.microsoft QLinearAdd | Mul
+//   DQ(x)...               -> Concat             -> Q   com.microsoft QLinearConcat
+//   DQ(x) -> AveragePool | GlobalAveragePool | Sigmoid | LeakyRelu -> Q
+//                                                       com.microsoft QLinear...
+//   DQ(x) -> MaxPool | Reshape | Flatten | Transpose | Squeeze | Unsqueeze |
+//            Identity -> Q, with the same scale and zero point: the op itself
+//            on the 8-bit data (it moves or selects values; it computes none)
+//   DQ(x) -> Relu | Clip -> Q with the same scale and zero point: a Clip of
+//            the 8-bit data
+//
+// `act` is a Relu or a Clip with constant bounds between the op and its
+// QuantizeLinear. Quantization is monotonic, so clamping before quantizing
+// equals clamping the quantized value to the quantized bounds: the act
+// becomes an 8-bit Clip after the integer op (none when the bounds are the
+// type's, as for a Relu whose output zero point is the type's minimum),
+// which fuse-ops folds into the integer op's stores when it can.
+//
+// Only patterns whose scales and zero points are constants, per tensor
+// (weights: per tensor or per output channel), f32, with 8-bit data, are
+// fused; the others stay float ops between conversions (correct, slower).
+// The bias of a convolution or Gemm becomes int32 at scale x_scale *
+// w_scale: taken as it is when it is a DequantizeLinear of int32 at exactly
+// that scale (what the tools write), else rounded from its float value.
+//
+// infer-and-fold keeps DequantizeLinear nodes of constants for this pass
+// (FoldOptions::KeepDequantize); the ones it leaves are folded at its end.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/passes/Passes.h"
+
+#include <cmath>
+#include <set>
+
+namespace mlcc::passes {
+
+namespace {
+
+bool isByte(DType t) { return t == DType::I8 || t == DType::U8; }
+
+/// A DequantizeLinear's operands: data, constant f32 scale and zero point
+/// (null when omitted), its axis (normalized), and whether it is per tensor.
+struct Dq {
+  ir::Value *Data = nullptr, *Scale = nullptr, *Zp = nullptr;
+  int64_t Axis = 1;
+  bool PerTensor = true;
+};
+
+std::optional<Dq> asDq(const ir::Value *v) {
+  const ir::Node *n = v ? v->Producer : nullptr;
+  if (!n || n->OpType != "DequantizeLinear" || n->Domain != "" ||
+      n->attrInt("block_size", 0) != 0 || !n->hasInput(1) || !n->Inputs[1]->Const ||
+      n->inDType(1) != DType::F32 || (n->hasInput(2) && !n->Inputs[2]->Const))
+    return std::nullopt;
+  Dq d;
+  d.Data = n->Inputs[0];
+  d.Scale = n->Inputs[1];
+  d.Zp = n->hasInput(2) ? n->Inputs[2] : nullptr;
+  d.PerTensor = d.Scale->Type.numel() == 1 && (!d.Zp || d.Zp->Type.numel() == 1);
+  int64_t rank = (int64_t)d.Data->Type.rank();
+  d.Axis = n->attrInt("axis", 1);
+  if (d.Axis < 0)
+    d.Axis += rank;
+  return d;
+}
+
+/// A QuantizeLinear with a constant per-tensor f32 scale and zero point,
+/// producing 8-bit data.
+struct Qp {
+  ir::Node *Node = nullptr;
+  ir::Value *Scale = nullptr, *Zp = nullptr;
+  DType Type = DType::U8;
+};
+
+std::optional<Qp> asQ(ir::Node *n) {
+  if (n->OpType != "QuantizeLinear" || n->Domain != "" || !n->hasInput(1) ||
+      !n->Inputs[1]->Const || n->inDType(1) != DType::F32 ||
+      n->Inputs[1]->Type.numel() != 1 || (n->hasInput(2) && (!n->Inputs[2]->Const ||
+                                                             n->Inputs[2]->Type.numel() != 1)) ||
+      !isByte(n->Outputs[0]->Type.Type) || n->attrInt("block_size", 0) != 0)
+    return std::nullopt;
+  return Qp{n, n->Inputs[1], n->hasInput(2) ? n->Inputs[2] : nullptr,
+            n->Outputs[0]->Type.Type};
+}
+
+double scalarOf(const ir::Value *v) { return v->Const->doubleAt(0); }
+int64_t zpOf(const ir::Value *v) { return v ? v->Const->intAt(0) : 0; }
+
+class Fuser {
+public:
+  explicit Fuser(ir::Graph &g) : G(g), Uses(g.useCounts()) {}
+
+  void run() {
+    for (auto &np : G.Nodes) {
+      std::optional<Qp> q = asQ(np.get());
+      if (!q || Removed.count(np.get()))
+        continue;
+      fuse(*q);
+    }
+    if (Inserted.empty())
+      return;
+    std::vector<std::unique_ptr<ir::Node>> nodes;
+    for (auto &n : G.Nodes) {
+      bool drop = Removed.count(n.get()) > 0;
+      auto it = Inserted.find(n.get());
+      if (it != Inserted.end())
+        for (auto &a : it->second)
+          nodes.push_back(std::move(a));
+      if (!drop)
+        nodes.push_back(std::move(n));
+    }
+    G.Nodes = std::move(nodes);
+  }
+
+private:
+  /// The value `v` is read only by one node and is not a graph output.
+  bool single(const ir::Value *v) { return Uses[v] == 1 && !G.isGraphOutput(v); }
+
+  ir::Value *constant(TensorPtr t, const std::string &base) {
+    ir::Value *v = G.addValue(G.uniqueValueName(base), {t->dtype(), t->shape()});
+    v->Const = std::move(t);
+    return v;
+  }
+
+  ir::Value *zeroOf(DType t, const std::string &base) {
+    return constant(std::make_shared<Tensor>(Tensor::fromInts(t, {}, {0})), base + "/zp");
+  }
+
+  /// The zero point of a DQ or Q, made explicit (a constant 0 when omitted).
+  ir::Value *zp(ir::Value *z, DType t, const std::string &base) {
+    return z ? z : zeroOf(t, base);
+  }
+
+  /// A new node computing `out` (whose producer it becomes), inserted
+  /// where the QuantizeLinear `at` stood.
+  ir::Node *add(ir::Node *at, const std::string &op, const std::string &domain,
+                int64_t opset, std::vector<ir::Value *> inputs, ir::Value *out,
+                const std::string &base) {
+    auto n = std::make_unique<ir::Node>();
+    n->Name = G.uniqueNodeName(base);
+    n->OpType = op;
+    n->Domain = domain;
+    n->Opset = opset;
+    n->Inputs = std::move(inputs);
+    n->Outputs = {out};
+    out->Producer = n.get();
+    ir::Node *raw = n.get();
+    Inserted[at].push_back(std::move(n));
+    return raw;
+  }
+
+  ir::Value *intermediate(const std::string &base, DType t) {
+    return G.addValue(G.uniqueValueName(base), {t, {}});
+  }
+
+  /// The quantized bounds [lo, hi] of a Relu or Clip with constant bounds
+  /// (in the output's scale and zero point), or nullopt for other nodes.
+  std::optional<std::pair<int64_t, int64_t>> actBounds(const ir::Node &a, const Qp &q) {
+    double lo = -INFINITY, hi = INFINITY;
+    if (a.Domain != "")
+      return std::nullopt;
+    if (a.OpType == "Relu") {
+      lo = 0;
+    } else if (a.OpType == "Clip") {
+      if (a.Opset < 11) {
+        lo = a.attrFloat("min", -INFINITY);
+        hi = a.attrFloat("max", INFINITY);
+      } else {
+        for (size_t i : {1, 2})
+          if (a.hasInput(i) && !a.Inputs[i]->Const)
+            return std::nullopt;
+        if (a.hasInput(1))
+          lo = a.Inputs[1]->Const->doubleAt(0);
+        if (a.hasInput(2))
+          hi = a.Inputs[2]->Const->doubleAt(0);
+      }
+    } else {
+      return std::nullopt;
+    }
+    double s = scalarOf(q.Scale);
+    int64_t z = zpOf(q.Zp);
+    int64_t tmin = q.Type == DType::I8 ? -128 : 0, tmax = q.Type == DType::I8 ? 127 : 255;
+    auto quant = [&](double v) -> int64_t {
+      if (std::isinf(v))
+        return v < 0 ? tmin : tmax;
+      double r = std::nearbyint(v / s) + (double)z;
+      return (int64_t)std::clamp(r, (double)tmin, (double)tmax);
+    };
+    return std::make_pair(quant(lo), quant(hi));
+  }
+
+  /// Writes `y` (the QuantizeLinear's output) from the 8-bit result of a
+  /// new integer node, clamped to `bounds` when they are narrower than the
+  /// type's range: returns the value that node must produce.
+  ir::Value *clampedOutput(ir::Node *at, const Qp &q,
+                           std::optional<std::pair<int64_t, int64_t>> bounds,
+                           const std::string &base) {
+    ir::Value *y = at->Outputs[0];
+    int64_t tmin = q.Type == DType::I8 ? -128 : 0, tmax = q.Type == DType::I8 ? 127 : 255;
+    if (!bounds || (bounds->first <= tmin && bounds->second >= tmax))
+      return y;
+    ir::Value *pre = intermediate(base + "/unclamped", q.Type);
+    ir::Value *lo = constant(std::make_shared<Tensor>(Tensor::fromInts(q.Type, {}, {bounds->first})),
+                             base + "/lo");
+    ir::Value *hi = constant(std::make_shared<Tensor>(Tensor::fromInts(q.Type, {}, {bounds->second})),
+                             base + "/hi");
+    // Registered after the integer node by the caller (see fuse()).
+    PendingClamp = {pre, lo, hi, y};
+    return pre;
+  }
+
+  /// An int32 bias at scale x_scale * w_scale[m] for the `m` channels of a
+  /// convolution or Gemm, from input `bias` (a DequantizeLinear of int32, or
+  /// a float constant); null when it is neither.
+  ir::Value *intBias(ir::Value *bias, double xs, const Tensor &ws, int64_t m,
+                     const std::string &base) {
+    std::vector<double> f(m);
+    std::vector<int64_t> exact;
+    if (std::optional<Dq> d = asDq(bias); d && d->Data->Const &&
+                                          d->Data->Type.Type == DType::I32 &&
+                                          d->Data->Type.numel() == m) {
+      bool same = d->Axis == 0 || d->PerTensor;
+      for (int64_t c = 0; c < m; ++c) {
+        double s = d->Scale->Const->doubleAt(d->Scale->Type.numel() == 1 ? 0 : c);
+        int64_t z = d->Zp ? d->Zp->Const->intAt(d->Zp->Type.numel() == 1 ? 0 : c) : 0;
+        int64_t v = d->Data->Const->intAt(c);
+        f[c] = (double)(float)((double)(v - z) * s);
+        float want = (float)xs * (float)ws.doubleAt(ws.numel() == 1 ? 0 : c);
+        same = same && z == 0 && (float)s == want;
+        exact.push_back(v);
+      }
+      if (same)
+        return constant(std::make_shared<Tensor>(Tensor::fromInts(DType::I32, {m}, exact)),
+                        base + "/bias");
+    } else if (bias->Const && isFloat(bias->Type.Type) && bias->Type.numel() == m) {
+      for (int64_t c = 0; c < m; ++c)
+        f[c] = bias->Const->doubleAt(c);
+    } else {
+      return nullptr;
+    }
+    std::vector<int64_t> q(m);
+    for (int64_t c = 0; c < m; ++c) {
+      double s = (double)((float)xs * (float)ws.doubleAt(ws.numel() == 1 ? 0 : c));
+      double r = s > 0 ? std::nearbyint(f[c] / s) : 0.0;
+      q[c] = (int64_t)std::clamp(r, -2147483648.0, 2147483647.0);
+    }
+    return constant(std::make_shared<Tensor>(Tensor::fromInts(DType::I32, {m}, q)),
+                    base + "/bias");
+  }
+
+  /// Attributes copied from `from` to `to`.
+  static void copyAttrs(const ir::Node &from, ir::Node &to) { to.Attrs = from.Attrs; }
+
+  void fuse(const Qp &q) {
+    ir::Node *at = q.Node;
+    ir::Value *qin = at->Inputs[0];
+    ir::Node *op = qin->Producer;
+    if (!op || !single(qin) || Removed.count(op))
+      return;
+    // An activation between the op and the QuantizeLinear.
+    ir::Node *act = nullptr;
+    std::optional<std::pair<int64_t, int64_t>> bounds;
+    if (op->OpType != "Relu" && op->OpType != "Clip") {
+      // (a lone Relu/Clip is handled as the op below)
+    } else if (ir::Value *ain = op->Inputs[0];
+               ain->Producer && single(ain) && !Removed.count(ain->Producer) &&
+               !asDq(ain) && (bounds = actBounds(*op, q))) {
+      act = op;
+      op = ain->Producer;
+    }
+    std::string base = at->Name;
+    PendingClamp.reset();
+    ir::Node *made = rewrite(*op, q, act ? bounds : std::nullopt, base);
+    if (!made)
+      return;
+    if (PendingClamp) {
+      auto [pre, lo, hi, y] = *PendingClamp;
+      ir::Node *clip = add(at, "Clip", "", 13, {pre, lo, hi}, y, base + "/clamp");
+      (void)clip;
+      pre->Type = {q.Type, y->Type.Dims};
+    }
+    Removed.insert(at);
+    Removed.insert(op);
+    if (act)
+      Removed.insert(act);
+  }
+
+  /// The fused node for `op` (nullptr when its pattern does not fit).
+  ir::Node *rewrite(ir::Node &op, const Qp &q,
+                    std::optional<std::pair<int64_t, int64_t>> bounds,
+                    const std::string &base) {
+    ir::Node *at = q.Node;
+    if (op.Domain != "")
+      return nullptr;
+    const std::string &t = op.OpType;
+    auto inputDq = [&](size_t i) -> std::optional<Dq> {
+      if (!op.hasInput(i))
+        return std::nullopt;
+      std::optional<Dq> d = asDq(op.Inputs[i]);
+      if (!d || !isByte(d->Data->Type.Type))
+        return std::nullopt;
+      return d;
+    };
+    ir::Value *yzp = zp(q.Zp, q.Type, base);
+
+    if (t == "Conv" || t == "MatMul" || t == "Gemm") {
+      std::optional<Dq> x = inputDq(0), w = inputDq(1);
+      if (!x || !w || !x->PerTensor || !w->Data->Const)
+        return nullptr;
+      int64_t m = 0;
+      const Shape &ws = w->Data->Type.Dims;
+      bool transB = t == "Gemm" && op.attrInt("transB", 0);
+      if (t == "Conv") {
+        m = ws[0];
+        if (!w->PerTensor && w->Axis != 0)
+          return nullptr;
+      } else {
+        if (ws.size() != 2)
+          return nullptr;
+        m = transB ? ws[0] : ws[1];
+        if (!w->PerTensor && w->Axis != (transB ? 0 : 1))
+          return nullptr;
+        if (t == "Gemm" && (op.attrInt("transA", 0) || op.attrFloat("alpha", 1.0) != 1.0 ||
+                            op.attrFloat("beta", 1.0) != 1.0))
+          return nullptr;
+      }
+      if (!w->PerTensor && (w->Scale->Type.numel() != m ||
+                            (w->Zp && w->Zp->Type.numel() != 1 && w->Zp->Type.numel() != m)))
+        return nullptr;
+      ir::Value *bias = nullptr;
+      if (t != "MatMul" && op.hasInput(2)) {
+        bias = intBias(op.Inputs[2], scalarOf(x->Scale), *w->Scale->Const, m, base);
+        if (!bias)
+          return nullptr;
+      }
+      ir::Value *out = clampedOutput(at, q, bounds, base);
+      std::vector<ir::Value *> in = {x->Data,  x->Scale, zp(x->Zp, x->Data->Type.Type, base),
+                                     w->Data,  w->Scale, zp(w->Zp, w->Data->Type.Type, base)};
+      ir::Node *n;
+      if (t == "Conv") {
+        in.insert(in.end(), {q.Scale, yzp});
+        if (bias)
+          in.push_back(bias);
+        n = add(at, "QLinearConv", "", 10, in, out, base + "/QLinearConv");
+        copyAttrs(op, *n);
+      } else if (t == "MatMul") {
+        in.insert(in.end(), {q.Scale, yzp});
+        n = add(at, "QLinearMatMul", "", 10, in, out, base + "/QLinearMatMul");
+      } else {
+        in.insert(in.end(), {bias, q.Scale, yzp});
+        n = add(at, "QGemm", "com.microsoft", 1, in, out, base + "/QGemm");
+        ir::Attribute tb;
+        tb.I = transB;
+        n->Attrs["transB"] = tb;
+      }
+      return n;
+    }
+
+    if (t == "Add" || t == "Mul") {
+      std::optional<Dq> a = inputDq(0), b = inputDq(1);
+      if (!a || !b || !a->PerTensor || !b->PerTensor ||
+          a->Data->Type.Type != q.Type || b->Data->Type.Type != q.Type)
+        return nullptr;
+      ir::Value *out = clampedOutput(at, q, bounds, base);
+      return add(at, t == "Add" ? "QLinearAdd" : "QLinearMul", "com.microsoft", 1,
+                 {a->Data, a->Scale, zp(a->Zp, q.Type, base), b->Data, b->Scale,
+                  zp(b->Zp, q.Type, base), q.Scale, yzp},
+                 out, base + "/QLinear" + t);
+    }
+    if (bounds)
+      return nullptr; // the activations below have their own patterns
+
+    if (t == "Concat") {
+      std::vector<ir::Value *> in = {q.Scale, yzp};
+      for (size_t i = 0; i < op.numInputs(); ++i) {
+        std::optional<Dq> d = inputDq(i);
+        if (!d || !d->PerTensor || d->Data->Type.Type != q.Type)
+          return nullptr;
+        in.insert(in.end(), {d->Data, d->Scale, zp(d->Zp, q.Type, base)});
+      }
+      ir::Node *n = add(at, "QLinearConcat", "com.microsoft", 1, in, at->Outputs[0],
+                        base + "/QLinearConcat");
+      n->Attrs["axis"] = op.Attrs.at("axis");
+      return n;
+    }
+
+    std::optional<Dq> x = inputDq(0);
+    if (!x || !x->PerTensor || x->Data->Type.Type != q.Type)
+      return nullptr;
+    for (size_t i = 1; i < op.numInputs(); ++i)
+      if (op.hasInput(i) && !op.Inputs[i]->Const)
+        return nullptr;
+    std::vector<ir::Value *> unary = {x->Data, x->Scale, zp(x->Zp, q.Type, base), q.Scale,
+                                      yzp};
+    if (t == "AveragePool" || t == "GlobalAveragePool" || t == "Sigmoid" ||
+        t == "LeakyRelu") {
+      if (t == "AveragePool" && op.numInputs() != 1)
+        return nullptr;
+      ir::Node *n = add(at, "QLinear" + t, "com.microsoft", 1, unary, at->Outputs[0],
+                        base + "/QLinear" + t);
+      copyAttrs(op, *n);
+      return n;
+    }
+    bool same = scalarOf(x->Scale) == scalarOf(q.Scale) && zpOf(x->Zp) == zpOf(q.Zp);
+    if (!same)
+      return nullptr;
+    static const std::set<std::string> moves = {"MaxPool", "Reshape", "Flatten",
+                                                "Transpose", "Squeeze", "Unsqueeze",
+                                                "Identity"};
+    if (moves.count(t)) {
+      if (t == "MaxPool" && (op.Outputs.size() > 1 && op.hasOutput(1)))
+        return nullptr;
+      std::vector<ir::Value *> in = op.Inputs;
+      in[0] = x->Data;
+      ir::Node *n = add(at, t, "", t == "MaxPool" ? std::max<int64_t>(op.Opset, 12) : op.Opset, in,
+                        at->Outputs[0], base + "/" + t);
+      copyAttrs(op, *n);
+      return n;
+    }
+    if (t == "Relu" || t == "Clip") {
+      std::optional<std::pair<int64_t, int64_t>> b = actBounds(op, q);
+      if (!b)
+        return nullptr;
+      ir::Value *lo = constant(std::make_shared<Tensor>(Tensor::fromInts(q.Type, {}, {b->first})),
+                               base + "/lo");
+      ir::Value *hi = constant(std::make_shared<Tensor>(Tensor::fromInts(q.Type, {}, {b->second})),
+                               base + "/hi");
+      return add(at, "Clip", "", 13, {x->Data, lo, hi}, at->Outputs[0], base + "/clamp");
+    }
+    return nullptr;
+  }
+
+  struct Clamp {
+    ir::Value *Pre, *Lo, *Hi, *Y;
+  };
+
+  ir::Graph &G;
+  std::map<const ir::Value *, int> Uses;
+  std::set<const ir::Node *> Removed;
+  std::map<const ir::Node *, std::vector<std::unique_ptr<ir::Node>>> Inserted;
+  std::optional<Clamp> PendingClamp;
+};
+
+} // namespace
+
+void fuseQdq(ir::Graph &g, const FoldOptions &options) {
+  Fuser(g).run();
+  FoldOptions fold = options;
+  fold.KeepDequantize = false;
+  inferAndFold(g, fold);
+  eliminateDeadCode(g);
+}
+
+} // namespace mlcc::passes
