@@ -187,6 +187,12 @@ Value *Graph::findValue(const std::string &name) const {
   return it == ValueByName.end() ? nullptr : it->second;
 }
 
+void Graph::swapNames(Value *a, Value *b) {
+  std::swap(a->Name, b->Name);
+  ValueByName[a->Name] = a;
+  ValueByName[b->Name] = b;
+}
+
 Node *Graph::addNode(std::unique_ptr<Node> node) {
   Nodes.push_back(std::move(node));
   return Nodes.back().get();

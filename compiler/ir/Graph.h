@@ -157,6 +157,9 @@ public:
   Value *findValue(const std::string &name) const;
 
   Value *addValue(const std::string &name, TensorType type = {});
+  /// Exchanges the names of two values (a graph output that a pass
+  /// replaces keeps its name on the replacement).
+  void swapNames(Value *a, Value *b);
   /// Appends a node (the caller wires inputs/outputs and sets Producer).
   Node *addNode(std::unique_ptr<Node> node);
   /// A value name not used yet, derived from `base`.

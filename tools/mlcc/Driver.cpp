@@ -6,12 +6,16 @@
 #include "compiler/pack/OutputFiles.h"
 #include "compiler/pack/Report.h"
 #include "compiler/pipeline/Pipeline.h"
+#include "compiler/quant/Quantize.h"
+#include "compiler/quant/Samples.h"
 #include "compiler/support/Error.h"
 #include "compiler/support/Process.h"
 #include "frontends/onnx/OnnxLoader.h"
 #include "targets/c/CEmitter.h"
+#include "targets/llvm/HostJit.h"
 #include "targets/llvm/Targets.h"
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <optional>
@@ -170,6 +174,54 @@ std::string compileC(const std::string &source, const std::string &header,
   return readBinary(tmp.Path + "/" + name + ".o");
 }
 
+/// The "quantize" pass: annotate `g`, calibrate on the samples with the
+/// float model compiled for the host (a second copy of the model, with the
+/// observed tensors as extra outputs, run in this process), realize.
+void quantizeGraph(ir::Graph &g, const DriverOptions &o, const onnx::LoadOptions &lo,
+                   const std::vector<std::vector<uint8_t>> &samples, size_t numSamples,
+                   const quant::QuantizeOptions &qo) {
+  quant::Annotation a = quant::annotate(g);
+  std::unique_ptr<ir::Graph> cal = onnx::loadModel(o.Model, lo);
+  PipelineOptions cpo;
+  cpo.Name = "mlcc_calibration";
+  cpo.Schedule = llvmgen::scheduleTarget(llvmgen::resolveTarget("host", "", ""));
+  std::vector<size_t> where; // observed tensor -> output index
+  cpo.Quantize = [&](ir::Graph &x) {
+    for (const std::string &name : a.Observed) {
+      ir::Value *v = x.findValue(name);
+      MLCC_CHECK(v, "calibration: tensor '" << name << "' is not in the model's copy");
+      auto it = std::find(x.Outputs.begin(), x.Outputs.end(), v);
+      where.push_back((size_t)(it - x.Outputs.begin()));
+      if (it == x.Outputs.end())
+        x.Outputs.push_back(v);
+    }
+  };
+  kir::Program p = runPipeline(*cal, cpo);
+  llvmgen::HostModel model(p);
+  std::vector<std::vector<uint8_t>> outs;
+  std::vector<void *> outPtrs;
+  for (const ir::Value *v : cal->Outputs)
+    outs.emplace_back((size_t)v->Type.numel() * dtypeSize(v->Type.Type) + 1);
+  for (auto &b : outs)
+    outPtrs.push_back(b.data());
+  std::vector<size_t> sampleBytes;
+  for (const ir::Value *v : cal->Inputs)
+    sampleBytes.push_back((size_t)v->Type.numel() * dtypeSize(v->Type.Type));
+  MLCC_CHECK(sampleBytes.size() == samples.size(), "calibration inputs do not match");
+  quant::SampleRunner run = [&](size_t s, const std::function<void(size_t, const float *,
+                                                                   size_t)> &sink) {
+    std::vector<const void *> ins;
+    for (size_t i = 0; i < samples.size(); ++i)
+      ins.push_back(samples[i].data() + s * sampleBytes[i]);
+    model.run(ins, outPtrs);
+    for (size_t k = 0; k < where.size(); ++k)
+      sink(k, reinterpret_cast<const float *>(outs[where[k]].data()),
+           (size_t)cal->Outputs[where[k]]->Type.numel());
+  };
+  std::map<std::string, quant::Range> ranges = quant::calibrate(a, numSamples, run, qo);
+  quant::realize(g, a, ranges);
+}
+
 pack::ReportContext reportContext(const DriverOptions &o, const llvmgen::TargetSpec &t) {
   return {o.Model, t.Name, t.Triple, t.Cpu, o.Backend};
 }
@@ -250,6 +302,20 @@ void runDriver(const DriverOptions &o) {
   po.GraphOnly = kind == "graph";
   po.Schedule = llvmgen::scheduleTarget(target);
   po.Status = &status;
+  std::vector<std::vector<uint8_t>> samples;
+  size_t numSamples = 0;
+  quant::QuantizeOptions qo;
+  if (!o.Quantize.empty()) {
+    qo = quant::parseCalibrationMethod(o.CalibrationMethod.empty() ? "minmax"
+                                                                   : o.CalibrationMethod);
+    if (o.Calibrate.empty())
+      fail(ErrorKind::Usage) << "--quantize int8 needs calibration samples: --calibrate "
+                                "INPUT=SAMPLES.npy for each input";
+    samples = quant::loadSamples(*graph, o.Calibrate, numSamples);
+    po.Quantize = [&](ir::Graph &g) { quantizeGraph(g, o, lo, samples, numSamples, qo); };
+  } else if (!o.Calibrate.empty() || !o.CalibrationMethod.empty()) {
+    fail(ErrorKind::Usage) << "--calibrate and --calibration-method need --quantize int8";
+  }
   kir::Program program = runPipeline(*graph, po);
   // Arena and weights are known now: fail before the code generation.
   std::optional<pack::ModelReport> report;

@@ -24,6 +24,9 @@ struct DriverOptions {
   std::string ProgressMode = "auto"; ///< --progress auto|always|never
   std::string DumpIr, DumpIrDir;
   std::string DumpDot; ///< --dump-dot FILE.dot
+  std::string Quantize;               ///< --quantize int8; empty: none
+  std::vector<std::string> Calibrate; ///< NAME=SAMPLES.npy
+  std::string CalibrationMethod;      ///< minmax (default), percentile[=P], entropy
   bool TimePasses = false;
   bool Verbose = false;
 };

@@ -49,6 +49,17 @@ int main(int argc, char **argv) {
   app.add_option("--freeze", o.Freeze,
                  "Make a graph input a compile-time constant: NAME=FILE.pb "
                  "(a serialized TensorProto; repeatable)");
+  app.add_option("--quantize", o.Quantize,
+                 "Quantize the float model: int8 (calibrated with --calibrate; "
+                 "weights int8 per channel, activations uint8)")
+      ->check(CLI::IsMember({"int8"}));
+  app.add_option("--calibrate", o.Calibrate,
+                 "Calibration samples of an input for --quantize: NAME=SAMPLES.npy "
+                 "(shape [N] + the input's shape) or NAME=FOLDER of TensorProto .pb "
+                 "files (repeatable: one per input)");
+  app.add_option("--calibration-method", o.CalibrationMethod,
+                 "How calibration picks each range: minmax (default), "
+                 "percentile[=99.99] or entropy (KL divergence)");
   app.add_option("--target", o.Target,
                  "A preset (see --list-targets: host, aarch64-linux, cortex-m4, "
                  "riscv64-linux, ...) or any LLVM triple (default: host)");

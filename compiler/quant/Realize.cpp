@@ -1,0 +1,200 @@
+//===- Realize.cpp - The quantized model in QDQ form -----------------------===//
+//
+// From the annotation and the calibrated ranges:
+//
+//  - each quantized tensor t gets QuantizeLinear -> DequantizeLinear right
+//    after its producer, and every reader of t (graph outputs included)
+//    reads the dequantized value. Activations are uint8, asymmetric:
+//    scale = (hi - lo) / 255, zero point = round(-lo / scale), over the
+//    calibrated range widened to contain 0 (so 0 is exact). Tensors that
+//    take their parameters from another (Annotation::SameAs) reuse its
+//    scale and zero point exactly.
+//  - the weights of each int8 Conv, MatMul and Gemm become int8, symmetric
+//    per output channel (scale = max |w| / 127 of the channel, zero point
+//    0, values in [-127, 127]), dequantized by a per-axis DequantizeLinear;
+//  - their bias becomes int32 at scale x_scale * w_scale of each channel
+//    (zero point 0), dequantized the same way.
+//
+// The result is an ordinary QDQ model: fuse-qdq turns it into integer ops,
+// with the requantization multipliers (x_scale * w_scale / y_scale per
+// channel) folded to constants.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/quant/Quantize.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace mlcc::quant {
+
+namespace {
+
+struct Params {
+  float Scale = 1.0f;
+  int64_t Zp = 0;
+};
+
+Params uint8Params(const Range &r) {
+  double lo = std::min(r.Lo, 0.0), hi = std::max(r.Hi, 0.0);
+  Params p;
+  double span = hi - lo;
+  p.Scale = span > 0 ? (float)(span / 255.0) : 1.0f;
+  p.Zp = (int64_t)std::clamp(std::nearbyint(-lo / p.Scale), 0.0, 255.0);
+  return p;
+}
+
+class Writer {
+public:
+  explicit Writer(ir::Graph &g) : G(g) {}
+
+  ir::Value *constant(Tensor t, const std::string &base) {
+    ir::Value *v = G.addValue(G.uniqueValueName(base), {t.dtype(), t.shape()});
+    v->Const = std::make_shared<Tensor>(std::move(t));
+    return v;
+  }
+
+  /// A new node with one output of type `type`, to be placed by the caller.
+  std::unique_ptr<ir::Node> node(const std::string &op, std::vector<ir::Value *> inputs,
+                                 const std::string &base, ir::TensorType type) {
+    auto n = std::make_unique<ir::Node>();
+    n->Name = G.uniqueNodeName(base);
+    n->OpType = op;
+    n->Opset = 13;
+    n->Inputs = std::move(inputs);
+    ir::Value *out = G.addValue(G.uniqueValueName(base), std::move(type));
+    out->Producer = n.get();
+    n->Outputs = {out};
+    return n;
+  }
+
+  ir::Graph &G;
+};
+
+/// Per-channel symmetric int8 weights along `axis`: the DequantizeLinear
+/// node that gives them back as float, and the scales.
+std::unique_ptr<ir::Node> quantizeWeights(Writer &w, const ir::Value *weights, int64_t axis,
+                                          std::vector<float> &scales) {
+  const Tensor &t = *weights->Const;
+  const Shape &s = t.shape();
+  int64_t channels = s[(size_t)axis], inner = 1;
+  for (size_t d = (size_t)axis + 1; d < s.size(); ++d)
+    inner *= s[d];
+  int64_t n = t.numel();
+  auto channelOf = [&](int64_t i) { return (i / inner) % channels; };
+  std::vector<double> maxAbs(channels, 0.0);
+  for (int64_t i = 0; i < n; ++i)
+    maxAbs[channelOf(i)] = std::max(maxAbs[channelOf(i)], std::fabs(t.doubleAt(i)));
+  scales.assign(channels, 1.0f);
+  for (int64_t c = 0; c < channels; ++c)
+    if (maxAbs[c] > 0)
+      scales[c] = (float)(maxAbs[c] / 127.0);
+  std::vector<int64_t> q(n);
+  for (int64_t i = 0; i < n; ++i)
+    q[i] = (int64_t)std::clamp(std::nearbyint(t.doubleAt(i) / scales[channelOf(i)]), -127.0,
+                               127.0);
+  std::vector<double> sv(scales.begin(), scales.end());
+  ir::Value *data = w.constant(Tensor::fromInts(DType::I8, s, q), weights->Name + "_int8");
+  ir::Value *scale =
+      w.constant(Tensor::fromDoubles(DType::F32, {channels}, sv), weights->Name + "_scale");
+  ir::Value *zp = w.constant(Tensor::fromInts(DType::I8, {channels}, std::vector<int64_t>(channels, 0)),
+                             weights->Name + "_zero_point");
+  auto dq = w.node("DequantizeLinear", {data, scale, zp}, weights->Name + "_dequantized",
+                   {DType::F32, s});
+  ir::Attribute ax;
+  ax.I = axis;
+  dq->Attrs["axis"] = ax;
+  return dq;
+}
+
+/// The bias as int32 at scale x_scale * w_scale[c], dequantized.
+std::unique_ptr<ir::Node> quantizeBias(Writer &w, const ir::Value *bias, float xs,
+                                       const std::vector<float> &ws) {
+  const Tensor &t = *bias->Const;
+  int64_t m = t.numel();
+  std::vector<int64_t> q(m);
+  std::vector<double> sv(m);
+  for (int64_t c = 0; c < m; ++c) {
+    float s = xs * ws[(size_t)c];
+    sv[c] = s;
+    q[c] = (int64_t)std::clamp(s > 0 ? std::nearbyint(t.doubleAt(c) / s) : 0.0, -2147483647.0,
+                               2147483647.0);
+  }
+  ir::Value *data = w.constant(Tensor::fromInts(DType::I32, {m}, q), bias->Name + "_int32");
+  ir::Value *scale = w.constant(Tensor::fromDoubles(DType::F32, {m}, sv), bias->Name + "_scale");
+  auto dq = w.node("DequantizeLinear", {data, scale}, bias->Name + "_dequantized",
+                   {DType::F32, {m}});
+  ir::Attribute ax;
+  ax.I = 0;
+  dq->Attrs["axis"] = ax;
+  return dq;
+}
+
+} // namespace
+
+void realize(ir::Graph &g, const Annotation &a, const std::map<std::string, Range> &ranges) {
+  Writer w(g);
+  std::map<std::string, Params> params;
+  for (const std::string &t : a.Tensors) {
+    std::string root = t;
+    while (a.SameAs.count(root))
+      root = a.SameAs.at(root);
+    auto r = ranges.find(root);
+    MLCC_CHECK(r != ranges.end(), "no calibrated range for tensor '" << root << "'");
+    params[t] = uint8Params(r->second);
+  }
+
+  // New nodes go before (weights) or after (activations) existing ones.
+  std::map<const ir::Node *, std::vector<std::unique_ptr<ir::Node>>> before, after;
+  std::vector<std::unique_ptr<ir::Node>> atStart;
+
+  for (auto &np : g.Nodes) {
+    ir::Node &n = *np;
+    if (!a.Nodes.count(n.Name) || n.Domain != "" ||
+        (n.OpType != "Conv" && n.OpType != "MatMul" && n.OpType != "Gemm") ||
+        !n.hasInput(1) || !n.Inputs[1]->Const)
+      continue;
+    int64_t axis = n.OpType == "Conv" ? 0 : (n.OpType == "Gemm" && n.attrInt("transB", 0)) ? 0 : 1;
+    std::vector<float> ws;
+    auto wdq = quantizeWeights(w, n.Inputs[1], axis, ws);
+    n.Inputs[1] = wdq->Outputs[0];
+    before[&n].push_back(std::move(wdq));
+    if (n.OpType != "MatMul" && n.hasInput(2)) {
+      auto bdq = quantizeBias(w, n.Inputs[2], params.at(n.Inputs[0]->Name).Scale, ws);
+      n.Inputs[2] = bdq->Outputs[0];
+      before[&n].push_back(std::move(bdq));
+    }
+  }
+
+  for (const std::string &t : a.Tensors) {
+    ir::Value *v = g.findValue(t);
+    MLCC_CHECK(v, "quantized tensor '" << t << "' is not in the graph");
+    const Params &p = params.at(t);
+    ir::Value *scale = w.constant(Tensor::fromDoubles(DType::F32, {}, {p.Scale}), t + "_scale");
+    ir::Value *zp = w.constant(Tensor::fromInts(DType::U8, {}, {p.Zp}), t + "_zero_point");
+    auto q = w.node("QuantizeLinear", {v, scale, zp}, t + "_quantized", {DType::U8, v->Type.Dims});
+    auto dq = w.node("DequantizeLinear", {q->Outputs[0], scale, zp}, t + "_dequantized",
+                     {DType::F32, v->Type.Dims});
+    bool output = g.isGraphOutput(v);
+    g.replaceAllUses(v, dq->Outputs[0]);
+    if (output) // the model's output keeps its name
+      g.swapNames(v, dq->Outputs[0]);
+    auto &slot = v->Producer ? after[v->Producer] : atStart;
+    slot.push_back(std::move(q));
+    slot.push_back(std::move(dq));
+  }
+
+  std::vector<std::unique_ptr<ir::Node>> nodes;
+  for (auto &n : atStart)
+    nodes.push_back(std::move(n));
+  for (auto &n : g.Nodes) {
+    ir::Node *raw = n.get();
+    for (auto &b : before[raw])
+      nodes.push_back(std::move(b));
+    nodes.push_back(std::move(n));
+    for (auto &b : after[raw])
+      nodes.push_back(std::move(b));
+  }
+  g.Nodes = std::move(nodes);
+}
+
+} // namespace mlcc::quant

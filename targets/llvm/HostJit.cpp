@@ -1,0 +1,71 @@
+//===- HostJit.cpp - Run a compiled program in the compiler's own process -===//
+#include "targets/llvm/HostJit.h"
+
+#include "compiler/support/Error.h"
+#include "targets/llvm/Targets.h"
+
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/Support/Error.h>
+#include <llvm/Support/MemoryBuffer.h>
+
+#include <cstdlib>
+
+namespace mlcc::llvmgen {
+
+using RunPtrs = int32_t (*)(const void *const *, void *const *, void *, size_t);
+
+struct HostModel::Impl {
+  std::unique_ptr<llvm::orc::LLJIT> Jit;
+  RunPtrs Run = nullptr;
+  void *Arena = nullptr;
+  size_t ArenaSize = 0;
+  ~Impl() { std::free(Arena); }
+};
+
+namespace {
+
+template <typename T> T orFail(llvm::Expected<T> v, const char *what) {
+  if (!v)
+    fail(ErrorKind::Internal) << "internal error: the host JIT could not " << what << ": "
+                              << llvm::toString(v.takeError());
+  return std::move(*v);
+}
+
+} // namespace
+
+HostModel::HostModel(const kir::Program &p) : I(std::make_unique<Impl>()) {
+  TargetSpec host = resolveTarget("host", "", "");
+  std::string obj = compileProgram(p, host, CodegenOptions{}, OutputKind::Object);
+  I->Jit = orFail(llvm::orc::LLJITBuilder().create(), "start");
+  // Math functions (expf, ...) come from this process.
+  auto gen = orFail(llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+                        I->Jit->getDataLayout().getGlobalPrefix()),
+                    "find this process's symbols");
+  I->Jit->getMainJITDylib().addGenerator(std::move(gen));
+  if (llvm::Error e = I->Jit->addObjectFile(
+          llvm::MemoryBuffer::getMemBufferCopy(obj, p.Name + ".o")))
+    fail(ErrorKind::Internal) << "internal error: the host JIT could not load the model: "
+                              << llvm::toString(std::move(e));
+  auto sym = orFail(I->Jit->lookup(p.Name + "_run_ptrs"), "find the run function");
+  I->Run = sym.toPtr<RunPtrs>();
+  int64_t align = std::max<int64_t>(p.ArenaAlign, 64);
+  I->ArenaSize = (size_t)kir::alignedArenaBytes(p.ArenaSize, align);
+  if (I->ArenaSize) {
+    I->Arena = std::aligned_alloc((size_t)align, I->ArenaSize);
+    if (!I->Arena)
+      fail(ErrorKind::Io) << "cannot allocate " << I->ArenaSize << " bytes for the model";
+  }
+}
+
+HostModel::~HostModel() = default;
+
+void HostModel::run(const std::vector<const void *> &inputs,
+                    const std::vector<void *> &outputs) {
+  int32_t rc = I->Run(inputs.data(), outputs.data(), I->Arena, I->ArenaSize);
+  if (rc != 0)
+    fail(ErrorKind::Internal) << "internal error: the host-compiled model returned status "
+                              << rc;
+}
+
+} // namespace mlcc::llvmgen
