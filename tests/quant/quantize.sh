@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# quantize.sh - post-training quantization (mlcc --quantize int8) and QDQ
+# models (fuse-qdq), through the CLI and linked programs.
+#
+#   tests/quant/quantize.sh MLCC WORKDIR
+#
+# 1. digits: examples/digits/digits.onnx quantized with the committed
+#    calibration images (examples/digits/calibration.npy, from the training
+#    split): examples/digits/main.c on the 450 test images must give an int8
+#    accuracy within 0.5 points of the float library's, with at most 30% of
+#    its weight bytes, and the int8 graph must have no float Conv or Gemm.
+# 2. Calibration methods: quantize.py make-outlier (a MatMul -> Relu ->
+#    MatMul model whose calibration samples have rare outliers): with
+#    --calibration-method entropy the RMS error against the float reference
+#    must be smaller than with minmax (both printed).
+# 3. QDQ import: a small CNN quantized by PyTorch (qnnpack) and exported in
+#    QDQ form must compile to integer ops only (QLinearConv, QGemm, ...: no
+#    float Conv, Gemm or Add left) and match ONNX Runtime within one output
+#    quantization step (skipped without PyTorch or ONNX Runtime).
+# 4. Bad input: calibration samples of the wrong shape or dtype, a file that
+#    is not .npy, an input name the model lacks, --quantize without
+#    --calibrate, --calibrate without --quantize, and a model with no
+#    quantizable node: one "mlcc: error:" line, a non-zero exit, no output.
+#
+# Exit status: 0 all passed, 1 a check failed, 2 bad usage, 77 /usr/bin/python3
+# lacks onnx or numpy (ctest reports a skip).
+set -uo pipefail
+
+if [[ $# -ne 2 ]]; then
+  echo "usage: $0 MLCC WORKDIR (the comment at the top of this script says more)" >&2
+  exit 2
+fi
+mlcc="$(realpath "$1")"
+work="$2"
+mkdir -p "$work" && work="$(realpath "$work")"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+cc="${CC:-cc}"
+python=/usr/bin/python3
+failed=0
+skipped=()
+
+if ! "$python" -c 'import onnx, numpy' 2>/dev/null; then
+  echo "SKIP: /usr/bin/python3 cannot import onnx and numpy (python3-onnx, python3-numpy)"
+  exit 77
+fi
+fail() { echo "FAIL: $*"; failed=1; }
+
+"$cc" -std=c99 -O2 -I "$root/runtime-c" -c "$root/tools/conformance/driver.c" \
+  -o "$work/driver.o" || exit 1
+
+# --- 1. digits ------------------------------------------------------------
+echo "== digits: float and int8 (quantized by mlcc) on the 450 test images"
+accuracy() { awk '/^accuracy:/ {sub("%", "", $4); print $4}' "$1"; }
+weights() { awk '/^weights in the library:/ {print $5}' "$1"; }
+for kind in float int8; do
+  mkdir -p "$work/digits-$kind"
+  args=()
+  [[ $kind == int8 ]] && args=(--quantize int8 --calibrate "image=$root/examples/digits/calibration.npy")
+  if ! "$mlcc" "$root/examples/digits/digits.onnx" "${args[@]}" \
+       -o "$work/digits-$kind/libdigits.a" >"$work/digits-$kind/mlcc.log" 2>&1 ||
+     ! "$cc" -std=c99 -O2 -I "$work/digits-$kind" "$root/examples/digits/main.c" \
+       "$work/digits-$kind/libdigits.a" -lm -o "$work/digits-$kind/digits" ||
+     ! "$work/digits-$kind/digits" "$root/examples/digits/test_set.bin" \
+       >"$work/digits-$kind/out.txt" 2>&1; then
+    fail "digits $kind: $(tail -n 2 "$work/digits-$kind/mlcc.log" "$work/digits-$kind/out.txt" 2>/dev/null)"
+  fi
+done
+fa="$(accuracy "$work/digits-float/out.txt")" ia="$(accuracy "$work/digits-int8/out.txt")"
+fw="$(weights "$work/digits-float/out.txt")" iw="$(weights "$work/digits-int8/out.txt")"
+if [[ -n "$fa" && -n "$ia" && -n "$fw" && -n "$iw" ]]; then
+  echo "  float: accuracy $fa%, weights $fw bytes"
+  echo "  int8:  accuracy $ia%, weights $iw bytes ($(awk -v a="$iw" -v b="$fw" 'BEGIN {printf "%.1f", 100 * a / b}')% of float)"
+  awk -v a="$fa" -v b="$ia" 'BEGIN {exit !(b >= a - 0.5)}' ||
+    fail "int8 accuracy $ia% is more than 0.5 points below float's $fa%"
+  awk -v a="$iw" -v b="$fw" 'BEGIN {exit !(a <= 0.3 * b)}' ||
+    fail "int8 weights ($iw bytes) are more than 30% of float's ($fw)"
+  graph="$("$mlcc" "$root/examples/digits/digits.onnx" --quantize int8 \
+           --calibrate "image=$root/examples/digits/calibration.npy" --emit graph -o -)"
+  if grep -Eq '= (Conv|Gemm|MatMul) ' <<<"$graph"; then
+    fail "the int8 digits graph still has a float contraction"
+  fi
+else
+  fail "digits: no accuracy or weight figure in the demo's output"
+fi
+
+# --- 2. calibration methods -----------------------------------------------
+echo "== calibration methods on samples with outliers (RMS error against float)"
+"$python" "$here/quantize.py" make-outlier "$work/outlier" || exit 1
+declare -A rms
+for method in minmax percentile entropy; do
+  d="$work/outlier"
+  if "$mlcc" "$d/model.onnx" --quantize int8 --calibrate "x=$d/samples.npy" \
+       --calibration-method "$method" -o "$d/lib-$method.a" --name m >"$d/$method.log" 2>&1 &&
+     "$cc" -o "$d/run-$method" "$work/driver.o" "$d/lib-$method.a" -lm &&
+     "$d/run-$method" "$d/input.bin" -- "$d/y-$method.bin" >/dev/null; then
+    rms[$method]="$("$python" "$here/quantize.py" rms "$d/y-$method.bin" "$d/reference.bin")"
+    echo "  $method: ${rms[$method]}"
+  else
+    fail "outlier model with $method: $(tail -n 1 "$d/$method.log")"
+  fi
+done
+if [[ -n "${rms[minmax]:-}" && -n "${rms[entropy]:-}" ]]; then
+  awk -v e="${rms[entropy]}" -v m="${rms[minmax]}" 'BEGIN {exit !(e < m)}' ||
+    fail "entropy calibration (${rms[entropy]}) is not better than minmax (${rms[minmax]})"
+fi
+
+# --- 3. QDQ import ----------------------------------------------------------
+echo "== a QDQ model exported by PyTorch against ONNX Runtime"
+d="$work/qdq"
+"$python" "$here/quantize.py" make-qdq "$d" >"$work/qdq.log" 2>&1
+rc=$?
+if ((rc == 77)); then
+  skipped+=("the QDQ model (no PyTorch)")
+  echo "  skipped: $(grep SKIP "$work/qdq.log")"
+elif ((rc != 0)); then
+  fail "make-qdq: $(tail -n 1 "$work/qdq.log")"
+else
+  graph="$("$mlcc" "$d/model.onnx" --emit graph -o -)"
+  if grep -Eq '= (Conv|Gemm|MatMul|Add) ' <<<"$graph"; then
+    fail "the QDQ model kept a float op: $(grep -E '= (Conv|Gemm|MatMul|Add) ' <<<"$graph" | head -n 1)"
+  fi
+  if ! "$mlcc" "$d/model.onnx" -o "$d/libm.a" --name m >"$d/mlcc.log" 2>&1 ||
+     ! "$cc" -o "$d/run" "$work/driver.o" "$d/libm.a" -lm ||
+     ! "$d/run" "$d/input.bin" -- "$d/mlcc.bin" >/dev/null; then
+    fail "QDQ model: $(tail -n 1 "$d/mlcc.log")"
+  else
+    # shellcheck source=../../scripts/lib/deps.sh
+    source "$root/scripts/lib/deps.sh"
+    # shellcheck source=../../scripts/lib/ort.sh
+    source "$root/scripts/lib/ort.sh"
+    if mlcc_require_ort "$root"; then
+      if node "$root/tests/models/ort_run.js" "$d/model.onnx" 0 "$d/input.bin:$(cat "$d/shape")" \
+           -- "$d/ort.bin" >"$d/ort.log" 2>&1; then
+        printf '  vs ONNX Runtime: '
+        "$python" "$here/quantize.py" compare "$d/mlcc.bin" "$d/ort.bin" "$(cat "$d/step")" ||
+          fail "QDQ model differs from ONNX Runtime by more than one step"
+      else
+        fail "ONNX Runtime: $(tail -n 1 "$d/ort.log")"
+      fi
+    else
+      skipped+=("the ONNX Runtime comparison (onnxruntime-node not installable)")
+    fi
+  fi
+fi
+
+# --- 4. bad input -----------------------------------------------------------
+echo "== bad input"
+"$python" "$here/quantize.py" make-plain "$work/bad" || exit 1
+b="$work/bad" o="$work/outlier"
+expect_error() {
+  local what="$1"; shift
+  rm -f "$b/out.a" "$b/out.h"
+  "$mlcc" "$@" -o "$b/out.a" >"$b/stdout" 2>"$b/stderr"
+  local rc=$?
+  if ((rc == 0)); then
+    fail "$what: mlcc succeeded"
+  elif [[ -e "$b/out.a" || -e "$b/out.h" ]]; then
+    fail "$what: an output file was left behind"
+  elif [[ "$(wc -l <"$b/stderr")" -ne 1 ]] || ! grep -q '^mlcc: error: ' "$b/stderr"; then
+    fail "$what: expected one 'mlcc: error:' line, got: $(head -c 300 "$b/stderr")"
+  else
+    echo "  $what: $(cat "$b/stderr")"
+  fi
+}
+expect_error "wrong shape" "$o/model.onnx" --quantize int8 --calibrate "x=$b/wrong_shape.npy"
+expect_error "wrong dtype" "$o/model.onnx" --quantize int8 --calibrate "x=$b/wrong_dtype.npy"
+expect_error "not .npy" "$o/model.onnx" --quantize int8 --calibrate "x=$b/not_npy.npy"
+expect_error "no such input" "$o/model.onnx" --quantize int8 --calibrate "image=$o/samples.npy"
+expect_error "no samples" "$o/model.onnx" --quantize int8
+expect_error "no --quantize" "$o/model.onnx" --calibrate "x=$o/samples.npy"
+expect_error "bad method" "$o/model.onnx" --quantize int8 --calibrate "x=$o/samples.npy" \
+  --calibration-method kl
+expect_error "nothing to quantize" "$b/plain.onnx" --quantize int8 \
+  --calibrate "x=$b/samples_plain.npy"
+
+echo
+if ((${#skipped[@]})); then
+  echo "skipped: ${skipped[*]}"
+fi
+if ((failed)); then
+  echo "some checks failed"
+  exit 1
+fi
+echo "all passed"
