@@ -7,13 +7,20 @@
 # sources are those of the CMake example (examples/cmake/firmware), so that
 # the example and this test build the same program.
 #
-# usage: tests/cross/baremetal.sh TARGET MLCC WORKDIR
+# With a fourth argument `int8`, the model is quantized by mlcc (--quantize
+# int8, calibrated on examples/digits/calibration.npy, from the training
+# split), and the same firmware source is also built for the host with the
+# host's int8 library: the predictions of all test images (the firmware's
+# FNV-1a hash of them) must be the same on the target as on the host.
+#
+# usage: tests/cross/baremetal.sh TARGET MLCC WORKDIR [int8]
 #   TARGET: cortex-m4 | cortex-m7 | cortex-m55 | riscv32 | riscv32f
 # Exit status 77 (skipped) when the target's toolchain or QEMU is missing.
 set -euo pipefail
 target=$1
 mlcc=$(realpath "$2")
 work=$3
+variant=${4:-float}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 bm=$root/examples/cmake/firmware
 testset=$root/examples/digits/test_set.bin
@@ -58,6 +65,11 @@ for tool in "$cc" "$size" "${qemu[0]}"; do
 done
 rm -rf "$work" && mkdir -p "$work"
 
+if [[ $variant == int8 ]]; then
+  mlcc_flags+=(--quantize int8 --calibrate "image=$root/examples/digits/calibration.npy")
+elif [[ $variant != float ]]; then
+  echo "baremetal: unknown variant $variant (float or int8)"; exit 2
+fi
 "$mlcc" "$root/examples/digits/digits.onnx" --target "$target" -o "$work/libdigits.a" \
   --report "$work/report.json" -v ${mlcc_flags[@]+"${mlcc_flags[@]}"}
 
@@ -89,4 +101,19 @@ fi
 grep -q " correct " "$work/run.log" || { echo "baremetal $target: no result printed"; exit 1; }
 ipi=$(sed -n 's/^instructions per inference.*: \([0-9]*\)$/\1/p' "$work/run.log")
 [[ -n $ipi ]] && echo "baremetal $target: $ipi instructions per inference (SysTick under QEMU -icount shift=0)"
+if [[ $variant == int8 ]]; then
+  # The same firmware source and model, built for the host.
+  mkdir -p "$work/host"
+  "$mlcc" "$root/examples/digits/digits.onnx" -o "$work/host/libdigits.a" ${mlcc_flags[@]+"${mlcc_flags[@]}"}
+  cc -std=c99 -O2 -I "$work/host" -DTEST_SET_FILE="\"$testset\"" "$bm/digits_firmware.c" \
+    "$bm/test_set.S" "$work/host/libdigits.a" -lm -o "$work/host/digits"
+  "$work/host/digits" > "$work/host/run.log" || true
+  want=$(grep '^predictions' "$work/host/run.log" || true)
+  got=$(grep '^predictions' "$work/run.log" | tr -d '\r' || true)
+  if [[ -z $want || "$want" != "$got" ]]; then
+    echo "baremetal $target: predictions differ from the host's: '$got' vs '$want'"
+    exit 1
+  fi
+  echo "baremetal $target: the same predictions as on the host ($want)"
+fi
 echo "baremetal $target: digits firmware passed under ${qemu[0]}"

@@ -40,7 +40,7 @@ static uint32_t read_u32(const unsigned char *p) {
 
 int main(void) {
   const unsigned char *set = digits_test_set;
-  uint32_t count, i, correct = 0;
+  uint32_t count, i, correct = 0, hash = 2166136261u;
   float image[64], logits[10];
   digits_inputs in;
   digits_outputs out;
@@ -76,10 +76,12 @@ int main(void) {
         best = k;
     if (best == rec[256])
       correct++;
+    hash = (hash ^ (uint32_t)best) * 16777619u; /* FNV-1a over the predictions */
     if (i < 8)
       printf("image %u: predicted %d, label %d\n", (unsigned)i, best, rec[256]);
   }
   /* Integer arithmetic only: float printf needs a heap in newlib. */
+  printf("predictions (FNV-1a of all %u): %08x\n", (unsigned)count, (unsigned)hash);
   printf("digits on %s: %u of %u correct (%u.%u%%), arena %u bytes\n",
          digits_info()->name, (unsigned)correct, (unsigned)count,
          (unsigned)(correct * 1000u / count / 10u), (unsigned)(correct * 1000u / count % 10u),
