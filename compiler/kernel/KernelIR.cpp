@@ -28,7 +28,7 @@ const char *binOpName(BinOp op) {
                                 "min", "max",    "pow",   "and",    "or",
                                 "xor", "bitand", "bitor", "bitxor", "shl",
                                 "shr", "eq",     "ne",    "lt",     "le",
-                                "gt",  "ge"};
+                                "gt",  "ge",     "dot4"};
   return names[(int)op];
 }
 
@@ -205,6 +205,8 @@ Expr binary(BinOp op, Expr a, Expr b) {
     MLCC_CHECK(t == DType::Bool, binOpName(op) << " on " << dtypeName(t));
   if (op == BinOp::Pow)
     MLCC_CHECK(isFloat(t), "pow on " << dtypeName(t));
+  if (op == BinOp::Dot4)
+    MLCC_CHECK(t == DType::I32, "dot4 on " << dtypeName(t));
   if (op == BinOp::BitAnd || op == BinOp::BitOr || op == BinOp::BitXor ||
       op == BinOp::Shl || op == BinOp::Shr)
     MLCC_CHECK(isInteger(t), binOpName(op) << " on " << dtypeName(t));

@@ -97,6 +97,10 @@ enum class BinOp : uint8_t {
   Le,
   Gt,
   Ge,
+  /// (I32) the four bytes of a, unsigned, times the four bytes of b,
+  /// signed, summed: the int8 dot product of x86 VNNI (vpdpbusd, which
+  /// also adds the accumulator: `acc + dot4(a, b)` becomes one instruction).
+  Dot4,
 };
 
 const char *unOpName(UnOp op);

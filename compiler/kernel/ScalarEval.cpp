@@ -325,6 +325,13 @@ Scalar evalBinary(BinOp op, DType type, Scalar a, Scalar b) {
   case BinOp::BitAnd: r.I = x & y; break;
   case BinOp::BitOr: r.I = x | y; break;
   case BinOp::BitXor: r.I = x ^ y; break;
+  case BinOp::Dot4: {
+    int64_t sum = 0;
+    for (int j = 0; j < 4; ++j)
+      sum += (int64_t)((uint64_t)x >> (8 * j) & 0xff) * (int64_t)(int8_t)(uint8_t)((uint64_t)y >> (8 * j));
+    r.I = (int64_t)(int32_t)(uint32_t)sum;
+    break;
+  }
   case BinOp::Shl:
     r.I = (uy >= width) ? 0 : (int64_t)(ux << uy);
     break;

@@ -40,6 +40,9 @@ struct ScheduleTarget {
   /// runs its reduction in blocks whose slice of the panel stays in it
   /// while every row tile of a row block reuses it; 0: no blocking.
   int64_t L1Bytes = 0;
+  /// An int8 dot-product instruction on vectors of VectorBytes (dot4 of
+  /// the kernel IR becomes one instruction: x86 AVX512-VNNI, AVX-VNNI).
+  bool Int8Dot = false;
 
   /// Lanes of a vector of `t` (1 without SIMD).
   int lanes(DType t) const;

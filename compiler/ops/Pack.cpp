@@ -71,9 +71,42 @@ void lowerPackPanels(LowerCtx &c) {
   }, "i");
 }
 
+/// PackQuads: int8 weights [M, C, k...] as int32 [M, ceil(C / 4), k...]
+/// whose four bytes are the weights of four consecutive input channels
+/// (zero past C): the operand layout of the int8 dot product (dot4) over
+/// channel quads (see QLinear.cpp).
+void inferPackQuads(ir::Node &n) {
+  const Shape &w = n.inShape(0);
+  if (n.inDType(0) != DType::I8 || w.size() < 2)
+    n.error(ErrorKind::Internal) << "PackQuads needs int8 weights [M, C, ...]";
+  Shape out = w;
+  out[1] = (w[1] + 3) / 4;
+  n.setOutput(0, DType::I32, out);
+}
+
+void lowerPackQuads(LowerCtx &c) {
+  TensorRef w = c.in(0), y = c.out(0);
+  const Shape &ws = w.shape();
+  int64_t m = ws[0], ch = ws[1], cq = (ch + 3) / 4, inner = numElements(ws) / (m * ch);
+  c.b().loops({m, cq, inner}, [&](const std::vector<Expr> &i) {
+    Expr v = constantInt(DType::I32, 0);
+    for (int64_t j = 0; j < 4; ++j) {
+      Expr channel = i[1] * 4 + j;
+      Expr inside = lt(channel, indexConst(ch));
+      Expr src = (i[0] * ch + min(channel, indexConst(ch - 1))) * inner + i[2];
+      Expr byte = cast(DType::I32, cast(DType::U8, w.loadFlat(src)));
+      byte = select(inside, byte, constantInt(DType::I32, 0));
+      v = binary(BinOp::BitOr, v, binary(BinOp::Shl, byte, constantInt(DType::I32, 8 * j)));
+    }
+    y.storeFlat((i[0] * cq + i[1]) * inner + i[2], v);
+  }, "q");
+}
+
 } // namespace
 
 MLCC_OPS(Pack) {
+  R.add({.Domain = "mlcc", .Name = "PackQuads", .SinceVersion = 1,
+         .Fusion = FusionClass::Opaque, .Infer = inferPackQuads, .Lower = lowerPackQuads});
   R.add({.Domain = "mlcc", .Name = "PackPanels", .SinceVersion = 1,
          .Fusion = FusionClass::Injective, .Infer = inferPackPanels,
          .Lower = lowerPackPanels});

@@ -533,6 +533,155 @@ void lowerIntWindow(LowerCtx &c, const ConvShape &s, const kir::Buffer &src,
   });
 }
 
+/// A 2-D convolution on the int8 dot product (kernel IR dot4, x86 VNNI
+/// vpdpbusd: 4 bytes x 4 bytes summed into each int32 lane), chosen by
+/// pack-weights (attribute mlcc.dot4 = the vector lanes) for int8 weights
+/// with a zero point of 0 and one group. The weights come packed as int32
+/// quads of four consecutive input channels (mlcc.PackQuads, input
+/// `packed`), with their per-channel sums (input `packed` + 1), both
+/// computed at compile time.
+///
+/// The input is copied once per call into an int32 image of channel quads
+/// bordered by the padding, src[n, c / 4, y, x] = the bytes of channels
+/// 4(c/4)..+3 at (y, x), as unsigned values: int8 data is offset by 128
+/// (and so is its zero point) so that vpdpbusd's unsigned x signed product
+/// applies; the border and the channels past C hold the zero point. Then
+///   sum_k (x - x_zp) w = sum over quads dot4(src, w4) - x_zp' sum_k w,
+/// the second term (with the bias) the accumulators' initial value. Tiles of
+/// up to 8 output channels x 2 vectors of output positions (consecutive
+/// outputs of a row, or of a grid as wide as the padded row when rows are
+/// short, as in lowerIntWindow) keep their int32 sums in registers; each
+/// reduction step loads a vector of input quads per position vector and
+/// broadcasts one weight quad per channel.
+/// Whether lowerIntDotConv handles convolution `s` with vectors of `lanes`.
+bool dotConvFits(const ConvShape &s, int64_t lanes) {
+  const Window &win = s.W;
+  if (win.rank() != 2 || s.Group != 1 || numElements(win.Out) == 0)
+    return false;
+  int64_t ow = win.Out[1], oh = win.Out[0], sh = win.Strides[0], sw = win.Strides[1];
+  if (ow >= lanes)
+    return true;
+  int64_t Wp = std::max(s.InSpatial[1] + win.PadBegin[1] + win.PadEnd[1],
+                        (ow - 1) * sw + (win.Kernel[1] - 1) * win.Dilations[1] + 1);
+  return (sh * Wp) % sw == 0 && (oh - 1) * (sh * Wp / sw) + ow >= lanes;
+}
+
+void lowerIntDotConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx, size_t biasIdx,
+                     size_t packedIdx, const std::function<Expr(Expr, Expr)> &finish) {
+  KernelBuilder &b = c.b();
+  const ir::Node &node = c.node();
+  ConvShape s = convShape(node, xIdx, wIdx);
+  TensorRef x = c.in(xIdx), w4 = c.in(packedIdx), wsum = c.in(packedIdx + 1), y = c.out(0);
+  std::optional<TensorRef> xzp = zeroPoint(c, xzpIdx), bias;
+  if (biasIdx && c.hasIn(biasIdx))
+    bias = c.in(biasIdx);
+  const DType acc = DType::I32;
+  const int L = (int)node.attrInt("mlcc.dot4", 16);
+  const bool signedX = x.dtype() == DType::I8;
+  const Window &win = s.W;
+  const int64_t H = s.InSpatial[0], W = s.InSpatial[1], C = s.C, Cq = (C + 3) / 4;
+  const int64_t KH = win.Kernel[0], KW = win.Kernel[1], oh = win.Out[0], ow = win.Out[1];
+  const int64_t sh = win.Strides[0], sw = win.Strides[1];
+  int64_t Hp = H + win.PadBegin[0] + win.PadEnd[0], Wp = W + win.PadBegin[1] + win.PadEnd[1];
+  Hp = std::max(Hp, (oh - 1) * sh + (KH - 1) * win.Dilations[0] + 1);
+  Wp = std::max(Wp, (ow - 1) * sw + (KW - 1) * win.Dilations[1] + 1);
+
+  // The zero point in the unsigned domain, as a byte and as a quad.
+  Expr xz = xzp ? cast(acc, xzp->loadFlat(indexConst(0))) : constantInt(acc, 0);
+  if (signedX)
+    xz = xz + constantInt(acc, 128);
+  Local zq = b.local("zquad", xz * constantInt(acc, 0x01010101));
+
+  // Initial values: bias - x_zp' * sum_k w.
+  TensorRef init = c.scratch("chinit", acc, {s.M});
+  b.loop("m", s.M, [&](Expr m) {
+    Expr v = constantInt(acc, 0) - xz * wsum.load({m});
+    init.storeFlat(m, bias ? cast(acc, bias->load({m})) + v : v);
+  });
+
+  // The bordered image of channel quads.
+  TensorRef src = c.scratch("xquads", acc, {s.N, Cq, Hp, Wp});
+  b.loop("i", s.N * Cq * Hp * Wp, [&](Expr i) { src.storeFlat(i, zq.get()); });
+  b.loops({s.N, Cq, H, W}, [&](const std::vector<Expr> &i) {
+    Expr v = constantInt(acc, 0);
+    for (int64_t j = 0; j < 4; ++j) {
+      Expr ch = i[1] * 4 + j;
+      Expr byte = cast(acc, x.load({i[0], min(ch, indexConst(C - 1)), i[2], i[3]}));
+      if (signedX)
+        byte = byte + constantInt(acc, 128);
+      if (C % 4 != 0)
+        byte = select(lt(ch, indexConst(C)), byte, xz);
+      v = binary(BinOp::BitOr, v, binary(BinOp::Shl, byte, constantInt(acc, 8 * j)));
+    }
+    src.store({i[0], i[1], i[2] + win.PadBegin[0], i[3] + win.PadBegin[1]}, v);
+  }, "xq");
+
+  const int64_t rows = std::min<int64_t>(8, s.M), rowTiles = (s.M + rows - 1) / rows;
+  const bool rowMode = ow >= L;
+  const int64_t V = rowMode ? 0 : sh * Wp / sw, Q = rowMode ? 0 : (oh - 1) * V + ow;
+  MLCC_CHECK(rowMode || (sh * Wp) % sw == 0, "dot4 convolution grid for stride " << sw);
+  const int64_t positions = rowMode ? ow : Q;
+  const int64_t NV = positions >= 2 * L ? 2 : 1, P = NV * L;
+  MLCC_CHECK(positions >= L, "dot4 convolution with " << positions << " positions");
+  auto at = [&](int64_t r, int64_t v) { return indexConst((r * NV + v) * L); };
+  auto fin = [&](const Expr &v, const Expr &m) { return finish ? finish(v, m) : v; };
+  auto tile = [&](const Expr &n, const Expr &m0, const Expr &xoff0,
+                  const std::function<void(const Expr &m, const Expr &j, const Expr &v)> &store) {
+    Local t = b.local("acc", acc, rows * P);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t v = 0; v < NV; ++v)
+        b.store(t.Buf, at(r, v), broadcast(init.load({m0 + r}), L));
+    b.loop("cq", Cq, [&](Expr cq) {
+      Expr plane = (n * Cq + cq) * (Hp * Wp) + xoff0;
+      b.loop("kh", KH, [&](Expr kh) {
+        b.loop("kw", KW, [&](Expr kw) {
+          Expr tap = plane + kh * (win.Dilations[0] * Wp) + kw * win.Dilations[1];
+          std::vector<Expr> xv;
+          for (int64_t v = 0; v < NV; ++v)
+            xv.push_back(vload(src.buffer(), tap + v * L * sw, L, sw));
+          for (int64_t r = 0; r < rows; ++r) {
+            Expr wq = broadcast(w4.loadFlat((((m0 + r) * Cq + cq) * KH + kh) * KW + kw), L);
+            for (int64_t v = 0; v < NV; ++v)
+              b.store(t.Buf, at(r, v), vload(t.Buf, at(r, v), L) + binary(BinOp::Dot4, xv[v], wq));
+          }
+        });
+      });
+    });
+    Local done = b.local("done", acc, rows * P);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t v = 0; v < NV; ++v)
+        b.store(done.Buf, at(r, v), cast(acc, fin(vload(t.Buf, at(r, v), L), m0 + r)));
+    for (int64_t r = 0; r < rows; ++r)
+      b.loop("j", P, [&](Expr j) { store(m0 + r, j, done.get(at(r, 0) + j)); });
+  };
+  b.loop("n", s.N, [&](Expr n) {
+    b.loop("rt", rowTiles, [&](Expr rt) {
+      Expr m0 = min(rt * rows, indexConst(s.M - rows));
+      if (rowMode) {
+        b.loop("oy", oh, [&](Expr oy) {
+          b.loop("pt", (ow + P - 1) / P, [&](Expr pt) {
+            Expr ox0 = min(pt * P, indexConst(ow - P));
+            tile(n, m0, oy * (sh * Wp) + ox0 * sw,
+                 [&](const Expr &m, const Expr &j, const Expr &v) {
+                   y.storeFlat(((n * s.M + m) * oh + oy) * ow + ox0 + j, v);
+                 });
+          });
+        });
+        return;
+      }
+      b.loop("pt", (Q + P - 1) / P, [&](Expr pt) {
+        Expr q0 = min(pt * P, indexConst(Q - P));
+        tile(n, m0, q0 * sw, [&](const Expr &m, const Expr &j, const Expr &v) {
+          Expr q = q0 + j, oy = q / V, ox = q % V;
+          b.ifThen(lt(ox, indexConst(ow)), [&] {
+            y.storeFlat(((n * s.M + m) * oh + oy) * ow + ox, v);
+          });
+        });
+      });
+    }, LoopKind::Parallel);
+  });
+}
+
 /// Lowers the int32 convolution sum (x - x_zp)(w - w_zp) (+ bias) and stores
 /// finish(acc, m) for every output element, as sum x (w - w_zp) from the
 /// initial value bias - x_zp sum (w - w_zp) of channel m (see the top of
@@ -547,6 +696,14 @@ void lowerIntConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx,
                   const std::function<Expr(Expr, Expr)> &finish) {
   KernelBuilder &b = c.b();
   ConvShape s = convShape(c.node(), xIdx, wIdx);
+  // The int8 dot-product path, when pack-weights chose it and the image
+  // fills a vector.
+  size_t packedIdx = c.node().OpType == "QLinearConv" ? 9 : 4;
+  if (c.node().hasAttr("mlcc.dot4") && c.hasIn(packedIdx) &&
+      dotConvFits(s, c.node().attrInt("mlcc.dot4", 16))) {
+    lowerIntDotConv(c, xIdx, xzpIdx, wIdx, biasIdx, packedIdx, finish);
+    return;
+  }
   TensorRef x = c.in(xIdx), w = c.in(wIdx), y = c.out(0);
   std::optional<TensorRef> xzp = zeroPoint(c, xzpIdx), wzp = zeroPoint(c, wzpIdx), bias;
   if (biasIdx && c.hasIn(biasIdx))

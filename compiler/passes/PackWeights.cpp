@@ -32,6 +32,8 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/passes/Passes.h"
 
+#include <array>
+
 namespace mlcc::passes {
 
 namespace {
@@ -107,6 +109,33 @@ void setTileAttrs(ir::Node &n, const kir::ContractionTile &tile) {
   }
 }
 
+/// The input indices (x, w, w_zero_point, packed) of an integer 2-D
+/// convolution that can run on the int8 dot product (dot4) over channel
+/// quads: int8 constant weights with a zero point of 0, 8-bit data, one
+/// group (see QLinear.cpp).
+std::optional<std::array<size_t, 4>> dotConvInputs(const ir::Node &n) {
+  std::array<size_t, 4> idx;
+  if (n.Domain == "" && n.OpType == "QLinearConv")
+    idx = {0, 3, 5, 9};
+  else if (n.Domain == "" && n.OpType == "ConvInteger")
+    idx = {0, 1, 3, 4};
+  else
+    return std::nullopt;
+  if (!n.hasInput(idx[1]) || !n.Inputs[idx[1]]->Const || n.inDType(idx[1]) != DType::I8 ||
+      n.inShape(idx[1]).size() != 4 || n.attrInt("group", 1) != 1 || n.hasAttr("mlcc.dot4") ||
+      n.numInputs() > idx[3])
+    return std::nullopt;
+  if (n.hasInput(idx[2])) {
+    const ir::Value *z = n.Inputs[idx[2]];
+    if (!z->Const)
+      return std::nullopt;
+    for (int64_t i = 0; i < z->Type.numel(); ++i)
+      if (z->Const->intAt(z->Const->isSplat() ? 0 : i) != 0)
+        return std::nullopt;
+  }
+  return idx;
+}
+
 } // namespace
 
 void packWeights(ir::Graph &g, const kir::ScheduleTarget &target,
@@ -114,6 +143,49 @@ void packWeights(ir::Graph &g, const kir::ScheduleTarget &target,
   std::vector<std::unique_ptr<ir::Node>> nodes;
   bool changed = false;
   for (auto &n : g.Nodes) {
+    if (auto idx = target.Int8Dot ? dotConvInputs(*n) : std::nullopt) {
+      auto pack = std::make_unique<ir::Node>();
+      pack->Name = g.uniqueNodeName(n->Name + "/pack");
+      pack->OpType = "PackQuads";
+      pack->Domain = "mlcc";
+      pack->Opset = 1;
+      pack->Inputs = {n->Inputs[(*idx)[1]]};
+      ir::Value *packed = g.addValue(g.uniqueValueName(n->Inputs[(*idx)[1]]->Name + ".quads"));
+      packed->Producer = pack.get();
+      pack->Outputs = {packed};
+      // The weights' per-channel sums, also folded at compile time.
+      auto sum = std::make_unique<ir::Node>();
+      sum->Name = g.uniqueNodeName(n->Name + "/wsum");
+      sum->OpType = "ReduceSum";
+      sum->Opset = 13;
+      auto cast = std::make_unique<ir::Node>();
+      cast->Name = g.uniqueNodeName(n->Name + "/wcast");
+      cast->OpType = "Cast";
+      cast->Opset = 13;
+      cast->Attrs["to"] = intAttr(6); // int32
+      cast->Inputs = {n->Inputs[(*idx)[1]]};
+      ir::Value *wide = g.addValue(g.uniqueValueName(n->Inputs[(*idx)[1]]->Name + ".i32"));
+      wide->Producer = cast.get();
+      cast->Outputs = {wide};
+      ir::Value *axes = g.addValue(g.uniqueValueName(n->Name + "/wsum_axes"),
+                                   {DType::I64, {3}});
+      axes->Const = std::make_shared<Tensor>(Tensor::fromInts(DType::I64, {3}, {1, 2, 3}));
+      sum->Inputs = {wide, axes};
+      sum->Attrs["keepdims"] = intAttr(0);
+      ir::Value *sums = g.addValue(g.uniqueValueName(n->Inputs[(*idx)[1]]->Name + ".sums"));
+      sums->Producer = sum.get();
+      sum->Outputs = {sums};
+      n->Inputs.resize((*idx)[3] + 2, nullptr);
+      n->Inputs[(*idx)[3]] = packed;
+      n->Inputs[(*idx)[3] + 1] = sums;
+      nodes.push_back(std::move(cast));
+      nodes.push_back(std::move(sum));
+      n->Attrs["mlcc.dot4"] = intAttr(target.lanes(DType::I32));
+      nodes.push_back(std::move(pack));
+      nodes.push_back(std::move(n));
+      changed = true;
+      continue;
+    }
     std::optional<Plan> plan = planFor(*n, target.lanes(DType::F32), target.CacheBytes);
     if (plan && plan->PixelColumns) {
       kir::ContractionTile tile =

@@ -99,6 +99,17 @@ static inline uint16_t mlcc_f2bf(float f) {
    value; fnuz: NaN is 0x80 (no -0, no inf); inf: E5M2's infinities. float to
    float8 rounds to nearest even and does not saturate. E8M0 rounds up and
    saturates. */
+/* The int8 dot product (kernel IR dot4): the unsigned bytes of a times the
+   signed bytes of b, summed. */
+static inline int32_t mlcc_dot4(int32_t a, int32_t b) {
+  uint32_t ua = (uint32_t)a, ub = (uint32_t)b;
+  int32_t s = 0;
+  int j;
+  for (j = 0; j < 4; ++j)
+    s += (int32_t)(ua >> (8 * j) & 0xffu) * (int32_t)(int8_t)(uint8_t)(ub >> (8 * j));
+  return s;
+}
+
 static inline float mlcc_bits2f(uint32_t u) {
   union { uint32_t u; float f; } v;
   v.u = u;
@@ -478,6 +489,7 @@ private:
     case BinOp::BitAnd: return "((" + T + ")(" + a + " & " + b + "))";
     case BinOp::BitOr: return "((" + T + ")(" + a + " | " + b + "))";
     case BinOp::BitXor: return "((" + T + ")(" + a + " ^ " + b + "))";
+    case BinOp::Dot4: return "mlcc_dot4(" + a + ", " + b + ")";
     case BinOp::Shl:
       return "((uint64_t)" + b + " >= " + width + "u ? (" + T + ")0 : (" + T +
              ")((" + W + ")" + a + " << " + b + "))";

@@ -11,6 +11,7 @@
 #include <llvm/IR/DataLayout.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
@@ -42,6 +43,7 @@ public:
   const llvm::DataLayout &DL;
   llvm::IntegerType *IndexTy;
   llvm::PointerType *PtrTy;
+  EmitFeatures Features;
 
   /// Type of a value of `t` in registers.
   llvm::Type *valueType(DType t) {
@@ -591,6 +593,8 @@ private:
     case ExprKind::Unary:
       return unary(e->Un, e->A->Type, expr(e->A));
     case ExprKind::Binary:
+      if (Value *v = fusedDot4(e))
+        return v;
       return binary(e->Bin, e->A->Type, expr(e->A), expr(e->B));
     case ExprKind::Select:
       return B.CreateSelect(expr(e->A), expr(e->B), expr(e->C));
@@ -606,6 +610,48 @@ private:
     }
     }
     return nullptr;
+  }
+
+  /// acc + dot4(a, b) as one vpdpbusd where the target has it (null
+  /// otherwise).
+  Value *fusedDot4(const Expr &e) {
+    if (e->Bin != BinOp::Add || e->Type != DType::I32)
+      return nullptr;
+    const Expr *acc = &e->A, *dot = &e->B;
+    if ((*dot)->Kind != ExprKind::Binary || (*dot)->Bin != BinOp::Dot4)
+      std::swap(acc, dot);
+    if ((*dot)->Kind != ExprKind::Binary || (*dot)->Bin != BinOp::Dot4)
+      return nullptr;
+    llvm::Intrinsic::ID id;
+    if (e->Lanes == 16 && ME.Features.Vnni512)
+      id = llvm::Intrinsic::x86_avx512_vpdpbusd_512;
+    else if (e->Lanes == 8 && ME.Features.Vnni256)
+      id = llvm::Intrinsic::x86_avx512_vpdpbusd_256;
+    else if (e->Lanes == 4 && ME.Features.Vnni256)
+      id = llvm::Intrinsic::x86_avx512_vpdpbusd_128;
+    else
+      return nullptr;
+    return B.CreateIntrinsic(id, {}, {expr(*acc), expr((*dot)->A), expr((*dot)->B)});
+  }
+
+  /// dot4(a, b) in generic IR: bytes widened, multiplied, and each group of
+  /// four summed.
+  Value *dot4(Value *a, Value *b) {
+    auto *vt = llvm::dyn_cast<llvm::FixedVectorType>(a->getType());
+    unsigned n = vt ? vt->getNumElements() : 1;
+    auto *bytes = llvm::FixedVectorType::get(B.getInt8Ty(), 4 * n);
+    auto *wide = llvm::FixedVectorType::get(B.getInt32Ty(), 4 * n);
+    Value *p = B.CreateMul(B.CreateZExt(B.CreateBitCast(a, bytes), wide),
+                           B.CreateSExt(B.CreateBitCast(b, bytes), wide));
+    Value *sum = nullptr;
+    for (unsigned j = 0; j < 4; ++j) {
+      std::vector<int> mask;
+      for (unsigned i = 0; i < n; ++i)
+        mask.push_back((int)(4 * i + j));
+      Value *part = B.CreateShuffleVector(p, mask);
+      sum = sum ? B.CreateAdd(sum, part) : part;
+    }
+    return vt ? sum : B.CreateExtractElement(sum, (uint64_t)0);
   }
 
   Value *intrinsic(llvm::Intrinsic::ID id, Value *a, Value *b = nullptr) {
@@ -731,6 +777,7 @@ private:
       }
       return B.CreateSelect(big, overflow, r);
     }
+    case BinOp::Dot4: return dot4(a, b);
     case BinOp::Eq: return B.CreateICmpEQ(a, b);
     case BinOp::Ne: return B.CreateICmpNE(a, b);
     case BinOp::Lt: return uns ? B.CreateICmpULT(a, b) : B.CreateICmpSLT(a, b);
@@ -821,11 +868,13 @@ private:
 
 std::unique_ptr<llvm::Module> emitModule(const Program &p, llvm::LLVMContext &ctx,
                                          const std::string &triple,
-                                         const llvm::DataLayout &layout) {
+                                         const llvm::DataLayout &layout,
+                                         const EmitFeatures &features) {
   auto mod = std::make_unique<llvm::Module>(p.Name, ctx);
   mod->setTargetTriple(triple);
   mod->setDataLayout(layout);
   ModuleEmitter me(ctx, *mod, layout);
+  me.Features = features;
   llvm::Type *i8 = llvm::Type::getInt8Ty(ctx), *i32 = llvm::Type::getInt32Ty(ctx),
              *i64 = llvm::Type::getInt64Ty(ctx);
   llvm::Type *ptr = me.PtrTy, *size = me.IndexTy;

@@ -21,11 +21,19 @@ class DataLayout;
 
 namespace mlcc::llvmgen {
 
+/// Instructions of the target that the emitter calls directly (LLVM does
+/// not form them from generic IR).
+struct EmitFeatures {
+  bool Vnni512 = false; ///< vpdpbusd on 512-bit vectors (AVX512-VNNI)
+  bool Vnni256 = false; ///< on 256- and 128-bit vectors (AVX512-VNNI+VL, AVX-VNNI)
+};
+
 /// Builds the module for `p`. `triple` and `layout` come from the target
 /// machine so that struct layouts (the model info) match the target's C ABI.
 std::unique_ptr<llvm::Module> emitModule(const kir::Program &p,
                                          llvm::LLVMContext &ctx,
                                          const std::string &triple,
-                                         const llvm::DataLayout &layout);
+                                         const llvm::DataLayout &layout,
+                                         const EmitFeatures &features = {});
 
 } // namespace mlcc::llvmgen

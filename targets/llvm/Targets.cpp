@@ -203,6 +203,8 @@ kir::ScheduleTarget scheduleTarget(const TargetSpec &t) {
       s.VectorBytes = 16;
     }
     s.Fma = has("fma");
+    s.Int8Dot = (s.VectorBytes == 64 && has("avx512vnni")) ||
+                (s.VectorBytes == 32 && (has("avxvnni") || (has("avx512vnni") && has("avx512vl"))));
   } else if (triple.isAArch64()) {
     s.VectorBytes = has("neon") ? 16 : 0;
     s.VectorRegisters = 32;
@@ -286,8 +288,15 @@ std::string compileProgram(const kir::Program &p, const TargetSpec &t,
                            const CodegenOptions &o, OutputKind kind) {
   std::unique_ptr<llvm::TargetMachine> tm = makeMachine(t, o);
   llvm::LLVMContext ctx;
+  const llvm::MCSubtargetInfo *sti = tm->getMCSubtargetInfo();
+  EmitFeatures features;
+  if (llvm::Triple(t.Triple).isX86()) {
+    features.Vnni512 = sti->checkFeatures("+avx512vnni");
+    features.Vnni256 = (features.Vnni512 && sti->checkFeatures("+avx512vl")) ||
+                       sti->checkFeatures("+avxvnni");
+  }
   std::unique_ptr<llvm::Module> m =
-      emitModule(p, ctx, t.Triple, tm->createDataLayout());
+      emitModule(p, ctx, t.Triple, tm->createDataLayout(), features);
   if (!t.Abi.empty())
     m->addModuleFlag(llvm::Module::Error, "target-abi", llvm::MDString::get(ctx, t.Abi));
   // Every function gets the target's CPU and features.

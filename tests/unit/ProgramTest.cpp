@@ -307,3 +307,103 @@ TEST_CASE("concatenated values are written in place, nested concatenations too",
     }
   }
 }
+
+namespace {
+
+/// An initializer of an integer type (ONNX data type `type`: 2 uint8,
+/// 3 int8, 6 int32) or float scale.
+void addIntInitializer(pb::Graph *g, const std::string &name, int type, const Shape &dims,
+                       const std::vector<int64_t> &values) {
+  pb::Tensor *t = g->add_initializer();
+  t->set_name(name);
+  t->set_data_type(type);
+  for (int64_t d : dims)
+    t->add_dims(d);
+  for (int64_t v : values)
+    t->add_int32_data((int32_t)v);
+}
+
+/// X (float) -> QuantizeLinear (type `xtype`, zero point `xzp`) ->
+/// QLinearConv with int8 weights (per-channel scales, zero point 0), a
+/// bias, output uint8 -> DequantizeLinear.
+std::string qlinearConvModel(const Shape &x, int64_t m, int64_t k, int64_t pad, int64_t stride,
+                             int xtype, int64_t xzp, const Shape &y) {
+  pb::Model model;
+  pb::Graph *g = newGraph(model, x);
+  int64_t c = x[1];
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> w8(-127, 127), b32(-3000, 3000);
+  std::vector<int64_t> w((size_t)(m * c * k * k)), bias((size_t)m), zeros((size_t)m, 0);
+  for (auto &v : w)
+    v = w8(rng);
+  for (auto &v : bias)
+    v = b32(rng);
+  std::vector<float> wscale;
+  for (int64_t i = 0; i < m; ++i)
+    wscale.push_back(0.002f + 0.0005f * (float)i);
+  addInitializer(g, "xs", {}, {0.01f});
+  addIntInitializer(g, "xz", xtype, {}, {xzp});
+  addIntInitializer(g, "W", 3, {m, c, k, k}, w);
+  addInitializer(g, "ws", {m}, wscale);
+  addIntInitializer(g, "wz", 3, {m}, zeros);
+  addInitializer(g, "ys", {}, {0.05f});
+  addIntInitializer(g, "yz", 2, {}, {7});
+  addIntInitializer(g, "B", 6, {m}, bias);
+  auto add = [&](const std::string &op, std::vector<std::string> in, const std::string &out) {
+    pb::Node *n = g->add_node();
+    n->set_op_type(op);
+    n->set_name(out);
+    for (auto &i : in)
+      n->add_input(i);
+    n->add_output(out);
+    return n;
+  };
+  add("QuantizeLinear", {"X", "xs", "xz"}, "XQ");
+  pb::Node *conv = add("QLinearConv", {"XQ", "xs", "xz", "W", "ws", "wz", "ys", "yz", "B"}, "YQ");
+  for (auto [name, v, count] : {std::tuple<const char *, int64_t, int>{"kernel_shape", k, 2},
+                                {"pads", pad, 4},
+                                {"strides", stride, 2}}) {
+    pb::Attribute *a = conv->add_attribute();
+    a->set_name(name);
+    a->set_type(7);
+    for (int i = 0; i < count; ++i)
+      a->add_ints(v);
+  }
+  add("DequantizeLinear", {"YQ", "ys", "yz"}, "Y");
+  addFloatInfo(g->add_output(), "Y", y);
+  return model.SerializeAsString();
+}
+
+} // namespace
+
+TEST_CASE("int8 convolutions on the dot product equal the plain integer kernels",
+          "[contraction][quantization]") {
+  // 6 input channels (two quads, the second half empty); uint8 and int8
+  // inputs with nonzero zero points (int8 data is offset to unsigned);
+  // outputs along rows (stride 1, 20 wide) and on the flattened grid
+  // (stride 2, 5 wide).
+  for (int xtype : {2, 3})
+    for (int64_t stride : {1, 2}) {
+      INFO("input type " << xtype << ", stride " << stride);
+      Shape x = {1, 6, 10, 20};
+      int64_t oh = (10 + 2 - 3) / stride + 1, ow = (20 + 2 - 3) / stride + 1;
+      std::string model =
+          qlinearConvModel(x, 10, 3, 1, stride, xtype, xtype == 2 ? 3 : -5, {1, 10, oh, ow});
+      std::vector<float> in = randomValues(x, 3);
+      kir::ScheduleTarget dot = avx512(32768, 524288), plain = dot;
+      dot.Int8Dot = true;
+      std::string text;
+      std::vector<float> got = compileAndRun(model, dot, in, &text);
+      std::vector<float> want = compileAndRun(model, plain, in, nullptr);
+      INFO(text.substr(0, 4000));
+      CHECK(text.find("dot4") != std::string::npos);
+      REQUIRE(got.size() == want.size());
+      size_t differ = 0, distinct = 0;
+      for (size_t i = 0; i < got.size(); ++i) {
+        differ += got[i] != want[i];
+        distinct += i > 0 && want[i] != want[i - 1];
+      }
+      CHECK(differ == 0);
+      CHECK(distinct > got.size() / 4); // not a constant output
+    }
+}
