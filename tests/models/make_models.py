@@ -9,6 +9,17 @@ For every model NAME, writes into OUT/NAME/:
                convolutions and matrix products (Conv/Gemm/MatMul in ONNX),
                counted on a PyTorch forward pass; "flops" is 2 * "macs"
 
+Quantized variants (benchmarks/vs-ort):
+  NAME_qdq     torchvision's quantizable NAME (same architecture), fused,
+               calibrated by PyTorch (qnnpack engine) on 16 random inputs,
+               converted and exported in QDQ form: ONNX Runtime runs it as
+               int8 too
+  NAME_int8    the float NAME, plus calibration.npy (16 random inputs from
+               the same generator) and mlcc.args (`--quantize int8
+               --calibrate input=DIR/calibration.npy`): mlcc quantizes it
+               itself while ONNX Runtime runs the float model; the file
+               `check` says "quantized" (outputs compared loosely)
+
 Weights are random (fixed seeds, torchvision's default initialisation) and
 every BatchNorm gets random running statistics (mean ~ N(0, 0.1), variance
 ~ U(0.5, 1.5)) and affine parameters, so activations keep a useful scale
@@ -127,14 +138,52 @@ def count_macs(model, x):
     return {"macs": total, "flops": 2 * total, "by_op": counter.by_op}
 
 
+QUANTIZABLE = {
+    "resnet18": torchvision.models.quantization.resnet18,
+    "mobilenet_v2": torchvision.models.quantization.mobilenet_v2,
+}
+
+
+def quantized_qdq(base, gen, model, x):
+    """The quantizable torchvision `base` with `model`'s weights, quantized
+    by PyTorch (qnnpack) after calibration on random inputs."""
+    torch.backends.quantized.engine = "qnnpack"
+    q = QUANTIZABLE[base](weights=None, quantize=False)
+    q.load_state_dict(model.state_dict())
+    q.eval()
+    q.fuse_model()
+    q.qconfig = torch.ao.quantization.get_default_qconfig("qnnpack")
+    torch.ao.quantization.prepare(q, inplace=True)
+    with torch.no_grad():
+        for _ in range(16):
+            q(torch.randn(x.shape, generator=gen))
+    torch.ao.quantization.convert(q, inplace=True)
+    return q
+
+
 def export(name, out_dir, flops=False):
-    seed, make = MODELS[name]
+    variant = ""
+    base = name
+    for suffix in ("_qdq", "_int8"):
+        if name.endswith(suffix) and name[: -len(suffix)] in MODELS:
+            base, variant = name[: -len(suffix)], suffix
+    seed, make = MODELS[base]
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(1000 + seed)
     model, x = make(gen)
     model.eval()
     d = os.path.join(out_dir, name)
     os.makedirs(d, exist_ok=True)
+    macs = count_macs(model, x) if flops else None
+    if variant == "_qdq":
+        model = quantized_qdq(base, gen, model, x)
+    elif variant == "_int8":
+        samples = torch.randn((16,) + tuple(x.shape), generator=gen)
+        np.save(os.path.join(d, "calibration.npy"), samples.numpy().astype("<f4"))
+        with open(os.path.join(d, "mlcc.args"), "w") as f:
+            f.write("--quantize int8 --calibrate input=@DIR@/calibration.npy\n")
+        with open(os.path.join(d, "check"), "w") as f:
+            f.write("quantized\n")
     path = os.path.join(d, "model.onnx")
     # Grad mode stays on: under no_grad, eval-mode TransformerEncoderLayer takes
     # a fused fast path (aten::_transformer_encoder_layer_fwd) with no ONNX export.
@@ -149,7 +198,7 @@ def export(name, out_dir, flops=False):
         f.write(",".join(str(s) for s in x.shape) + "\n")
     if flops:
         with open(os.path.join(d, "flops.json"), "w") as f:
-            json.dump(count_macs(model, x), f, indent=1, sort_keys=True)
+            json.dump(macs, f, indent=1, sort_keys=True)
             f.write("\n")
     print(f"  {name}: {os.path.getsize(path)} bytes, input {list(x.shape)}")
 
@@ -163,7 +212,9 @@ def main(argv):
         return 2
     names = argv[2:] or DEFAULT_MODELS
     for n in names:
-        if n not in MODELS:
+        if n not in MODELS and not any(
+                (n.endswith(s) and n[: -len(s)] in (QUANTIZABLE if s == "_qdq" else MODELS))
+                for s in ("_qdq", "_int8")):
             print(f"unknown model {n}; known: {' '.join(MODELS)}", file=sys.stderr)
             return 2
     torch.set_num_threads(1)
