@@ -102,9 +102,41 @@ void lowerPackQuads(LowerCtx &c) {
   }, "q");
 }
 
+/// PackQuadsK: int8 matrix B [K, N] (or [N, K] with transposed = 1) as
+/// int32 [ceil(K / 4), N] whose four bytes are B(4q..4q+3, n) (zero past K):
+/// the B operand of integer matrix products on dot4 (see QLinear.cpp).
+void inferPackQuadsK(ir::Node &n) {
+  const Shape &w = n.inShape(0);
+  if (n.inDType(0) != DType::I8 || w.size() != 2)
+    n.error(ErrorKind::Internal) << "PackQuadsK needs an int8 matrix";
+  bool t = n.attrInt("transposed", 0);
+  int64_t k = t ? w[1] : w[0], cols = t ? w[0] : w[1];
+  n.setOutput(0, DType::I32, {(k + 3) / 4, cols});
+}
+
+void lowerPackQuadsK(LowerCtx &c) {
+  TensorRef w = c.in(0), y = c.out(0);
+  bool t = c.node().attrInt("transposed", 0);
+  const Shape &ws = w.shape();
+  int64_t k = t ? ws[1] : ws[0], cols = t ? ws[0] : ws[1], kq = (k + 3) / 4;
+  c.b().loops({kq, cols}, [&](const std::vector<Expr> &i) {
+    Expr v = constantInt(DType::I32, 0);
+    for (int64_t j = 0; j < 4; ++j) {
+      Expr r = i[0] * 4 + j;
+      Expr rc = min(r, indexConst(k - 1));
+      Expr byte = cast(DType::I32, cast(DType::U8, t ? w.load({i[1], rc}) : w.load({rc, i[1]})));
+      byte = select(lt(r, indexConst(k)), byte, constantInt(DType::I32, 0));
+      v = binary(BinOp::BitOr, v, binary(BinOp::Shl, byte, constantInt(DType::I32, 8 * j)));
+    }
+    y.store(i, v);
+  }, "q");
+}
+
 } // namespace
 
 MLCC_OPS(Pack) {
+  R.add({.Domain = "mlcc", .Name = "PackQuadsK", .SinceVersion = 1,
+         .Fusion = FusionClass::Opaque, .Infer = inferPackQuadsK, .Lower = lowerPackQuadsK});
   R.add({.Domain = "mlcc", .Name = "PackQuads", .SinceVersion = 1,
          .Fusion = FusionClass::Opaque, .Infer = inferPackQuads, .Lower = lowerPackQuads});
   R.add({.Domain = "mlcc", .Name = "PackPanels", .SinceVersion = 1,

@@ -220,7 +220,9 @@ void lowerPool(LowerCtx &c, PoolKind kind) {
   // written out, in the same order, in a loop over the output row that
   // reads the input with the window's stride (and vectorizes); the border
   // outputs take the clipped path.
-  bool interiorPath = r == 2 && !indices && kind != PoolKind::Lp && isFloat(t);
+  // (Integer data too for the maximum, int8 models' MaxPool: no rounding.)
+  bool interiorPath = r == 2 && !indices && kind != PoolKind::Lp &&
+                      (isFloat(t) || kind == PoolKind::Max);
   if (!interiorPath) {
     b.loop("n", s.N, [&](Expr n) {
       b.loop("c", s.C, [&](Expr ch) {

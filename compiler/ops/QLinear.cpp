@@ -118,6 +118,98 @@ std::vector<Expr> operandIndex(const MatMulShape &s, bool isA, bool trans,
   return idx;
 }
 
+/// sum_k (a - a_zp) b over constant int8 B on the int8 dot product (kernel
+/// IR dot4), chosen by pack-weights (attribute mlcc.dot4 = the vector
+/// lanes) when B's zero point is 0: B comes packed as int32 quads of four
+/// consecutive k per column, [ceil(K / 4), N] (mlcc.PackQuadsK), with its
+/// column sums, both computed at compile time (the node's last two inputs).
+/// Each reduction step broadcasts a quad of A's row (four bytes combined,
+/// offset by 128 when A is int8, so that they are unsigned) and multiplies
+/// it into 1, 2 or 4 vectors of B quads; rows run in tiles of up to 4, and
+///   sum_k (a - a_zp) b = sum dot4(a', b) - a_zp' colsum(b)
+/// with the bias is each column's initial value, computed once per call.
+/// Returns false (nothing emitted) when the shape does not fit: B is not a
+/// plain matrix, a_zp is not per tensor, fewer columns than lanes, or a
+/// bias that varies along the rows.
+bool lowerIntDotMatMul(LowerCtx &c, const MatMulShape &s, const TensorRef &a,
+                       const std::optional<TensorRef> &azp, bool transA,
+                       const std::function<Expr(Expr, const std::vector<Expr> &, Expr, Expr)> &finish,
+                       const std::function<Expr(const Expr &, const Expr &)> &bias,
+                       bool biasPerRow) {
+  const ir::Node &node = c.node();
+  const int64_t L = node.attrInt("mlcc.dot4", 16);
+  size_t packedIdx = node.numInputs() - 2;
+  if (!node.hasAttr("mlcc.dot4") || !c.hasIn(packedIdx) || s.RankB != 2 || transA ||
+      s.N < L || biasPerRow || (azp && azp->numel() != 1))
+    return false;
+  KernelBuilder &b = c.b();
+  TensorRef bq = c.in(packedIdx), colsum = c.in(packedIdx + 1), y = c.out(0);
+  const DType acc = DType::I32;
+  const bool signedA = a.dtype() == DType::I8;
+  const int64_t K = s.K, Kq = (K + 3) / 4, M = s.M, N = s.N;
+  Expr az = azp ? cast(acc, azp->loadFlat(indexConst(0))) : constantInt(acc, 0);
+  if (signedA)
+    az = az + constantInt(acc, 128);
+  // Each column's initial value.
+  TensorRef colinit = c.scratch("colinit", acc, {N});
+  b.loop("j", N, [&](Expr j) {
+    Expr v = constantInt(acc, 0) - az * colsum.load({j});
+    colinit.storeFlat(j, bias ? bias(indexConst(0), j) + v : v);
+  });
+  const int64_t NV = N >= 4 * L ? 4 : N >= 2 * L ? 2 : 1, P = NV * L;
+  const int64_t RW = std::min<int64_t>(4, M), rowTiles = (M + RW - 1) / RW, colTiles = (N + P - 1) / P;
+  auto at = [&](int64_t r, int64_t v) { return indexConst((r * NV + v) * L); };
+  b.loops(s.Batch, [&](const std::vector<Expr> &bi) {
+    auto body = [&](const Expr &rt, const Expr &jt) {
+      Expr r0 = min(rt * RW, indexConst(M - RW)), j0 = min(jt * P, indexConst(N - P));
+      Local t = b.local("acc", acc, RW * P);
+      for (int64_t r = 0; r < RW; ++r)
+        for (int64_t v = 0; v < NV; ++v)
+          b.store(t.Buf, at(r, v), vload(colinit.buffer(), j0 + v * L, (int)L));
+      b.loop("kq", Kq, [&](Expr kq) {
+        std::vector<Expr> bv;
+        for (int64_t v = 0; v < NV; ++v)
+          bv.push_back(vload(bq.buffer(), kq * N + j0 + v * L, (int)L));
+        for (int64_t r = 0; r < RW; ++r) {
+          Expr quad = constantInt(acc, 0);
+          for (int64_t j = 0; j < 4; ++j) {
+            Expr k = min(kq * 4 + j, indexConst(K - 1));
+            Expr byte = cast(acc, a.load(matmulOperandIndex(s, true, bi, r0 + r, k)));
+            if (signedA)
+              byte = byte + constantInt(acc, 128);
+            quad = binary(BinOp::BitOr, quad, binary(BinOp::Shl, byte, constantInt(acc, 8 * j)));
+          }
+          Expr aq = broadcast(quad, (int)L);
+          for (int64_t v = 0; v < NV; ++v)
+            b.store(t.Buf, at(r, v), vload(t.Buf, at(r, v), (int)L) + binary(BinOp::Dot4, aq, bv[v]));
+        }
+      });
+      Local done = b.local("done", acc, RW * P);
+      for (int64_t r = 0; r < RW; ++r)
+        for (int64_t v = 0; v < NV; ++v)
+          b.store(done.Buf, at(r, v), vload(t.Buf, at(r, v), (int)L));
+      for (int64_t r = 0; r < RW; ++r)
+        b.loop("j", P, [&](Expr j) {
+          Expr v = done.get(at(r, 0) + j);
+          std::vector<Expr> idx = bi;
+          if (s.RankA > 1)
+            idx.push_back(r0 + r);
+          idx.push_back(j0 + j);
+          y.store(idx, finish ? finish(v, bi, r0 + r, j0 + j) : v);
+        });
+    };
+    if (rowTiles >= colTiles)
+      b.loop("rt", rowTiles, [&](Expr rt) {
+        b.loop("jt", colTiles, [&](Expr jt) { body(rt, jt); });
+      }, LoopKind::Parallel);
+    else
+      b.loop("jt", colTiles, [&](Expr jt) {
+        b.loop("rt", rowTiles, [&](Expr rt) { body(rt, jt); });
+      }, LoopKind::Parallel);
+  }, "bi");
+  return true;
+}
+
 void lowerIntMatMul(LowerCtx &c, size_t aIdx, size_t bIdx, size_t azpIdx,
                     size_t bzpIdx,
                     const std::function<Expr(Expr, const std::vector<Expr> &,
@@ -130,6 +222,10 @@ void lowerIntMatMul(LowerCtx &c, size_t aIdx, size_t bIdx, size_t azpIdx,
   MatMulShape s = matmulShape(c.node(), transA ? swapLastTwo(a.shape()) : a.shape(),
                               transB ? swapLastTwo(bm.shape()) : bm.shape());
   const DType acc = DType::I32;
+  bool biasPerRow = c.node().OpType == "QGemm" && c.hasIn(6) && c.in(6).rank() == 2 &&
+                    c.in(6).shape()[0] != 1;
+  if (lowerIntDotMatMul(c, s, a, azp, transA, finish, bias, biasPerRow))
+    return;
   auto loadA = [&](const std::vector<Expr> &bi, const Expr &i, const Expr &k) {
     Expr v = cast(acc, a.load(operandIndex(s, true, transA, bi, i, k)));
     return azp ? v - cast(acc, loadMatParam(*azp, true, bi, i, k)) : v;

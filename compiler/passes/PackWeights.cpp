@@ -136,6 +136,55 @@ std::optional<std::array<size_t, 4>> dotConvInputs(const ir::Node &n) {
   return idx;
 }
 
+/// The input indices (A, B, b_zero_point) of an integer matrix product
+/// with a constant int8 B (2-D) whose zero point is 0, and whether B is
+/// stored transposed ([N, K]): it can run on dot4 over quads of K.
+std::optional<std::pair<std::array<size_t, 3>, bool>> dotMatMulInputs(const ir::Node &n) {
+  std::array<size_t, 3> idx;
+  bool transposed = false;
+  if (n.Domain == "" && n.OpType == "QLinearMatMul")
+    idx = {0, 3, 5};
+  else if (n.Domain == "" && n.OpType == "MatMulInteger")
+    idx = {0, 1, 3};
+  else if (n.Domain == "com.microsoft" && n.OpType == "QGemm" && !n.attrInt("transA", 0))
+    idx = {0, 3, 5}, transposed = n.attrInt("transB", 0) != 0;
+  else
+    return std::nullopt;
+  if (!n.hasInput(idx[1]) || !n.Inputs[idx[1]]->Const || n.inDType(idx[1]) != DType::I8 ||
+      n.inShape(idx[1]).size() != 2 || n.hasAttr("mlcc.dot4"))
+    return std::nullopt;
+  if (n.hasInput(idx[2])) {
+    const ir::Value *z = n.Inputs[idx[2]];
+    if (!z->Const)
+      return std::nullopt;
+    for (int64_t i = 0; i < z->Type.numel(); ++i)
+      if (z->Const->intAt(z->Const->isSplat() ? 0 : i) != 0)
+        return std::nullopt;
+  }
+  return std::make_pair(idx, transposed);
+}
+
+/// Appends `op` (domain mlcc or ai.onnx) reading `inputs` to `nodes` and
+/// returns its output.
+ir::Value *addNode(ir::Graph &g, std::vector<std::unique_ptr<ir::Node>> &nodes,
+                   const std::string &base, const std::string &op, const std::string &domain,
+                   std::vector<ir::Value *> inputs,
+                   std::vector<std::pair<std::string, int64_t>> attrs) {
+  auto n = std::make_unique<ir::Node>();
+  n->Name = g.uniqueNodeName(base + "/" + op);
+  n->OpType = op;
+  n->Domain = domain;
+  n->Opset = domain.empty() ? 13 : 1;
+  n->Inputs = std::move(inputs);
+  for (auto &[k, v] : attrs)
+    n->Attrs[k] = intAttr(v);
+  ir::Value *out = g.addValue(g.uniqueValueName(n->Name));
+  out->Producer = n.get();
+  n->Outputs = {out};
+  nodes.push_back(std::move(n));
+  return out;
+}
+
 } // namespace
 
 void packWeights(ir::Graph &g, const kir::ScheduleTarget &target,
@@ -143,6 +192,24 @@ void packWeights(ir::Graph &g, const kir::ScheduleTarget &target,
   std::vector<std::unique_ptr<ir::Node>> nodes;
   bool changed = false;
   for (auto &n : g.Nodes) {
+    if (auto mm = target.Int8Dot ? dotMatMulInputs(*n) : std::nullopt) {
+      auto [idx, transposed] = *mm;
+      ir::Value *w = n->Inputs[idx[1]];
+      ir::Value *quads = addNode(g, nodes, n->Name, "PackQuadsK", "mlcc", {w},
+                                 {{"transposed", transposed}});
+      ir::Value *wide = addNode(g, nodes, n->Name, "Cast", "", {w}, {{"to", 6}});
+      ir::Value *axes = g.addValue(g.uniqueValueName(n->Name + "/colsum_axes"), {DType::I64, {1}});
+      axes->Const = std::make_shared<Tensor>(Tensor::fromInts(DType::I64, {1}, {transposed ? 1 : 0}));
+      ir::Value *sums = addNode(g, nodes, n->Name, "ReduceSum", "", {wide, axes}, {{"keepdims", 0}});
+      size_t at = std::max<size_t>(n->Inputs.size(), n->OpType == "QGemm" ? 9 : n->OpType == "QLinearMatMul" ? 8 : 4);
+      n->Inputs.resize(at + 2, nullptr);
+      n->Inputs[at] = quads;
+      n->Inputs[at + 1] = sums;
+      n->Attrs["mlcc.dot4"] = intAttr(target.lanes(DType::I32));
+      nodes.push_back(std::move(n));
+      changed = true;
+      continue;
+    }
     if (auto idx = target.Int8Dot ? dotConvInputs(*n) : std::nullopt) {
       auto pack = std::make_unique<ir::Node>();
       pack->Name = g.uniqueNodeName(n->Name + "/pack");

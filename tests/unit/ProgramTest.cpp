@@ -407,3 +407,89 @@ TEST_CASE("int8 convolutions on the dot product equal the plain integer kernels"
       CHECK(distinct > got.size() / 4); // not a constant output
     }
 }
+
+namespace {
+
+/// X [M, K] (float) -> QuantizeLinear (type `xtype`, zero point `xzp`) ->
+/// QLinearMatMul with int8 B [K, N] (per-column scales), or com.microsoft
+/// QGemm with B stored [N, K] (transB) and an int32 bias -> DequantizeLinear.
+std::string qlinearMatMulModel(int64_t m, int64_t k, int64_t n, int xtype, int64_t xzp,
+                               bool gemm) {
+  pb::Model model;
+  pb::Graph *g = newGraph(model, {m, k});
+  if (gemm) {
+    auto *ms = model.add_opset_import();
+    ms->set_domain("com.microsoft");
+    ms->set_version(1);
+  }
+  std::mt19937 rng(9);
+  std::uniform_int_distribution<int> w8(-127, 127), b32(-2000, 2000);
+  std::vector<int64_t> w((size_t)(k * n)), bias((size_t)n);
+  for (auto &v : w)
+    v = w8(rng);
+  for (auto &v : bias)
+    v = b32(rng);
+  std::vector<float> bscale;
+  for (int64_t i = 0; i < n; ++i)
+    bscale.push_back(0.003f + 0.0001f * (float)i);
+  addInitializer(g, "xs", {}, {0.02f});
+  addIntInitializer(g, "xz", xtype, {}, {xzp});
+  addIntInitializer(g, "W", 3, gemm ? Shape{n, k} : Shape{k, n}, w);
+  addInitializer(g, "ws", {n}, bscale);
+  addIntInitializer(g, "wz", 3, {}, {0});
+  addInitializer(g, "ys", {}, {0.1f});
+  addIntInitializer(g, "yz", 2, {}, {100});
+  addIntInitializer(g, "B", 6, {n}, bias);
+  auto add = [&](const std::string &op, std::vector<std::string> in, const std::string &out) {
+    pb::Node *nd = g->add_node();
+    nd->set_op_type(op);
+    nd->set_name(out);
+    for (auto &i : in)
+      nd->add_input(i);
+    nd->add_output(out);
+    return nd;
+  };
+  add("QuantizeLinear", {"X", "xs", "xz"}, "XQ");
+  if (gemm) {
+    pb::Node *q = add("QGemm", {"XQ", "xs", "xz", "W", "ws", "wz", "B", "ys", "yz"}, "YQ");
+    q->set_domain("com.microsoft");
+    pb::Attribute *a = q->add_attribute();
+    a->set_name("transB");
+    a->set_type(2);
+    a->set_i(1);
+  } else {
+    add("QLinearMatMul", {"XQ", "xs", "xz", "W", "ws", "wz", "ys", "yz"}, "YQ");
+  }
+  add("DequantizeLinear", {"YQ", "ys", "yz"}, "Y");
+  addFloatInfo(g->add_output(), "Y", {m, n});
+  return model.SerializeAsString();
+}
+
+} // namespace
+
+TEST_CASE("int8 matrix products on the dot product equal the plain integer kernels",
+          "[contraction][quantization]") {
+  // K = 37 (the last quad partial), N = 40 (two vectors and an overlapping
+  // edge tile), M = 5 (a partial row tile); uint8 and int8 inputs.
+  for (bool gemm : {false, true})
+    for (int xtype : {2, 3}) {
+      INFO((gemm ? "QGemm" : "QLinearMatMul") << ", input type " << xtype);
+      std::string model = qlinearMatMulModel(5, 37, 40, xtype, xtype == 2 ? 9 : -3, gemm);
+      std::vector<float> in = randomValues({5, 37}, 4);
+      kir::ScheduleTarget dot = avx512(32768, 524288), plain = dot;
+      dot.Int8Dot = true;
+      std::string text;
+      std::vector<float> got = compileAndRun(model, dot, in, &text);
+      std::vector<float> want = compileAndRun(model, plain, in, nullptr);
+      INFO(text.substr(0, 4000));
+      CHECK(text.find("dot4") != std::string::npos);
+      REQUIRE(got.size() == want.size());
+      size_t differ = 0, distinct = 0;
+      for (size_t i = 0; i < got.size(); ++i) {
+        differ += got[i] != want[i];
+        distinct += i > 0 && want[i] != want[i - 1];
+      }
+      CHECK(differ == 0);
+      CHECK(distinct > got.size() / 4);
+    }
+}
