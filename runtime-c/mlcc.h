@@ -95,6 +95,8 @@ typedef struct mlcc_tensor_info {
   int32_t rank;
   const int64_t *shape;  /* rank extents */
   size_t size_bytes;     /* bytes of the dense buffer */
+  float scale;           /* quantized (8-bit) data: real value = scale * */
+  int32_t zero_point;    /* (q - zero_point); scale 0 when not quantized */
 } mlcc_tensor_info;
 
 typedef struct mlcc_model_info {

@@ -49,6 +49,10 @@ public:
   TensorType Type;
   Node *Producer = nullptr;  ///< Null for graph inputs and constants.
   TensorPtr Const;           ///< Set when the value is known at compile time.
+  /// For a quantized graph input or output (--quantize-io): real value =
+  /// QuantScale * (q - QuantZeroPoint); 0 when not quantized.
+  double QuantScale = 0;
+  int64_t QuantZeroPoint = 0;
 
   bool isConstant() const { return Const != nullptr; }
 };

@@ -68,6 +68,10 @@ struct IoTensor {
   std::string CName; ///< Sanitized C identifier (struct field)
   DType Type = DType::F32;
   Shape Dims;
+  /// Quantized data (--quantize-io): real = Scale * (q - ZeroPoint); Scale
+  /// 0 when the tensor is not quantized.
+  double Scale = 0;
+  int64_t ZeroPoint = 0;
   int64_t bytes() const { return numElements(Dims) * (int64_t)dtypeSize(Type); }
 };
 

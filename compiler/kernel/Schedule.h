@@ -43,6 +43,10 @@ struct ScheduleTarget {
   /// An int8 dot-product instruction on vectors of VectorBytes (dot4 of
   /// the kernel IR becomes one instruction: x86 AVX512-VNNI, AVX-VNNI).
   bool Int8Dot = false;
+  /// Floating-point instructions (false: Cortex-M0+, RV32 without F):
+  /// integer kernels then requantize in fixed point, so that a fully
+  /// quantized model needs no float at all.
+  bool FloatUnit = true;
 
   /// Lanes of a vector of `t` (1 without SIMD).
   int lanes(DType t) const;

@@ -323,8 +323,28 @@ Expr requantize(DType out, bool f32, const Expr &acc, const Expr &mult, const Ex
   return cast(DType::I32, cast(DType::F32, v));
 }
 
+/// The fixed-point multiplier and shift of output channel (column) `m`
+/// when pack-weights chose integer-only requantization, else nullopt.
+std::optional<std::pair<Expr, Expr>> fixedRequant(LowerCtx &c, const Expr &m) {
+  if (!c.node().hasAttr("mlcc.fixed_requant"))
+    return std::nullopt;
+  size_t at = (size_t)c.node().attrInt("mlcc.fixed_requant", 0);
+  TensorRef mult = c.in(at), shift = c.in(at + 1);
+  Expr i = mult.numel() == 1 ? indexConst(0) : m;
+  return std::make_pair(mult.loadFlat(i), shift.loadFlat(i));
+}
+
 void lowerQLinearMatMul(LowerCtx &c) {
   KernelBuilder &b = c.b();
+  if (c.node().hasAttr("mlcc.fixed_requant")) {
+    TensorRef yzp = c.in(7);
+    DType out = c.node().inDType(7);
+    lowerIntMatMul(c, 0, 3, 2, 5, [&](Expr acc, const std::vector<Expr> &, Expr, Expr j) {
+      auto [m0, s] = *fixedRequant(c, j);
+      return requantizeFixed(out, acc, m0, s, yzp.loadFlat(indexConst(0)));
+    });
+    return;
+  }
   TensorRef as = c.in(1), bs = c.in(4), ys = c.in(6), yzp = c.in(7);
   DType st = c.node().inDType(1);
   DType out = c.node().inDType(7);
@@ -410,7 +430,7 @@ void lowerQGemm(LowerCtx &c) {
     return quantized ? m / c.in(7).loadFlat(indexConst(0)) : m;
   };
   std::optional<Local> mult;
-  if (bs.numel() == 1)
+  if (bs.numel() == 1 && !n.hasAttr("mlcc.fixed_requant"))
     mult = b.local("mult", multiplier(indexConst(0)));
   std::function<Expr(const Expr &, const Expr &)> bias;
   std::optional<TensorRef> cIn;
@@ -429,10 +449,12 @@ void lowerQGemm(LowerCtx &c) {
   lowerIntMatMul(
       c, 0, 3, 2, 5,
       [&](Expr acc, const std::vector<Expr> &, Expr, Expr j) {
+        Expr zp = c.hasIn(8) ? c.in(8).loadFlat(indexConst(0)) : constantInt(out, 0);
+        if (auto fixed = fixedRequant(c, j))
+          return requantizeFixed(out, acc, fixed->first, fixed->second, zp);
         Expr m = mult ? mult->get() : multiplier(j);
         if (!quantized)
           return cast(DType::F32, acc) * m;
-        Expr zp = c.hasIn(8) ? c.in(8).loadFlat(indexConst(0)) : constantInt(out, 0);
         return requantize(out, f32, acc, m, zp);
       },
       ta, tb, bias);
@@ -921,6 +943,15 @@ void inferQLinearConv(ir::Node &n) {
 
 void lowerQLinearConv(LowerCtx &c) {
   KernelBuilder &b = c.b();
+  if (c.node().hasAttr("mlcc.fixed_requant")) {
+    TensorRef yzp = c.in(7);
+    DType out = c.node().inDType(7);
+    lowerIntConv(c, 0, 2, 3, 5, 8, [&](Expr acc, Expr m) {
+      auto [m0, s] = *fixedRequant(c, m);
+      return requantizeFixed(out, acc, m0, s, yzp.loadFlat(indexConst(0)));
+    });
+    return;
+  }
   TensorRef xs = c.in(1), ws = c.in(4), ys = c.in(6), yzp = c.in(7);
   DType st = c.node().inDType(1);
   DType out = c.node().inDType(7);

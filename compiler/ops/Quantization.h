@@ -83,6 +83,24 @@ inline Expr requantizeF32(DType out, const Expr &acc, const Expr &mult, const Ex
   return cast(DType::I32, unary(UnOp::Round, v)) + cast(DType::I32, zp);
 }
 
+/// saturate(round(acc * m0 * 2^-shift) + zp) in integers only, for targets
+/// without floating point (pack-weights' mlcc.fixed_requant): `m0` is a Q31
+/// multiplier in [2^30, 2^31), `shift` in [1, 62] (both int32); the product
+/// is exact in int64 and rounds half up. The result is an int32 in `out`'s
+/// range.
+inline Expr requantizeFixed(DType out, const Expr &acc, const Expr &m0, const Expr &shift,
+                            const Expr &zp) {
+  auto [lo, hi] = intRange(out);
+  const DType w = DType::I64;
+  Expr s = cast(w, shift);
+  Expr one = constantInt(w, 1);
+  Expr p = cast(w, acc) * cast(w, m0);
+  Expr r = binary(BinOp::Shr, p + binary(BinOp::Shl, one, s - one), s);
+  Expr z = cast(w, zp);
+  r = clamp(r, constantInt(w, (int64_t)lo) - z, constantInt(w, (int64_t)hi) - z);
+  return cast(DType::I32, r + z);
+}
+
 /// The requantization multiplier a_scale * b_scale / y_scale in f32 (the
 /// compute type of every scale type), rounded after each operation to the
 /// scales' type `st` (f16 scales round like the reference).

@@ -97,6 +97,21 @@ std::string writeHeader(const kir::Program &p, const std::string &source) {
   for (auto &t : p.Outputs)
     os << "#define " << U << "_OUTPUT_" << upperName(t.CName) << "_COUNT "
        << numElements(t.Dims) << "u\n";
+  // Quantized inputs and outputs: real value = SCALE * (q - ZERO_POINT).
+  auto quantMacros = [&](const std::vector<kir::IoTensor> &ts, const char *kind) {
+    for (auto &t : ts) {
+      if (t.Scale == 0)
+        continue;
+      char scale[32];
+      std::snprintf(scale, sizeof scale, "%.9g", t.Scale);
+      os << "#define " << U << "_" << kind << "_" << upperName(t.CName) << "_SCALE " << scale
+         << "f  /* real value = scale * (q - zero point) */\n";
+      os << "#define " << U << "_" << kind << "_" << upperName(t.CName) << "_ZERO_POINT "
+         << t.ZeroPoint << "\n";
+    }
+  };
+  quantMacros(p.Inputs, "INPUT");
+  quantMacros(p.Outputs, "OUTPUT");
   os << "\n";
 
   auto fields = [&](const std::vector<kir::IoTensor> &ts, bool isConst) {

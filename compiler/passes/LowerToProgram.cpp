@@ -129,11 +129,11 @@ private:
     };
     for (auto *v : G.Inputs)
       P.Inputs.push_back({v->Name, cname(v->Name, "input"), v->Type.Type,
-                          v->Type.Dims});
+                          v->Type.Dims, v->QuantScale, v->QuantZeroPoint});
     used.clear();
     for (auto *v : G.Outputs)
       P.Outputs.push_back({v->Name, cname(v->Name, "output"), v->Type.Type,
-                           v->Type.Dims});
+                           v->Type.Dims, v->QuantScale, v->QuantZeroPoint});
   }
 
   /// Binds classes that contain graph inputs, then graph outputs.

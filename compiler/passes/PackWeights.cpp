@@ -33,6 +33,7 @@
 #include "compiler/passes/Passes.h"
 
 #include <array>
+#include <cmath>
 
 namespace mlcc::passes {
 
@@ -185,6 +186,63 @@ ir::Value *addNode(ir::Graph &g, std::vector<std::unique_ptr<ir::Node>> &nodes,
   return out;
 }
 
+/// Fixed-point requantization for targets without floating point: the
+/// real multiplier of each output channel (column) of an integer
+/// convolution or matrix product with constant f32 scales, as an int32
+/// Q31 multiplier M0 in [2^30, 2^31) and a right shift S (m = M0 * 2^-S),
+/// appended to the node's inputs (attribute mlcc.fixed_requant = the index
+/// of the multipliers; the shifts follow). False when the node has no
+/// constant per-tensor x/y scales.
+bool addFixedRequant(ir::Graph &g, ir::Node &n) {
+  std::array<size_t, 3> idx; // x scale, w scale, y scale
+  if (n.Domain == "" && (n.OpType == "QLinearConv" || n.OpType == "QLinearMatMul"))
+    idx = {1, 4, 6};
+  else if (n.Domain == "com.microsoft" && n.OpType == "QGemm" && n.hasInput(7))
+    idx = {1, 4, 7};
+  else
+    return false;
+  for (size_t i : idx)
+    if (!n.hasInput(i) || !n.Inputs[i]->Const || n.inDType(i) != DType::F32)
+      return false;
+  if (n.Inputs[idx[0]]->Type.numel() != 1 || n.Inputs[idx[2]]->Type.numel() != 1 ||
+      n.hasAttr("mlcc.fixed_requant"))
+    return false;
+  const Tensor &ws = *n.Inputs[idx[1]]->Const;
+  int64_t channels = ws.numel();
+  float xs = (float)n.Inputs[idx[0]]->Const->doubleAt(0);
+  float ys = (float)n.Inputs[idx[2]]->Const->doubleAt(0);
+  float alpha = (float)n.attrFloat("alpha", 1.0);
+  std::vector<int64_t> mult, shift;
+  for (int64_t c = 0; c < channels; ++c) {
+    float m = xs * (float)ws.doubleAt(c);
+    if (n.OpType == "QGemm")
+      m = alpha * m;
+    m = m / ys;
+    int e = 0;
+    double f = std::frexp((double)m, &e); // m = f * 2^e, f in [0.5, 1)
+    int64_t m0 = (int64_t)std::llround(f * 2147483648.0);
+    if (m0 == (int64_t)1 << 31) {
+      m0 /= 2;
+      ++e;
+    }
+    int64_t s = 31 - e;
+    if (!(m > 0) || s < 1 || s > 62)
+      return false;
+    mult.push_back(m0);
+    shift.push_back(s);
+  }
+  auto constant = [&](const std::string &what, const std::vector<int64_t> &v) {
+    ir::Value *c = g.addValue(g.uniqueValueName(n.Name + "/" + what), {DType::I32, {channels}});
+    c->Const = std::make_shared<Tensor>(Tensor::fromInts(DType::I32, {channels}, v));
+    return c;
+  };
+  size_t at = n.Inputs.size();
+  n.Inputs.push_back(constant("requant_multiplier", mult));
+  n.Inputs.push_back(constant("requant_shift", shift));
+  n.Attrs["mlcc.fixed_requant"] = intAttr((int64_t)at);
+  return true;
+}
+
 } // namespace
 
 void packWeights(ir::Graph &g, const kir::ScheduleTarget &target,
@@ -192,6 +250,10 @@ void packWeights(ir::Graph &g, const kir::ScheduleTarget &target,
   std::vector<std::unique_ptr<ir::Node>> nodes;
   bool changed = false;
   for (auto &n : g.Nodes) {
+    if (!target.FloatUnit && addFixedRequant(g, *n)) {
+      nodes.push_back(std::move(n));
+      continue;
+    }
     if (auto mm = target.Int8Dot ? dotMatMulInputs(*n) : std::nullopt) {
       auto [idx, transposed] = *mm;
       ir::Value *w = n->Inputs[idx[1]];

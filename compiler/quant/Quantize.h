@@ -33,6 +33,10 @@ struct QuantizeOptions {
   /// For Percentile: the share of values (in percent) inside the range, on
   /// each side.
   double Percentile = 99.99;
+  /// --quantize-io: quantized graph inputs and outputs become uint8 (their
+  /// scale and zero point go to the header) instead of float converted at
+  /// the boundary.
+  bool QuantizeIo = false;
 };
 
 /// Parses "minmax", "percentile", "percentile=P" or "entropy" (a Usage
@@ -80,6 +84,7 @@ std::map<std::string, Range> calibrate(const Annotation &a, size_t numSamples,
 double entropyThreshold(const std::vector<double> &hist, double maxAbs, int levels);
 
 /// Rewrites `g` into QDQ form for the ranges (see Realize.cpp).
-void realize(ir::Graph &g, const Annotation &a, const std::map<std::string, Range> &ranges);
+void realize(ir::Graph &g, const Annotation &a, const std::map<std::string, Range> &ranges,
+             const QuantizeOptions &options = {});
 
 } // namespace mlcc::quant

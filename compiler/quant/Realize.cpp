@@ -131,7 +131,8 @@ std::unique_ptr<ir::Node> quantizeBias(Writer &w, const ir::Value *bias, float x
 
 } // namespace
 
-void realize(ir::Graph &g, const Annotation &a, const std::map<std::string, Range> &ranges) {
+void realize(ir::Graph &g, const Annotation &a, const std::map<std::string, Range> &ranges,
+             const QuantizeOptions &options) {
   Writer w(g);
   std::map<std::string, Params> params;
   for (const std::string &t : a.Tensors) {
@@ -171,13 +172,32 @@ void realize(ir::Graph &g, const Annotation &a, const std::map<std::string, Rang
     const Params &p = params.at(t);
     ir::Value *scale = w.constant(Tensor::fromDoubles(DType::F32, {}, {p.Scale}), t + "_scale");
     ir::Value *zp = w.constant(Tensor::fromInts(DType::U8, {}, {p.Zp}), t + "_zero_point");
+    if (options.QuantizeIo && g.isGraphInput(v)) {
+      // The caller passes uint8 data: only the DequantizeLinear remains.
+      auto dq = w.node("DequantizeLinear", {v, scale, zp}, t + "_dequantized",
+                       {DType::F32, v->Type.Dims});
+      g.replaceAllUses(v, dq->Outputs[0]);
+      v->Type.Type = DType::U8;
+      v->QuantScale = p.Scale;
+      v->QuantZeroPoint = p.Zp;
+      atStart.push_back(std::move(dq));
+      continue;
+    }
     auto q = w.node("QuantizeLinear", {v, scale, zp}, t + "_quantized", {DType::U8, v->Type.Dims});
     auto dq = w.node("DequantizeLinear", {q->Outputs[0], scale, zp}, t + "_dequantized",
                      {DType::F32, v->Type.Dims});
     bool output = g.isGraphOutput(v);
     g.replaceAllUses(v, dq->Outputs[0]);
-    if (output) // the model's output keeps its name
+    if (output && options.QuantizeIo) {
+      // The model writes the uint8 data (under the output's name).
+      ir::Value *qv = q->Outputs[0];
+      std::replace(g.Outputs.begin(), g.Outputs.end(), dq->Outputs[0], qv);
+      g.swapNames(v, qv);
+      qv->QuantScale = p.Scale;
+      qv->QuantZeroPoint = p.Zp;
+    } else if (output) { // the model's output keeps its name
       g.swapNames(v, dq->Outputs[0]);
+    }
     auto &slot = v->Producer ? after[v->Producer] : atStart;
     slot.push_back(std::move(q));
     slot.push_back(std::move(dq));

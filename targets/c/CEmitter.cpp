@@ -765,7 +765,8 @@ std::string emitC(const Program &p, const std::string &headerName) {
     for (size_t i = 0; i < ts.size(); ++i)
       os << "  {" << pack::cStringLiteral(ts[i].Name) << ", " << (int)ts[i].Type
          << ", " << ts[i].Dims.size() << ", " << N << "_" << kind << i
-         << "_shape, " << ts[i].bytes() << "u},\n";
+         << "_shape, " << ts[i].bytes() << "u, " << floatLiteral(DType::F32, (float)ts[i].Scale) << ", "
+         << ts[i].ZeroPoint << "},\n";
     os << "};\n";
   };
   infoTable(p.Inputs, "input");

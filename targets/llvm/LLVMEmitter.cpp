@@ -1041,7 +1041,9 @@ std::unique_ptr<llvm::Module> emitModule(const Program &p, llvm::LLVMContext &ct
   }
 
   // NAME_info(): constant structs laid out by the target's data layout.
-  auto *tensorInfoTy = llvm::StructType::create(ctx, {ptr, i32, i32, ptr, size}, "mlcc_tensor_info");
+  llvm::Type *f32 = llvm::Type::getFloatTy(ctx);
+  auto *tensorInfoTy =
+      llvm::StructType::create(ctx, {ptr, i32, i32, ptr, size, f32, i32}, "mlcc_tensor_info");
   auto *modelInfoTy = llvm::StructType::create(
       ctx, {ptr, ptr, i32, ptr, i32, ptr, size, size, size}, "mlcc_model_info");
   auto cstr = [&](const std::string &s, const std::string &name) -> llvm::Constant * {
@@ -1070,7 +1072,9 @@ std::unique_ptr<llvm::Module> emitModule(const Program &p, llvm::LLVMContext &ct
           {cstr(ts[i].Name, p.Name + "_" + kind + std::to_string(i) + "_name"),
            llvm::ConstantInt::get(i32, (uint64_t)ts[i].Type),
            llvm::ConstantInt::get(i32, ts[i].Dims.size()), shape,
-           llvm::ConstantInt::get(size, (uint64_t)ts[i].bytes())}));
+           llvm::ConstantInt::get(size, (uint64_t)ts[i].bytes()),
+           llvm::ConstantFP::get(f32, (double)(float)ts[i].Scale),
+           llvm::ConstantInt::get(i32, (uint64_t)ts[i].ZeroPoint)}));
     }
     auto *init = llvm::ConstantArray::get(llvm::ArrayType::get(tensorInfoTy, rows.size()), rows);
     return new llvm::GlobalVariable(*mod, init->getType(), true,

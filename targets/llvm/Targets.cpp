@@ -218,8 +218,10 @@ kir::ScheduleTarget scheduleTarget(const TargetSpec &t) {
       s.VectorRegisters = 16;
     }
     s.Fma = has("vfp4") || has("fp-armv8");
+    s.FloatUnit = has("vfp2sp") || has("fp-armv8") || has("mve.fp") || has("neon");
   } else if (triple.isRISCV()) {
     s.Fma = has("f");
+    s.FloatUnit = has("f");
   }
   if (s.VectorBytes == 0)
     s.VectorRegisters = 0;

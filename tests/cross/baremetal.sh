@@ -12,9 +12,12 @@
 # split), and the same firmware source is also built for the host with the
 # host's int8 library: the predictions of all test images (the firmware's
 # FNV-1a hash of them) must be the same on the target as on the host.
+# `int8io` also passes --quantize-io (uint8 input and output); on a target
+# without floating point (cortex-m0plus) the library must then need no
+# float helper at all (the report's undefined symbols are checked).
 #
 # usage: tests/cross/baremetal.sh TARGET MLCC WORKDIR [int8]
-#   TARGET: cortex-m4 | cortex-m7 | cortex-m55 | riscv32 | riscv32f
+#   TARGET: cortex-m4 | cortex-m7 | cortex-m55 | cortex-m0plus | riscv32 | riscv32f
 # Exit status 77 (skipped) when the target's toolchain or QEMU is missing.
 set -euo pipefail
 target=$1
@@ -44,6 +47,12 @@ case $target in
               flags=(-mcpu=cortex-m55 -mthumb -mfloat-abi=hard)
               qemu=(qemu-system-arm -M mps3-an547 -nographic -semihosting)
               ldflags=(-Wl,--defsym=__flash_size=512K -Wl,--defsym=__ram_size=512K) ;;
+  cortex-m0plus) # QEMU's micro:bit (nRF51, Cortex-M0: the same ARMv6-M
+              # instructions): 256 KB flash, 16 KB RAM.
+              cc=arm-none-eabi-gcc; size=arm-none-eabi-size
+              flags=(-mcpu=cortex-m0plus -mthumb -mfloat-abi=soft)
+              qemu=(qemu-system-arm -M microbit -nographic -semihosting)
+              ldflags=(-Wl,--defsym=__flash_size=256K -Wl,--defsym=__ram_size=16K) ;;
   riscv32)    cc=riscv64-unknown-elf-gcc; size=riscv64-unknown-elf-size
               flags=(-march=rv32imac -mabi=ilp32) ;;
   riscv32f)   cc=riscv64-unknown-elf-gcc; size=riscv64-unknown-elf-size
@@ -65,10 +74,11 @@ for tool in "$cc" "$size" "${qemu[0]}"; do
 done
 rm -rf "$work" && mkdir -p "$work"
 
-if [[ $variant == int8 ]]; then
+if [[ $variant == int8 || $variant == int8io ]]; then
   mlcc_flags+=(--quantize int8 --calibrate "image=$root/examples/digits/calibration.npy")
+  [[ $variant == int8io ]] && mlcc_flags+=(--quantize-io)
 elif [[ $variant != float ]]; then
-  echo "baremetal: unknown variant $variant (float or int8)"; exit 2
+  echo "baremetal: unknown variant $variant (float, int8 or int8io)"; exit 2
 fi
 "$mlcc" "$root/examples/digits/digits.onnx" --target "$target" -o "$work/libdigits.a" \
   --report "$work/report.json" -v ${mlcc_flags[@]+"${mlcc_flags[@]}"}
@@ -101,7 +111,20 @@ fi
 grep -q " correct " "$work/run.log" || { echo "baremetal $target: no result printed"; exit 1; }
 ipi=$(sed -n 's/^instructions per inference.*: \([0-9]*\)$/\1/p' "$work/run.log")
 [[ -n $ipi ]] && echo "baremetal $target: $ipi instructions per inference (SysTick under QEMU -icount shift=0)"
-if [[ $variant == int8 ]]; then
+if [[ $variant == int8io ]]; then
+  floats=$(python3 -c 'import json, sys
+syms = json.load(open(sys.argv[1]))["undefined_symbols"]
+print(" ".join(s for s in syms if s.startswith(("__aeabi_f", "__aeabi_d", "__aeabi_i2f", "__aeabi_ui2f",
+      "__aeabi_l2f", "__aeabi_ul2f", "__aeabi_i2d", "__aeabi_ui2d", "__addsf", "__mulsf", "__divsf",
+      "__fix", "__float", "__extendsfdf", "__truncdfsf")) or s.rstrip("f") in ("fmax", "fmin", "rint",
+      "round", "floor", "ceil", "exp", "log", "sqrt", "tanh", "erf", "pow")))' "$work/report.json")
+  if [[ $target == cortex-m0plus && -n $floats ]]; then
+    echo "baremetal $target: the fully quantized library needs float helpers: $floats"
+    exit 1
+  fi
+  echo "baremetal $target: undefined symbols: $(python3 -c 'import json, sys; print(" ".join(json.load(open(sys.argv[1]))["undefined_symbols"]))' "$work/report.json")"
+fi
+if [[ $variant == int8 || $variant == int8io ]]; then
   # The same firmware source and model, built for the host.
   mkdir -p "$work/host"
   "$mlcc" "$root/examples/digits/digits.onnx" -o "$work/host/libdigits.a" ${mlcc_flags[@]+"${mlcc_flags[@]}"}

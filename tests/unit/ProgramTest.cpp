@@ -493,3 +493,40 @@ TEST_CASE("int8 matrix products on the dot product equal the plain integer kerne
       CHECK(distinct > got.size() / 4);
     }
 }
+
+TEST_CASE("fixed-point requantization (targets without float) is within one step of f32",
+          "[quantization]") {
+  // The same int8 convolution and matrix products compiled for a target
+  // without a floating-point unit (integer multiplier and shift per output
+  // channel) and for one with (f32 multiplier): the outputs (dequantized by
+  // the model's last DequantizeLinear, steps of 0.05 and 0.1) differ by at
+  // most one step, and in few places (ties and the last bit of a product).
+  struct Case {
+    std::string Model;
+    Shape X;
+    double Step;
+  };
+  std::vector<Case> cases = {
+      {qlinearConvModel({1, 6, 10, 20}, 10, 3, 1, 1, 2, 3, {1, 10, 10, 20}), {1, 6, 10, 20}, 0.05},
+      {qlinearMatMulModel(5, 37, 40, 2, 9, false), {5, 37}, 0.1},
+      {qlinearMatMulModel(5, 37, 40, 3, -3, true), {5, 37}, 0.1}};
+  for (const Case &k : cases) {
+    std::vector<float> in = randomValues(k.X, 6);
+    kir::ScheduleTarget fixed, f32;
+    fixed.FloatUnit = false;
+    std::string text;
+    std::vector<float> got = compileAndRun(k.Model, fixed, in, &text);
+    std::vector<float> want = compileAndRun(k.Model, f32, in, nullptr);
+    INFO(text.substr(0, 3000));
+    CHECK(text.find("requant_shift") != std::string::npos);
+    REQUIRE(got.size() == want.size());
+    size_t differ = 0;
+    double worst = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      differ += got[i] != want[i];
+      worst = std::max(worst, (double)std::fabs(got[i] - want[i]));
+    }
+    CHECK(worst <= k.Step * 1.001);
+    CHECK(differ <= got.size() / 50);
+  }
+}

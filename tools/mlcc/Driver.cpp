@@ -219,7 +219,7 @@ void quantizeGraph(ir::Graph &g, const DriverOptions &o, const onnx::LoadOptions
            (size_t)cal->Outputs[where[k]]->Type.numel());
   };
   std::map<std::string, quant::Range> ranges = quant::calibrate(a, numSamples, run, qo);
-  quant::realize(g, a, ranges);
+  quant::realize(g, a, ranges, qo);
 }
 
 pack::ReportContext reportContext(const DriverOptions &o, const llvmgen::TargetSpec &t) {
@@ -313,8 +313,10 @@ void runDriver(const DriverOptions &o) {
                                 "INPUT=SAMPLES.npy for each input";
     samples = quant::loadSamples(*graph, o.Calibrate, numSamples);
     po.Quantize = [&](ir::Graph &g) { quantizeGraph(g, o, lo, samples, numSamples, qo); };
-  } else if (!o.Calibrate.empty() || !o.CalibrationMethod.empty()) {
-    fail(ErrorKind::Usage) << "--calibrate and --calibration-method need --quantize int8";
+    qo.QuantizeIo = o.QuantizeIo;
+  } else if (!o.Calibrate.empty() || !o.CalibrationMethod.empty() || o.QuantizeIo) {
+    fail(ErrorKind::Usage) << "--calibrate, --calibration-method and --quantize-io need "
+                              "--quantize int8";
   }
   kir::Program program = runPipeline(*graph, po);
   // Arena and weights are known now: fail before the code generation.

@@ -27,6 +27,7 @@ struct DriverOptions {
   std::string Quantize;               ///< --quantize int8; empty: none
   std::vector<std::string> Calibrate; ///< NAME=SAMPLES.npy
   std::string CalibrationMethod;      ///< minmax (default), percentile[=P], entropy
+  bool QuantizeIo = false;            ///< --quantize-io
   bool TimePasses = false;
   bool Verbose = false;
 };

@@ -60,6 +60,9 @@ int main(int argc, char **argv) {
   app.add_option("--calibration-method", o.CalibrationMethod,
                  "How calibration picks each range: minmax (default), "
                  "percentile[=99.99] or entropy (KL divergence)");
+  app.add_flag("--quantize-io", o.QuantizeIo,
+               "With --quantize: the quantized inputs and outputs are uint8 "
+               "(their scale and zero point are in the header and NAME_info())");
   app.add_option("--target", o.Target,
                  "A preset (see --list-targets: host, aarch64-linux, cortex-m4, "
                  "riscv64-linux, ...) or any LLVM triple (default: host)");

@@ -9,6 +9,10 @@
  * that processor clock counts the time of each inference, and the firmware
  * prints the instructions per inference it stands for: a speed proxy on a
  * microcontroller.
+ *
+ * A model quantized with --quantize-io takes and gives uint8 (the header
+ * then defines DIGITS_INPUT_IMAGE_SCALE and _ZERO_POINT): the firmware
+ * quantizes each pixel with them and takes the largest uint8 logit.
  */
 #include "digits.h"
 
@@ -41,7 +45,11 @@ static uint32_t read_u32(const unsigned char *p) {
 int main(void) {
   const unsigned char *set = digits_test_set;
   uint32_t count, i, correct = 0, hash = 2166136261u;
+#ifdef DIGITS_INPUT_IMAGE_SCALE
+  uint8_t image[64], logits[10];
+#else
   float image[64], logits[10];
+#endif
   digits_inputs in;
   digits_outputs out;
   if (memcmp(set, "MLCCDIGT", 8) != 0 || read_u32(set + 12) != 64) {
@@ -59,7 +67,17 @@ int main(void) {
     const unsigned char *rec = set + 16 + (size_t)i * 257;
     int best = 0, k;
     mlcc_status st;
+#ifdef DIGITS_INPUT_IMAGE_SCALE
+    for (k = 0; k < 64; ++k) {
+      float px;
+      int q;
+      memcpy(&px, rec + 4 * k, sizeof px);
+      q = (int)(px / DIGITS_INPUT_IMAGE_SCALE + 0.5f) + DIGITS_INPUT_IMAGE_ZERO_POINT;
+      image[k] = (uint8_t)(q < 0 ? 0 : q > 255 ? 255 : q);
+    }
+#else
     memcpy(image, rec, sizeof image);
+#endif
 #ifdef MLCC_SYSTICK_HZ
     uint32_t start = SYST_CVR;
     st = digits_run(&in, &out, arena, sizeof arena);
