@@ -63,7 +63,8 @@ private:
   void announce(const std::string &name) {
     if (!Opts.Status)
       return;
-    static const size_t total = passNames().size();
+    // The quantize pass runs only when asked for.
+    size_t total = passNames().size() - (Opts.Quantize ? 0 : 1);
     Opts.Status->step("[" + std::to_string(++Announced) + "/" + std::to_string(total) +
                       "] " + name);
   }
