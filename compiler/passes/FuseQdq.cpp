@@ -178,7 +178,7 @@ private:
         hi = a.attrFloat("max", INFINITY);
       } else {
         for (size_t i : {1, 2})
-          if (a.hasInput(i) && !a.Inputs[i]->Const)
+          if (a.hasInput(i) && (!a.Inputs[i]->Const || a.Inputs[i]->Type.numel() != 1))
             return std::nullopt;
         if (a.hasInput(1))
           lo = a.Inputs[1]->Const->doubleAt(0);
@@ -229,7 +229,11 @@ private:
     std::vector<int64_t> exact;
     if (std::optional<Dq> d = asDq(bias); d && d->Data->Const &&
                                           d->Data->Type.Type == DType::I32 &&
-                                          d->Data->Type.numel() == m) {
+                                          d->Data->Type.numel() == m &&
+                                          (d->Scale->Type.numel() == 1 ||
+                                           d->Scale->Type.numel() == m) &&
+                                          (!d->Zp || d->Zp->Type.numel() == 1 ||
+                                           d->Zp->Type.numel() == m)) {
       bool same = d->Axis == 0 || d->PerTensor;
       for (int64_t c = 0; c < m; ++c) {
         double s = d->Scale->Const->doubleAt(d->Scale->Type.numel() == 1 ? 0 : c);
