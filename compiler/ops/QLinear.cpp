@@ -140,7 +140,7 @@ bool lowerIntDotMatMul(LowerCtx &c, const MatMulShape &s, const TensorRef &a,
   const int64_t L = node.attrInt("mlcc.dot4", 16);
   size_t packedIdx = node.numInputs() - 2;
   if (!node.hasAttr("mlcc.dot4") || !c.hasIn(packedIdx) || s.RankB != 2 || transA ||
-      s.N < L || biasPerRow || (azp && azp->numel() != 1))
+      s.N < L || s.M <= 0 || biasPerRow || (azp && azp->numel() != 1))
     return false;
   KernelBuilder &b = c.b();
   TensorRef bq = c.in(packedIdx), colsum = c.in(packedIdx + 1), y = c.out(0);
@@ -674,7 +674,7 @@ void lowerIntWindow(LowerCtx &c, const ConvShape &s, const kir::Buffer &src,
 /// Whether lowerIntDotConv handles convolution `s` with vectors of `lanes`.
 bool dotConvFits(const ConvShape &s, int64_t lanes) {
   const Window &win = s.W;
-  if (win.rank() != 2 || s.Group != 1 || numElements(win.Out) == 0)
+  if (win.rank() != 2 || s.Group != 1 || numElements(win.Out) == 0 || s.M <= 0 || s.N <= 0)
     return false;
   int64_t ow = win.Out[1], oh = win.Out[0], sh = win.Strides[0], sw = win.Strides[1];
   if (ow >= lanes)
