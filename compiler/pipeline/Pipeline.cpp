@@ -114,6 +114,8 @@ kir::Program runPipeline(ir::Graph &g, const PipelineOptions &options) {
   passes.run("fold-batch-norm", [&](ir::Graph &x) { passes::foldBatchNorm(x, keepDq); });
   if (options.Quantize)
     passes.run("quantize", options.Quantize);
+  if (options.StopAfterQuantize)
+    return {};
   passes.run("fuse-qdq", [&](ir::Graph &x) { passes::fuseQdq(x, options.Fold); });
   passes.run("pack-weights", [&](ir::Graph &x) {
     passes::packWeights(x, options.Schedule, options.Fold);

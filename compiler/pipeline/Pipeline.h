@@ -23,6 +23,9 @@ struct PipelineOptions {
   bool TimePasses = false;
   /// Stop after the graph passes (for --emit graph).
   bool GraphOnly = false;
+  /// Stop after the quantize pass (for --emit onnx: the model still in
+  /// standard ONNX ops, QDQ form when quantized).
+  bool StopAfterQuantize = false;
   /// The target's SIMD width and registers, for the kernel schedules.
   kir::ScheduleTarget Schedule;
   /// Where each pass announces itself (may be null).

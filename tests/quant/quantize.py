@@ -14,6 +14,10 @@
                                  reference output is DIR/reference.bin
   quantize.py make-plain DIR     a model with no quantizable node (Softmax)
                                  and samples of the wrong shape and dtype
+  quantize.py check-qdq MODEL SAMPLES.npy DIR   the ONNX checker on MODEL (a
+                                 realized QDQ model: QuantizeLinear nodes, int8
+                                 weights); writes samples 3, 77, 150 as
+                                 DIR/xK.bin and the output step as DIR/step
   quantize.py compare A.bin B.bin STEP   max |A - B| in steps of STEP; exit 1
                                  when above 1 step
   quantize.py rms OUT.bin REF.bin        prints the RMS error of OUT
@@ -146,6 +150,28 @@ def main(argv):
         make_outlier(argv[2])
     elif cmd == "make-plain":
         make_plain(argv[2])
+    elif cmd == "check-qdq":
+        model = onnx.load(argv[2])
+        onnx.checker.check_model(model)
+        ops = [n.op_type for n in model.graph.node]
+        inits = {i.name: i for i in model.graph.initializer}
+        int8 = [i for i in model.graph.initializer if i.data_type == TensorProto.INT8]
+        if "QuantizeLinear" not in ops or not int8:
+            print("no QuantizeLinear or no int8 weights in the realized model")
+            return 1
+        # The step of the output: the scale of the DequantizeLinear writing it.
+        out = model.graph.output[0].name
+        dq = [n for n in model.graph.node if n.output[0] == out]
+        if not dq or dq[0].op_type != "DequantizeLinear":
+            print("the output is not written by a DequantizeLinear")
+            return 1
+        step = float(numpy_helper.to_array(inits[dq[0].input[1]]))
+        samples = np.load(argv[3])
+        for k in (3, 77, 150):
+            save(os.path.join(argv[4], f"x{k}.bin"), samples[k])
+        with open(os.path.join(argv[4], "step"), "w") as f:
+            f.write(f"{step:.9g}\n")
+        print(f"  the realized model: {len(ops)} nodes, {len(int8)} int8 initializers, checker ok")
     elif cmd == "compare":
         a, b = np.fromfile(argv[2], "<f4"), np.fromfile(argv[3], "<f4")
         step = float(argv[4])

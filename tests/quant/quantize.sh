@@ -9,6 +9,9 @@
 #    split): examples/digits/main.c on the 450 test images must give an int8
 #    accuracy within 0.5 points of the float library's, with at most 30% of
 #    its weight bytes, and the int8 graph must have no float Conv or Gemm.
+#    `--emit onnx` writes the realized model (QDQ form): it passes the ONNX
+#    checker, and ONNX Runtime's output on it equals the int8 library's
+#    within one output step (skipped without ONNX Runtime).
 # 2. Calibration methods: quantize.py make-outlier (a MatMul -> Relu ->
 #    MatMul model whose calibration samples have rare outliers): with
 #    --calibration-method entropy the RMS error against the float reference
@@ -84,6 +87,39 @@ else
   fail "digits: no accuracy or weight figure in the demo's output"
 fi
 
+# shellcheck source=../../scripts/lib/deps.sh
+source "$root/scripts/lib/deps.sh"
+# shellcheck source=../../scripts/lib/ort.sh
+source "$root/scripts/lib/ort.sh"
+have_ort=0
+mlcc_require_ort "$root" && have_ort=1
+
+echo "== digits: the realized int8 model as ONNX (--emit onnx) in ONNX Runtime"
+d="$work/digits-onnx"
+mkdir -p "$d"
+qargs=(--quantize int8 --calibrate "image=$root/examples/digits/calibration.npy")
+if ! "$mlcc" "$root/examples/digits/digits.onnx" "${qargs[@]}" -o "$d/digits.int8.onnx" \
+     >"$d/mlcc.log" 2>&1 ||
+   ! "$mlcc" "$root/examples/digits/digits.onnx" "${qargs[@]}" -o "$d/libm.a" --name m \
+     >>"$d/mlcc.log" 2>&1 ||
+   ! "$cc" -o "$d/run" "$work/driver.o" "$d/libm.a" -lm; then
+  fail "--emit onnx: $(tail -n 1 "$d/mlcc.log")"
+elif ! "$python" "$here/quantize.py" check-qdq "$d/digits.int8.onnx" "$root/examples/digits/calibration.npy" "$d"; then
+  fail "the realized model is not a valid QDQ model"
+elif ((have_ort == 0)); then
+  skipped+=("ONNX Runtime on the realized model")
+else
+  for k in 3 77 150; do
+    "$d/run" "$d/x$k.bin" -- "$d/mlcc$k.bin" >/dev/null &&
+      node "$root/tests/models/ort_run.js" "$d/digits.int8.onnx" 0 "$d/x$k.bin:1,1,8,8" -- \
+        "$d/ort$k.bin" >"$d/ort.log" 2>&1 ||
+      { fail "sample $k: $(tail -n 1 "$d/ort.log")"; continue; }
+    printf '  sample %d vs ONNX Runtime: ' "$k"
+    "$python" "$here/quantize.py" compare "$d/mlcc$k.bin" "$d/ort$k.bin" "$(cat "$d/step")" ||
+      fail "sample $k: ONNX Runtime on the realized model differs from the library"
+  done
+fi
+
 # --- 2. calibration methods -----------------------------------------------
 echo "== calibration methods on samples with outliers (RMS error against float)"
 "$python" "$here/quantize.py" make-outlier "$work/outlier" || exit 1
@@ -125,11 +161,7 @@ else
      ! "$d/run" "$d/input.bin" -- "$d/mlcc.bin" >/dev/null; then
     fail "QDQ model: $(tail -n 1 "$d/mlcc.log")"
   else
-    # shellcheck source=../../scripts/lib/deps.sh
-    source "$root/scripts/lib/deps.sh"
-    # shellcheck source=../../scripts/lib/ort.sh
-    source "$root/scripts/lib/ort.sh"
-    if mlcc_require_ort "$root"; then
+    if ((have_ort)); then
       if node "$root/tests/models/ort_run.js" "$d/model.onnx" 0 "$d/input.bin:$(cat "$d/shape")" \
            -- "$d/ort.bin" >"$d/ort.log" 2>&1; then
         printf '  vs ONNX Runtime: '
@@ -169,6 +201,7 @@ expect_error "not .npy" "$o/model.onnx" --quantize int8 --calibrate "x=$b/not_np
 expect_error "no such input" "$o/model.onnx" --quantize int8 --calibrate "image=$o/samples.npy"
 expect_error "no samples" "$o/model.onnx" --quantize int8
 expect_error "no --quantize" "$o/model.onnx" --calibrate "x=$o/samples.npy"
+expect_error "--quantize-io alone" "$o/model.onnx" --quantize-io
 expect_error "bad method" "$o/model.onnx" --quantize int8 --calibrate "x=$o/samples.npy" \
   --calibration-method kl
 expect_error "nothing to quantize" "$b/plain.onnx" --quantize int8 \

@@ -11,6 +11,7 @@
 #include "compiler/support/Error.h"
 #include "compiler/support/Process.h"
 #include "frontends/onnx/OnnxLoader.h"
+#include "frontends/onnx/OnnxWriter.h"
 #include "targets/c/CEmitter.h"
 #include "targets/llvm/HostJit.h"
 #include "targets/llvm/Targets.h"
@@ -49,11 +50,13 @@ std::string emitKindFor(const DriverOptions &o) {
     return "header";
   if (ext == ".ll")
     return "llvm";
+  if (ext == ".onnx")
+    return "onnx";
   if (ext == ".s" || ext == ".S")
     return "asm";
   fail(ErrorKind::Usage) << "cannot tell what to write from the output name '"
                          << o.Output
-                         << "': use an extension .a, .o, .c, .h, .ll or .s, or --emit";
+                         << "': use an extension .a, .o, .c, .h, .onnx, .ll or .s, or --emit";
   return "";
 }
 
@@ -282,9 +285,11 @@ void runDriver(const DriverOptions &o) {
       fail(ErrorKind::Usage) << "--max-code needs object code (-o FILE.a or FILE.o); with --emit "
                              << kind << " the code size is not known";
   }
-  if (kind == "graph" && (!o.Report.empty() || !o.ReportHtml.empty() ||
-                          budgets.MaxArena >= 0 || budgets.MaxWeights >= 0))
-    fail(ErrorKind::Usage) << "--emit graph stops before the kernels: no report or budget";
+  if ((kind == "graph" || kind == "onnx") &&
+      (!o.Report.empty() || !o.ReportHtml.empty() || budgets.MaxArena >= 0 ||
+       budgets.MaxWeights >= 0))
+    fail(ErrorKind::Usage) << "--emit " << kind
+                           << " stops before the kernels: no report or budget";
   Progress status(o.ProgressMode == "always"  ? Progress::Mode::Always
                   : o.ProgressMode == "never" ? Progress::Mode::Never
                                               : Progress::Mode::Auto);
@@ -300,6 +305,7 @@ void runDriver(const DriverOptions &o) {
   po.DumpIrDir = o.DumpIrDir;
   po.TimePasses = o.TimePasses;
   po.GraphOnly = kind == "graph";
+  po.StopAfterQuantize = kind == "onnx";
   po.Schedule = llvmgen::scheduleTarget(target);
   po.Status = &status;
   std::vector<std::vector<uint8_t>> samples;
@@ -321,6 +327,19 @@ void runDriver(const DriverOptions &o) {
   kir::Program program = runPipeline(*graph, po);
   // Arena and weights are known now: fail before the code generation.
   std::optional<pack::ModelReport> report;
+  if (kind == "onnx") {
+    // The model after the graph passes up to quantization, as ONNX.
+    if (!o.Quantize.empty() && graph->Opsets.count("") && graph->Opsets.at("") < 13)
+      fail(ErrorKind::Unsupported) << "--emit onnx: the model imports ONNX opset "
+                                   << graph->Opsets.at("")
+                                   << "; its quantized form needs opset 13 or later "
+                                      "(per-channel DequantizeLinear)";
+    pack::OutputFiles out;
+    out.write(o.Output, onnx::writeModel(*graph));
+    status.finish();
+    out.commit();
+    return;
+  }
   if (kind != "graph") {
     report = pack::buildReport(program);
     pack::checkBudgets(*report, budgets);

@@ -39,8 +39,10 @@ int main(int argc, char **argv) {
                  "'-' writes text outputs to stdout");
   app.add_option("--emit", o.Emit,
                  "What to write instead of what -o's extension implies: "
-                 "lib, obj, c, header, graph, kernels, llvm, asm")
-      ->check(CLI::IsMember({"lib", "obj", "c", "header", "graph", "kernels", "llvm", "asm"}));
+                 "lib, obj, c, header, graph, kernels, llvm, asm, onnx (the model after "
+                 "the graph passes up to --quantize: its QDQ form)")
+      ->check(CLI::IsMember({"lib", "obj", "c", "header", "graph", "kernels", "llvm", "asm",
+                             "onnx"}));
   app.add_option("--name", o.Name,
                  "Prefix of every generated C symbol (default: the output "
                  "file name without 'lib' and extension)");
