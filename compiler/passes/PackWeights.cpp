@@ -110,6 +110,19 @@ void setTileAttrs(ir::Node &n, const kir::ContractionTile &tile) {
   }
 }
 
+/// Whether input `i` (a zero point) is omitted or a constant of zeros.
+bool zeroOrAbsent(const ir::Node &n, size_t i) {
+  if (!n.hasInput(i))
+    return true;
+  const ir::Value *z = n.Inputs[i];
+  if (!z->Const)
+    return false;
+  for (int64_t k = 0; k < z->Type.numel(); ++k)
+    if (z->Const->intAt(z->Const->isSplat() ? 0 : k) != 0)
+      return false;
+  return true;
+}
+
 /// The input indices (x, w, w_zero_point, packed) of an integer 2-D
 /// convolution that can run on the int8 dot product (dot4) over channel
 /// quads: int8 constant weights with a zero point of 0, 8-bit data, one
@@ -126,14 +139,8 @@ std::optional<std::array<size_t, 4>> dotConvInputs(const ir::Node &n) {
       n.inShape(idx[1]).size() != 4 || n.attrInt("group", 1) != 1 || n.hasAttr("mlcc.dot4") ||
       n.numInputs() > idx[3])
     return std::nullopt;
-  if (n.hasInput(idx[2])) {
-    const ir::Value *z = n.Inputs[idx[2]];
-    if (!z->Const)
-      return std::nullopt;
-    for (int64_t i = 0; i < z->Type.numel(); ++i)
-      if (z->Const->intAt(z->Const->isSplat() ? 0 : i) != 0)
-        return std::nullopt;
-  }
+  if (!zeroOrAbsent(n, idx[2]))
+    return std::nullopt;
   return idx;
 }
 
@@ -154,14 +161,8 @@ std::optional<std::pair<std::array<size_t, 3>, bool>> dotMatMulInputs(const ir::
   if (!n.hasInput(idx[1]) || !n.Inputs[idx[1]]->Const || n.inDType(idx[1]) != DType::I8 ||
       n.inShape(idx[1]).size() != 2 || n.hasAttr("mlcc.dot4"))
     return std::nullopt;
-  if (n.hasInput(idx[2])) {
-    const ir::Value *z = n.Inputs[idx[2]];
-    if (!z->Const)
-      return std::nullopt;
-    for (int64_t i = 0; i < z->Type.numel(); ++i)
-      if (z->Const->intAt(z->Const->isSplat() ? 0 : i) != 0)
-        return std::nullopt;
-  }
+  if (!zeroOrAbsent(n, idx[2]))
+    return std::nullopt;
   return std::make_pair(idx, transposed);
 }
 

@@ -1,6 +1,7 @@
 //===- Samples.cpp - Calibration samples from .npy files or .pb folders ---===//
 #include "compiler/quant/Samples.h"
 
+#include "compiler/support/Files.h"
 #include "frontends/onnx/OnnxLoader.h"
 
 #include <algorithm>
@@ -13,19 +14,6 @@
 namespace mlcc::quant {
 
 namespace {
-
-std::string readFile(const std::string &path, const char *what) {
-  FILE *f = std::fopen(path.c_str(), "rb");
-  if (!f)
-    fail(ErrorKind::Io) << "cannot read " << what << " '" << path << "'";
-  std::string data;
-  char buf[65536];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0)
-    data.append(buf, n);
-  std::fclose(f);
-  return data;
-}
 
 DType npyType(const std::string &descr, const std::string &path) {
   static const std::map<std::string, DType> types = {

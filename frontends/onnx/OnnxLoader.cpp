@@ -1,5 +1,7 @@
 #include "frontends/onnx/OnnxLoader.h"
 
+#include "compiler/support/Files.h"
+
 #include "frontends/onnx/OnnxSchema.pb.h"
 
 #include <algorithm>
@@ -13,18 +15,6 @@ namespace mlcc::onnx {
 namespace pb = mlcc::onnxpb;
 
 namespace {
-
-std::string readFile(const std::string &path, const char *what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    fail(ErrorKind::Io) << "cannot open " << what << " '" << path
-                        << "': " << std::strerror(errno);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad())
-    fail(ErrorKind::Io) << "cannot read " << what << " '" << path << "'";
-  return ss.str();
-}
 
 std::string dirOf(const std::string &path) {
   auto pos = path.find_last_of('/');

@@ -374,6 +374,26 @@ std::string qlinearConvModel(const Shape &x, int64_t m, int64_t k, int64_t pad, 
   return model.SerializeAsString();
 }
 
+/// Compiles an int8 model for an AVX-512 target with the dot product (dot4)
+/// and without, runs both on `in`: the outputs must be equal and vary.
+void checkDotEqualsPlain(const std::string &model, const std::vector<float> &in) {
+  kir::ScheduleTarget dot = avx512(32768, 524288), plain = dot;
+  dot.Int8Dot = true;
+  std::string text;
+  std::vector<float> got = compileAndRun(model, dot, in, &text);
+  std::vector<float> want = compileAndRun(model, plain, in, nullptr);
+  INFO(text.substr(0, 4000));
+  CHECK(text.find("dot4") != std::string::npos);
+  REQUIRE(got.size() == want.size());
+  size_t differ = 0, distinct = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    differ += got[i] != want[i];
+    distinct += i > 0 && want[i] != want[i - 1];
+  }
+  CHECK(differ == 0);
+  CHECK(distinct > got.size() / 4); // not a constant output
+}
+
 } // namespace
 
 TEST_CASE("int8 convolutions on the dot product equal the plain integer kernels",
@@ -389,22 +409,7 @@ TEST_CASE("int8 convolutions on the dot product equal the plain integer kernels"
       int64_t oh = (10 + 2 - 3) / stride + 1, ow = (20 + 2 - 3) / stride + 1;
       std::string model =
           qlinearConvModel(x, 10, 3, 1, stride, xtype, xtype == 2 ? 3 : -5, {1, 10, oh, ow});
-      std::vector<float> in = randomValues(x, 3);
-      kir::ScheduleTarget dot = avx512(32768, 524288), plain = dot;
-      dot.Int8Dot = true;
-      std::string text;
-      std::vector<float> got = compileAndRun(model, dot, in, &text);
-      std::vector<float> want = compileAndRun(model, plain, in, nullptr);
-      INFO(text.substr(0, 4000));
-      CHECK(text.find("dot4") != std::string::npos);
-      REQUIRE(got.size() == want.size());
-      size_t differ = 0, distinct = 0;
-      for (size_t i = 0; i < got.size(); ++i) {
-        differ += got[i] != want[i];
-        distinct += i > 0 && want[i] != want[i - 1];
-      }
-      CHECK(differ == 0);
-      CHECK(distinct > got.size() / 4); // not a constant output
+      checkDotEqualsPlain(model, randomValues(x, 3));
     }
 }
 
@@ -475,22 +480,7 @@ TEST_CASE("int8 matrix products on the dot product equal the plain integer kerne
     for (int xtype : {2, 3}) {
       INFO((gemm ? "QGemm" : "QLinearMatMul") << ", input type " << xtype);
       std::string model = qlinearMatMulModel(5, 37, 40, xtype, xtype == 2 ? 9 : -3, gemm);
-      std::vector<float> in = randomValues({5, 37}, 4);
-      kir::ScheduleTarget dot = avx512(32768, 524288), plain = dot;
-      dot.Int8Dot = true;
-      std::string text;
-      std::vector<float> got = compileAndRun(model, dot, in, &text);
-      std::vector<float> want = compileAndRun(model, plain, in, nullptr);
-      INFO(text.substr(0, 4000));
-      CHECK(text.find("dot4") != std::string::npos);
-      REQUIRE(got.size() == want.size());
-      size_t differ = 0, distinct = 0;
-      for (size_t i = 0; i < got.size(); ++i) {
-        differ += got[i] != want[i];
-        distinct += i > 0 && want[i] != want[i - 1];
-      }
-      CHECK(differ == 0);
-      CHECK(distinct > got.size() / 4);
+      checkDotEqualsPlain(model, randomValues({5, 37}, 4));
     }
 }
 

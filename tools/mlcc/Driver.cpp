@@ -9,6 +9,7 @@
 #include "compiler/quant/Quantize.h"
 #include "compiler/quant/Samples.h"
 #include "compiler/support/Error.h"
+#include "compiler/support/Files.h"
 #include "compiler/support/Process.h"
 #include "frontends/onnx/OnnxLoader.h"
 #include "frontends/onnx/OnnxWriter.h"
@@ -133,19 +134,6 @@ struct TempDir {
   }
 };
 
-std::string readBinary(const std::string &path) {
-  FILE *f = std::fopen(path.c_str(), "rb");
-  if (!f)
-    fail(ErrorKind::Io) << "cannot read '" << path << "'";
-  std::string data;
-  char buf[65536];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0)
-    data.append(buf, n);
-  std::fclose(f);
-  return data;
-}
-
 /// Compiles the generated C with the host compiler; returns the object.
 std::string compileC(const std::string &source, const std::string &header,
                      const std::string &name) {
@@ -174,7 +162,7 @@ std::string compileC(const std::string &source, const std::string &header,
     fail(ErrorKind::Internal) << "internal error: the C compiler '" << compiler
                               << "' failed on the generated code (exit " << rc
                               << "): " << log.substr(0, 2000);
-  return readBinary(tmp.Path + "/" + name + ".o");
+  return readFile(tmp.Path + "/" + name + ".o", "compiled object");
 }
 
 /// The "quantize" pass: annotate `g`, calibrate on the samples with the
