@@ -41,7 +41,8 @@ void inferReshape(ir::Node &n) {
     if (d < 0)
       n.error() << "invalid dimension " << d << " in shape " << shapeToString(spec);
     out.push_back(d);
-    known *= d;
+    if (__builtin_mul_overflow(known, d, &known))
+      n.error() << "shape " << shapeToString(spec) << " has more elements than 64 bits count";
   }
   int64_t total = numElements(in);
   if (inferAt >= 0) {

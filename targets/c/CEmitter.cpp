@@ -182,6 +182,12 @@ static inline float mlcc_minf(float a, float b) { return (a != a || a < b) ? a :
 static inline float mlcc_maxf(float a, float b) { return (a != a || a > b) ? a : b; }
 static inline double mlcc_min(double a, double b) { return (a != a || a < b) ? a : b; }
 static inline double mlcc_max(double a, double b) { return (a != a || a > b) ? a : b; }
+/* Integer minimum and maximum as functions: a nested chain of them (a
+   pooling window written out) then stays linear in size. */
+static inline int64_t mlcc_smin(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline int64_t mlcc_smax(int64_t a, int64_t b) { return a > b ? a : b; }
+static inline uint64_t mlcc_umin(uint64_t a, uint64_t b) { return a < b ? a : b; }
+static inline uint64_t mlcc_umax(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
 /* Saturating float to integer conversions (NaN gives 0). */
 static inline int64_t mlcc_sat_i(double x, double lo, double hi) {
@@ -468,11 +474,12 @@ private:
       case BinOp::Mul: return infix("*");
       case BinOp::Div: return infix("/");
       case BinOp::Rem: return infix("%");
-      case BinOp::Min: return "(" + a + " < " + b + " ? " + a + " : " + b + ")";
-      case BinOp::Max: return "(" + a + " > " + b + " ? " + a + " : " + b + ")";
+      case BinOp::Min: return "((" + T + ")mlcc_smin(" + a + ", " + b + "))";
+      case BinOp::Max: return "((" + T + ")mlcc_smax(" + a + ", " + b + "))";
       default: break;
       }
     }
+    std::string minmax = isUnsignedInt(t) ? "mlcc_u" : "mlcc_s";
     std::string W = wrapType(t);
     auto wrapped = [&](const char *op) {
       return "((" + T + ")((" + W + ")" + a + " " + op + " (" + W + ")" + b + "))";
@@ -484,8 +491,8 @@ private:
     case BinOp::Mul: return wrapped("*");
     case BinOp::Div: return "((" + T + ")(" + a + " / " + b + "))";
     case BinOp::Rem: return "((" + T + ")(" + a + " % " + b + "))";
-    case BinOp::Min: return "(" + a + " < " + b + " ? " + a + " : " + b + ")";
-    case BinOp::Max: return "(" + a + " > " + b + " ? " + a + " : " + b + ")";
+    case BinOp::Min: return "((" + T + ")" + minmax + "min(" + a + ", " + b + "))";
+    case BinOp::Max: return "((" + T + ")" + minmax + "max(" + a + ", " + b + "))";
     case BinOp::BitAnd: return "((" + T + ")(" + a + " & " + b + "))";
     case BinOp::BitOr: return "((" + T + ")(" + a + " | " + b + "))";
     case BinOp::BitXor: return "((" + T + ")(" + a + " ^ " + b + "))";
