@@ -822,7 +822,8 @@ private:
       return B.CreateSIToFP(a, t);
     }
     if (isFloat(from)) {
-      if (a->getType()->isVectorTy() && a->getType()->getScalarType()->isFloatTy())
+      if (a->getType()->isVectorTy() && (a->getType()->getScalarType()->isFloatTy() ||
+                                         a->getType()->getScalarType()->isDoubleTy()))
         return saturatingVectorToInt(a, t, to);
       auto id = isUnsignedInt(to) ? llvm::Intrinsic::fptoui_sat : llvm::Intrinsic::fptosi_sat;
       return B.CreateIntrinsic(id, {t, a->getType()}, {a});
@@ -832,18 +833,21 @@ private:
     return B.CreateIntCast(a, t, srcSigned);
   }
 
-  /// fptosi.sat / fptoui.sat of an f32 vector (NaN to 0, out-of-range
-  /// values to the integer type's limits) with vector operations: LLVM 19
-  /// expands the intrinsic for x86 vectors into a scalar sequence per lane.
-  /// The value is clamped to the largest f32 values within the range and
-  /// converted; values at or above 2^bits (not representable after the
-  /// clamp when the limit has more than 24 bits) select the maximum.
+  /// fptosi.sat / fptoui.sat of an f32 or f64 vector (NaN to 0,
+  /// out-of-range values to the integer type's limits) with vector
+  /// operations: LLVM 19 expands the intrinsic for x86 vectors into a scalar
+  /// sequence per lane. The value is clamped to the largest float values
+  /// within the range and converted; values at or above 2^bits (not
+  /// representable after the clamp when the limit has more bits than the
+  /// float's mantissa) select the maximum.
   Value *saturatingVectorToInt(Value *a, llvm::Type *t, DType to) {
     unsigned bits = t->getScalarSizeInBits();
     bool isSigned = !isUnsignedInt(to);
     double lo = isSigned ? -std::ldexp(1.0, (int)bits - 1) : 0.0;
     double limit = isSigned ? std::ldexp(1.0, (int)bits - 1) : std::ldexp(1.0, (int)bits);
-    float hiF = std::nextafter((float)limit, 0.0f); // the largest f32 below 2^k
+    // The largest value of the float type below 2^k.
+    bool dbl = a->getType()->getScalarType()->isDoubleTy();
+    double hiF = dbl ? std::nextafter(limit, 0.0) : (double)std::nextafter((float)limit, 0.0f);
     llvm::Type *ft = a->getType();
     auto fconst = [&](double v) { return llvm::ConstantFP::get(ft, v); };
     Value *c = B.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, a, fconst(hiF));
