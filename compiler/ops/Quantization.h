@@ -75,12 +75,18 @@ inline Expr saturateRound(DType out, const Expr &v, const Expr &zp) {
 /// int32 and the sum with zp cannot overflow), then rounded half to even
 /// (exact: the bounds are integers), converted and offset by zp in int32.
 /// The result is an int32 in `out`'s range.
+///
+/// The rounding and conversion add 1.5 * 2^23 in f32 and read the sum's
+/// bits as an integer (exact for |v| < 2^22, which the clamp ensures; the
+/// addition rounds half to even like the rest of f32 arithmetic): no round
+/// instruction or library call, no saturating conversion.
 inline Expr requantizeF32(DType out, const Expr &acc, const Expr &mult, const Expr &zp) {
   auto [lo, hi] = intRange(out);
   Expr z = cast(DType::F32, zp);
   Expr v = clamp(cast(DType::F32, acc) * mult, constant(DType::F32, lo) - z,
                  constant(DType::F32, hi) - z);
-  return cast(DType::I32, unary(UnOp::Round, v)) + cast(DType::I32, zp);
+  Expr bits = bitcast(DType::I32, v + constant(DType::F32, 12582912.0)); // 1.5 * 2^23
+  return bits - constantInt(DType::I32, 0x4B400000) + cast(DType::I32, zp);
 }
 
 /// saturate(round(acc * m0 * 2^-shift) + zp) in integers only, for targets
