@@ -155,7 +155,7 @@ Expr qlinearAdd(const ir::Node &n, const std::vector<Expr> &args) {
   Expr y = swap ? a : b, yzp = swap ? azp : bzp, ry = (swap ? as : bs) / cs;
   Expr k = cast(F, czp) - fusedMulAdd(xzp, rx, ry * cast(F, yzp));
   Expr v = fusedMulAdd(x, rx, fusedMulAdd(y, ry, k));
-  return saturateRound(n.inDType(0), cast(D, v), constant(D, 0));
+  return saturateRoundF32(n.inDType(0), v);
 }
 
 Expr qlinearMul(const ir::Node &n, const std::vector<Expr> &args) {
@@ -165,7 +165,7 @@ Expr qlinearMul(const ir::Node &n, const std::vector<Expr> &args) {
   Expr prod = (cast(I, a) - cast(I, azp)) * (cast(I, b) - cast(I, bzp));
   Expr v = cast(F, cast(D, prod) * cast(D, r));
   v = cast(F, cast(D, v) + cast(D, czp));
-  return saturateRound(n.inDType(0), cast(D, v), constant(D, 0));
+  return saturateRoundF32(n.inDType(0), v);
 }
 
 // ---------------------------------------------------------------------------

@@ -80,13 +80,26 @@ inline Expr saturateRound(DType out, const Expr &v, const Expr &zp) {
 /// bits as an integer (exact for |v| < 2^22, which the clamp ensures; the
 /// addition rounds half to even like the rest of f32 arithmetic): no round
 /// instruction or library call, no saturating conversion.
+/// round_half_even(v) as an int32 for an f32 `v` with |v| < 2^22 (clamped
+/// by the caller): 1.5 * 2^23 is added in f32 and the sum's bits read.
+inline Expr roundSmallF32(const Expr &v) {
+  Expr bits = bitcast(DType::I32, v + constant(DType::F32, 12582912.0));
+  return bits - constantInt(DType::I32, 0x4B400000);
+}
+
 inline Expr requantizeF32(DType out, const Expr &acc, const Expr &mult, const Expr &zp) {
   auto [lo, hi] = intRange(out);
   Expr z = cast(DType::F32, zp);
   Expr v = clamp(cast(DType::F32, acc) * mult, constant(DType::F32, lo) - z,
                  constant(DType::F32, hi) - z);
-  Expr bits = bitcast(DType::I32, v + constant(DType::F32, 12582912.0)); // 1.5 * 2^23
-  return bits - constantInt(DType::I32, 0x4B400000) + cast(DType::I32, zp);
+  return roundSmallF32(v) + cast(DType::I32, zp);
+}
+
+/// saturate(round_half_even(v)) to `out`'s range for an f32 `v`, as an
+/// int32 (clamping first is the same: the limits are integers).
+inline Expr saturateRoundF32(DType out, const Expr &v) {
+  auto [lo, hi] = intRange(out);
+  return roundSmallF32(clamp(v, constant(DType::F32, lo), constant(DType::F32, hi)));
 }
 
 /// saturate(round(acc * m0 * 2^-shift) + zp) in integers only, for targets
