@@ -577,7 +577,7 @@ void lowerIntWindow(LowerCtx &c, const ConvShape &s, const kir::Buffer &src,
                     int64_t Hp, int64_t Wp, const TensorRef &w,
                     const std::function<Expr(const Expr &)> &wz,
                     const std::function<Expr(const Expr &)> &init, const TensorRef &y,
-                    const std::function<Expr(Expr, Expr)> &finish) {
+                    const std::function<Expr(Expr, Expr)> &finish, bool tapDot = false) {
   KernelBuilder &b = c.b();
   const DType acc = DType::I32;
   const int L = (int)kTilePixels;
@@ -604,6 +604,16 @@ void lowerIntWindow(LowerCtx &c, const ConvShape &s, const kir::Buffer &src,
           Expr xv = cast(acc, vload(src, plane + kh * (win.Dilations[0] * Wp) + kw * win.Dilations[1],
                                     L, sw));
           for (int64_t r = 0; r < rows; ++r) {
+            if (tapDot) {
+              // The weight as the low signed byte of a quad (the others 0),
+              // the input byte as the low unsigned byte of its lane: one
+              // dot4 (vpdpbusd) instead of a 32-bit multiply and an add.
+              Expr wq = binary(BinOp::BitAnd, cast(acc, w.load({m0 + r, ic, kh, kw})),
+                               constantInt(acc, 0xff));
+              b.store(t.Buf, at(r),
+                      vload(t.Buf, at(r), L) + binary(BinOp::Dot4, xv, broadcast(wq, L)));
+              continue;
+            }
             Expr a = cast(acc, w.load({m0 + r, ic, kh, kw})) - wz(m0 + r);
             b.store(t.Buf, at(r), vload(t.Buf, at(r), L) + a * xv);
           }
@@ -888,8 +898,12 @@ void lowerIntConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx,
     geo.W.PadEnd.assign(r, 0);
   }
   if (window) {
+    // Taps on dot4 (pack-weights' mlcc.dot4_taps): uint8 data, int8 weights
+    // with a zero point of 0.
+    bool tapDot = c.node().hasAttr("mlcc.dot4_taps") && !wzp &&
+                  src.dtype() == DType::U8 && w.dtype() == DType::I8;
     lowerIntWindow(c, s, src.buffer(), geo.InSpatial[0], geo.InSpatial[1], w, wz, first, y,
-                   finish);
+                   finish, tapDot);
     return;
   }
 

@@ -273,6 +273,16 @@ void packWeights(ir::Graph &g, const kir::ScheduleTarget &target,
       changed = true;
       continue;
     }
+    // Grouped (depthwise) int8 convolutions of uint8 data: each tap on dot4
+    // with the weight in one byte (see lowerIntWindow), on 16-lane targets.
+    if (target.Int8Dot && target.lanes(DType::I32) == 16 && n->Domain == "" &&
+        (n->OpType == "QLinearConv" || n->OpType == "ConvInteger") &&
+        n->attrInt("group", 1) > 1 && !n->hasAttr("mlcc.dot4_taps")) {
+      size_t wi = n->OpType == "QLinearConv" ? 3 : 1, zi = n->OpType == "QLinearConv" ? 5 : 3;
+      if (n->hasInput(wi) && n->inDType(wi) == DType::I8 && n->inDType(0) == DType::U8 &&
+          zeroOrAbsent(*n, zi))
+        n->Attrs["mlcc.dot4_taps"] = intAttr(1);
+    }
     if (auto idx = target.Int8Dot ? dotConvInputs(*n) : std::nullopt) {
       auto pack = std::make_unique<ir::Node>();
       pack->Name = g.uniqueNodeName(n->Name + "/pack");

@@ -327,10 +327,10 @@ void addIntInitializer(pb::Graph *g, const std::string &name, int type, const Sh
 /// QLinearConv with int8 weights (per-channel scales, zero point 0), a
 /// bias, output uint8 -> DequantizeLinear.
 std::string qlinearConvModel(const Shape &x, int64_t m, int64_t k, int64_t pad, int64_t stride,
-                             int xtype, int64_t xzp, const Shape &y) {
+                             int xtype, int64_t xzp, const Shape &y, int64_t group = 1) {
   pb::Model model;
   pb::Graph *g = newGraph(model, x);
-  int64_t c = x[1];
+  int64_t c = x[1] / group;
   std::mt19937 rng(5);
   std::uniform_int_distribution<int> w8(-127, 127), b32(-3000, 3000);
   std::vector<int64_t> w((size_t)(m * c * k * k)), bias((size_t)m), zeros((size_t)m, 0);
@@ -368,6 +368,12 @@ std::string qlinearConvModel(const Shape &x, int64_t m, int64_t k, int64_t pad, 
     a->set_type(7);
     for (int i = 0; i < count; ++i)
       a->add_ints(v);
+  }
+  if (group > 1) {
+    pb::Attribute *a = conv->add_attribute();
+    a->set_name("group");
+    a->set_type(2);
+    a->set_i(group);
   }
   add("DequantizeLinear", {"YQ", "ys", "yz"}, "Y");
   addFloatInfo(g->add_output(), "Y", y);
@@ -471,6 +477,19 @@ std::string qlinearMatMulModel(int64_t m, int64_t k, int64_t n, int xtype, int64
 }
 
 } // namespace
+
+TEST_CASE("int8 depthwise convolutions with taps on the dot product equal the plain kernels",
+          "[contraction][quantization]") {
+  // 6 channels, 6 groups, uint8 input with a zero point, 3x3 taps; rows
+  // (stride 1, 20 wide) and the flattened grid (stride 2).
+  for (int64_t stride : {1, 2}) {
+    INFO("stride " << stride);
+    Shape x = {1, 6, 10, 20};
+    int64_t oh = (10 + 2 - 3) / stride + 1, ow = (20 + 2 - 3) / stride + 1;
+    std::string model = qlinearConvModel(x, 6, 3, 1, stride, 2, 5, {1, 6, oh, ow}, 6);
+    checkDotEqualsPlain(model, randomValues(x, 7));
+  }
+}
 
 TEST_CASE("int8 matrix products on the dot product equal the plain integer kernels",
           "[contraction][quantization]") {
