@@ -175,6 +175,18 @@ void lowerQuantize(LowerCtx &c) {
       y.store(i, v);
       return;
     }
+    if (pt == DType::F32 && (out == DType::U8 || out == DType::I8)) {
+      // 8-bit output of an f32 quotient: clamped to [lo - zp, hi - zp] in
+      // f32, rounded with the f32 bit trick (quant::roundSmallF32), zp
+      // added; NaN gives 0 like the saturating conversion.
+      auto [lo, hi] = intRange(out);
+      Expr zi = zp ? cast(DType::I32, loadParam(*zp, g, i)) : constantInt(DType::I32, 0);
+      Expr zf = cast(DType::F32, zi);
+      Expr r = roundSmallF32(clamp(q, constant(DType::F32, lo) - zf,
+                                   constant(DType::F32, hi) - zf)) + zi;
+      y.store(i, select(unary(UnOp::IsNaN, q), constantInt(DType::I32, 0), r));
+      return;
+    }
     Expr z = zp ? cast(DType::F64, loadParam(*zp, g, i)) : constant(DType::F64, 0);
     y.store(i, saturateRound(out, cast(DType::F64, q), z));
   });
