@@ -681,6 +681,30 @@ void lowerIntWindow(LowerCtx &c, const ConvShape &s, const kir::Buffer &src,
 /// short, as in lowerIntWindow) keep their int32 sums in registers; each
 /// reduction step loads a vector of input quads per position vector and
 /// broadcasts one weight quad per channel.
+/// Stores `value` into the border of `planes` planes of Hp x Wp elements
+/// (flat in `buf`) around an image of H x W whose first element is at
+/// (top, left): the rows above and below, and the columns left and right of
+/// each image row. The image itself is written by the caller.
+void fillBorder(KernelBuilder &b, const TensorRef &buf, int64_t planes, int64_t Hp, int64_t Wp,
+                int64_t top, int64_t left, int64_t H, int64_t W, const Expr &value) {
+  int64_t bottom = Hp - H - top, right = Wp - W - left;
+  b.loop("pl", planes, [&](Expr pl) {
+    Expr plane = pl * (Hp * Wp);
+    if (top > 0)
+      b.loop("i", top * Wp, [&](Expr i) { buf.storeFlat(plane + i, value); });
+    if (left > 0 || right > 0)
+      b.loop("ih", H, [&](Expr ih) {
+        Expr row = plane + (ih + top) * Wp;
+        if (left > 0)
+          b.loop("i", left, [&](Expr i) { buf.storeFlat(row + i, value); });
+        if (right > 0)
+          b.loop("i", right, [&](Expr i) { buf.storeFlat(row + left + W + i, value); });
+      });
+    if (bottom > 0)
+      b.loop("i", bottom * Wp, [&](Expr i) { buf.storeFlat(plane + (top + H) * Wp + i, value); });
+  });
+}
+
 /// Whether lowerIntDotConv handles convolution `s` with vectors of `lanes`.
 bool dotConvFits(const ConvShape &s, int64_t lanes) {
   const Window &win = s.W;
@@ -729,7 +753,7 @@ void lowerIntDotConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx, size_
 
   // The bordered image of channel quads.
   TensorRef src = c.scratch("xquads", acc, {s.N, Cq, Hp, Wp});
-  b.loop("i", s.N * Cq * Hp * Wp, [&](Expr i) { src.storeFlat(i, zq.get()); });
+  fillBorder(b, src, s.N * Cq, Hp, Wp, win.PadBegin[0], win.PadBegin[1], H, W, zq.get());
   b.loops({s.N, Cq, H, W}, [&](const std::vector<Expr> &i) {
     Expr v = constantInt(acc, 0);
     for (int64_t j = 0; j < 4; ++j) {
@@ -886,7 +910,11 @@ void lowerIntConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx,
     src = c.scratch("xpad", x.dtype(), padded);
     Expr fill = xzp ? cast(src.computeType(), xzp->loadFlat(indexConst(0)))
                     : constantInt(src.computeType(), 0);
-    b.loop("i", numElements(padded), [&](Expr i) { src.storeFlat(i, fill); });
+    if (r == 2)
+      fillBorder(b, src, s.N * s.C, padded[2], padded[3], s.W.PadBegin[0], s.W.PadBegin[1],
+                 s.InSpatial[0], s.InSpatial[1], fill);
+    else
+      b.loop("i", numElements(padded), [&](Expr i) { src.storeFlat(i, fill); });
     b.loops(x.shape(), [&](const std::vector<Expr> &i) {
       std::vector<Expr> to = i;
       for (size_t d = 0; d < r; ++d)
