@@ -310,6 +310,18 @@ TEST_CASE("concatenated values are written in place, nested concatenations too",
 
 namespace {
 
+/// A node `op` named after its one output `out`, reading `in`.
+pb::Node *addNode(pb::Graph *g, const std::string &op, const std::vector<std::string> &in,
+                  const std::string &out) {
+  pb::Node *n = g->add_node();
+  n->set_op_type(op);
+  n->set_name(out);
+  for (auto &i : in)
+    n->add_input(i);
+  n->add_output(out);
+  return n;
+}
+
 /// An initializer of an integer type (ONNX data type `type`: 2 uint8,
 /// 3 int8, 6 int32) or float scale.
 void addIntInitializer(pb::Graph *g, const std::string &name, int type, const Shape &dims,
@@ -350,13 +362,7 @@ std::string qlinearConvModel(const Shape &x, int64_t m, int64_t k, int64_t pad, 
   addIntInitializer(g, "yz", 2, {}, {7});
   addIntInitializer(g, "B", 6, {m}, bias);
   auto add = [&](const std::string &op, std::vector<std::string> in, const std::string &out) {
-    pb::Node *n = g->add_node();
-    n->set_op_type(op);
-    n->set_name(out);
-    for (auto &i : in)
-      n->add_input(i);
-    n->add_output(out);
-    return n;
+    return addNode(g, op, in, out);
   };
   add("QuantizeLinear", {"X", "xs", "xz"}, "XQ");
   pb::Node *conv = add("QLinearConv", {"XQ", "xs", "xz", "W", "ws", "wz", "ys", "yz", "B"}, "YQ");
@@ -452,13 +458,7 @@ std::string qlinearMatMulModel(int64_t m, int64_t k, int64_t n, int xtype, int64
   addIntInitializer(g, "yz", 2, {}, {100});
   addIntInitializer(g, "B", 6, {n}, bias);
   auto add = [&](const std::string &op, std::vector<std::string> in, const std::string &out) {
-    pb::Node *nd = g->add_node();
-    nd->set_op_type(op);
-    nd->set_name(out);
-    for (auto &i : in)
-      nd->add_input(i);
-    nd->add_output(out);
-    return nd;
+    return addNode(g, op, in, out);
   };
   add("QuantizeLinear", {"X", "xs", "xz"}, "XQ");
   if (gemm) {
