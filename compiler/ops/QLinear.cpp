@@ -138,7 +138,7 @@ bool lowerIntDotMatMul(LowerCtx &c, const MatMulShape &s, const TensorRef &a,
                        bool biasPerRow) {
   const ir::Node &node = c.node();
   const int64_t L = node.attrInt("mlcc.dot4", 16);
-  size_t packedIdx = node.numInputs() - 2;
+  size_t packedIdx = (size_t)node.attrInt("mlcc.dot4_input", 0);
   if (!node.hasAttr("mlcc.dot4") || !c.hasIn(packedIdx) || s.RankB != 2 || transA ||
       s.N < L || s.M <= 0 || biasPerRow || (azp && azp->numel() != 1))
     return false;
@@ -850,7 +850,7 @@ void lowerIntConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx,
   ConvShape s = convShape(c.node(), xIdx, wIdx);
   // The int8 dot-product path, when pack-weights chose it and the image
   // fills a vector.
-  size_t packedIdx = c.node().OpType == "QLinearConv" ? 9 : 4;
+  size_t packedIdx = (size_t)c.node().attrInt("mlcc.dot4_input", 0);
   if (c.node().hasAttr("mlcc.dot4") && c.hasIn(packedIdx) &&
       dotConvFits(s, c.node().attrInt("mlcc.dot4", 16))) {
     lowerIntDotConv(c, xIdx, xzpIdx, wIdx, biasIdx, packedIdx, finish);

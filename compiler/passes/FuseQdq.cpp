@@ -160,10 +160,6 @@ private:
     return raw;
   }
 
-  ir::Value *intermediate(const std::string &base, DType t) {
-    return G.addValue(G.uniqueValueName(base), {t, {}});
-  }
-
   /// The quantized bounds [lo, hi] of a Relu or Clip with constant bounds
   /// (in the output's scale and zero point), or nullopt for other nodes.
   std::optional<std::pair<int64_t, int64_t>> actBounds(const ir::Node &a, const Qp &q) {
@@ -200,24 +196,21 @@ private:
     return std::make_pair(quant(lo), quant(hi));
   }
 
-  /// Writes `y` (the QuantizeLinear's output) from the 8-bit result of a
-  /// new integer node, clamped to `bounds` when they are narrower than the
-  /// type's range: returns the value that node must produce.
-  ir::Value *clampedOutput(ir::Node *at, const Qp &q,
-                           std::optional<std::pair<int64_t, int64_t>> bounds,
-                           const std::string &base) {
-    ir::Value *y = at->Outputs[0];
+  /// Whether quantized bounds are narrower than the 8-bit type's range.
+  static bool narrows(const Qp &q, const std::pair<int64_t, int64_t> &bounds) {
     int64_t tmin = q.Type == DType::I8 ? -128 : 0, tmax = q.Type == DType::I8 ? 127 : 255;
-    if (!bounds || (bounds->first <= tmin && bounds->second >= tmax))
-      return y;
-    ir::Value *pre = intermediate(base + "/unclamped", q.Type);
-    ir::Value *lo = constant(std::make_shared<Tensor>(Tensor::fromInts(q.Type, {}, {bounds->first})),
-                             base + "/lo");
-    ir::Value *hi = constant(std::make_shared<Tensor>(Tensor::fromInts(q.Type, {}, {bounds->second})),
-                             base + "/hi");
-    // Registered after the integer node by the caller (see fuse()).
-    PendingClamp = {pre, lo, hi, y};
-    return pre;
+    return bounds.first > tmin || bounds.second < tmax;
+  }
+
+  /// A Clip of the 8-bit `in` to `bounds`, writing `out`, placed at `at`.
+  void addClip(ir::Node *at, const Qp &q, ir::Value *in,
+               const std::pair<int64_t, int64_t> &bounds, ir::Value *out,
+               const std::string &base) {
+    auto scalar = [&](int64_t v, const char *what) {
+      return constant(std::make_shared<Tensor>(Tensor::fromInts(q.Type, {}, {v})), base + what);
+    };
+    add(at, "Clip", "", 13, {in, scalar(bounds.first, "/lo"), scalar(bounds.second, "/hi")}, out,
+        base + "/clamp");
   }
 
   /// An int32 bias at scale x_scale * w_scale[m] for the `m` channels of a
@@ -272,28 +265,29 @@ private:
     ir::Node *op = qin->Producer;
     if (!op || !single(qin) || Removed.count(op))
       return;
-    // An activation between the op and the QuantizeLinear.
+    // An activation between the op and the QuantizeLinear (a lone Relu or
+    // Clip is handled as the op itself in rewrite()).
     ir::Node *act = nullptr;
     std::optional<std::pair<int64_t, int64_t>> bounds;
-    if (op->OpType != "Relu" && op->OpType != "Clip") {
-      // (a lone Relu/Clip is handled as the op below)
-    } else if (ir::Value *ain = op->Inputs[0];
-               ain->Producer && single(ain) && !Removed.count(ain->Producer) &&
-               !asDq(ain) && (bounds = actBounds(*op, q))) {
-      act = op;
-      op = ain->Producer;
+    if (op->OpType == "Relu" || op->OpType == "Clip") {
+      ir::Value *ain = op->Inputs[0];
+      if (ain->Producer && single(ain) && !Removed.count(ain->Producer) && !asDq(ain) &&
+          (bounds = actBounds(*op, q))) {
+        act = op;
+        op = ain->Producer;
+      }
     }
+    // The integer op writes the output, or a value the activation's 8-bit
+    // Clip then reads when its bounds are narrower than the type's.
     std::string base = at->Name;
-    PendingClamp.reset();
-    ir::Node *made = rewrite(*op, q, act ? bounds : std::nullopt, base);
-    if (!made)
+    ir::Value *y = at->Outputs[0];
+    bool clamp = act && narrows(q, *bounds);
+    ir::Value *out = clamp ? G.addValue(G.uniqueValueName(base + "/unclamped"), {q.Type, y->Type.Dims})
+                           : y;
+    if (!rewrite(*op, q, act != nullptr, out, base))
       return;
-    if (PendingClamp) {
-      auto [pre, lo, hi, y] = *PendingClamp;
-      ir::Node *clip = add(at, "Clip", "", 13, {pre, lo, hi}, y, base + "/clamp");
-      (void)clip;
-      pre->Type = {q.Type, y->Type.Dims};
-    }
+    if (clamp)
+      addClip(at, q, out, *bounds, y, base);
     Removed.insert(at);
     Removed.insert(op);
     if (act)
@@ -301,8 +295,9 @@ private:
   }
 
   /// The fused node for `op` (nullptr when its pattern does not fit).
-  ir::Node *rewrite(ir::Node &op, const Qp &q,
-                    std::optional<std::pair<int64_t, int64_t>> bounds,
+  /// `out` is the value it writes; `act`: an activation follows, which only
+  /// the contractions and Add/Mul absorb.
+  ir::Node *rewrite(ir::Node &op, const Qp &q, bool act, ir::Value *out,
                     const std::string &base) {
     ir::Node *at = q.Node;
     if (op.Domain != "")
@@ -348,7 +343,6 @@ private:
         if (!bias)
           return nullptr;
       }
-      ir::Value *out = clampedOutput(at, q, bounds, base);
       std::vector<ir::Value *> in = {x->Data,  x->Scale, zp(x->Zp, x->Data->Type.Type, base),
                                      w->Data,  w->Scale, zp(w->Zp, w->Data->Type.Type, base)};
       ir::Node *n;
@@ -376,14 +370,13 @@ private:
       if (!a || !b || !a->PerTensor || !b->PerTensor ||
           a->Data->Type.Type != q.Type || b->Data->Type.Type != q.Type)
         return nullptr;
-      ir::Value *out = clampedOutput(at, q, bounds, base);
       return add(at, t == "Add" ? "QLinearAdd" : "QLinearMul", "com.microsoft", 1,
                  {a->Data, a->Scale, zp(a->Zp, q.Type, base), b->Data, b->Scale,
                   zp(b->Zp, q.Type, base), q.Scale, yzp},
                  out, base + "/QLinear" + t);
     }
-    if (bounds)
-      return nullptr; // the activations below have their own patterns
+    if (act)
+      return nullptr; // the ops below absorb no activation
 
     if (t == "Concat") {
       std::vector<ir::Value *> in = {q.Scale, yzp};
@@ -436,24 +429,16 @@ private:
       std::optional<std::pair<int64_t, int64_t>> b = actBounds(op, q);
       if (!b)
         return nullptr;
-      ir::Value *lo = constant(std::make_shared<Tensor>(Tensor::fromInts(q.Type, {}, {b->first})),
-                               base + "/lo");
-      ir::Value *hi = constant(std::make_shared<Tensor>(Tensor::fromInts(q.Type, {}, {b->second})),
-                               base + "/hi");
-      return add(at, "Clip", "", 13, {x->Data, lo, hi}, at->Outputs[0], base + "/clamp");
+      addClip(at, q, x->Data, *b, at->Outputs[0], base);
+      return at->Outputs[0]->Producer;
     }
     return nullptr;
   }
-
-  struct Clamp {
-    ir::Value *Pre, *Lo, *Hi, *Y;
-  };
 
   ir::Graph &G;
   std::map<const ir::Value *, int> Uses;
   std::set<const ir::Node *> Removed;
   std::map<const ir::Node *, std::vector<std::unique_ptr<ir::Node>>> Inserted;
-  std::optional<Clamp> PendingClamp;
 };
 
 } // namespace

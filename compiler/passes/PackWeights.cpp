@@ -244,6 +244,33 @@ bool addFixedRequant(ir::Graph &g, ir::Node &n) {
   return true;
 }
 
+/// The operands of the int8 dot-product path of `n` (whose weights are
+/// input `wi`): the weights packed by `packOp` (mlcc.PackQuads or
+/// mlcc.PackQuadsK, with `packAttrs`) and their int32 sums over `sumAxes`,
+/// both folded at compile time, appended after the op's own inputs;
+/// attribute mlcc.dot4 is the vector lanes, mlcc.dot4_input the index of
+/// the packed weights (the sums follow).
+void addDotOperands(ir::Graph &g, std::vector<std::unique_ptr<ir::Node>> &nodes, ir::Node &n,
+                    size_t wi, const std::string &packOp,
+                    std::vector<std::pair<std::string, int64_t>> packAttrs,
+                    const std::vector<int64_t> &sumAxes, int64_t lanes) {
+  ir::Value *w = n.Inputs[wi];
+  ir::Value *packed = addNode(g, nodes, n.Name, packOp, "mlcc", {w}, std::move(packAttrs));
+  ir::Value *wide = addNode(g, nodes, n.Name, "Cast", "", {w}, {{"to", 6}}); // int32
+  int64_t rank = (int64_t)sumAxes.size();
+  ir::Value *axes = g.addValue(g.uniqueValueName(n.Name + "/sum_axes"), {DType::I64, {rank}});
+  axes->Const = std::make_shared<Tensor>(Tensor::fromInts(DType::I64, {rank}, sumAxes));
+  ir::Value *sums = addNode(g, nodes, n.Name, "ReduceSum", "", {wide, axes}, {{"keepdims", 0}});
+  // After every optional input of the op (QLinearConv 9, QLinearMatMul 8,
+  // QGemm 9, ConvInteger and MatMulInteger 4).
+  size_t at = n.OpType == "QLinearMatMul" ? 8 : n.OpType == "QLinearConv" || n.OpType == "QGemm" ? 9 : 4;
+  n.Inputs.resize(at + 2, nullptr);
+  n.Inputs[at] = packed;
+  n.Inputs[at + 1] = sums;
+  n.Attrs["mlcc.dot4"] = intAttr(lanes);
+  n.Attrs["mlcc.dot4_input"] = intAttr((int64_t)at);
+}
+
 } // namespace
 
 void packWeights(ir::Graph &g, const kir::ScheduleTarget &target,
@@ -257,18 +284,8 @@ void packWeights(ir::Graph &g, const kir::ScheduleTarget &target,
     }
     if (auto mm = target.Int8Dot ? dotMatMulInputs(*n) : std::nullopt) {
       auto [idx, transposed] = *mm;
-      ir::Value *w = n->Inputs[idx[1]];
-      ir::Value *quads = addNode(g, nodes, n->Name, "PackQuadsK", "mlcc", {w},
-                                 {{"transposed", transposed}});
-      ir::Value *wide = addNode(g, nodes, n->Name, "Cast", "", {w}, {{"to", 6}});
-      ir::Value *axes = g.addValue(g.uniqueValueName(n->Name + "/colsum_axes"), {DType::I64, {1}});
-      axes->Const = std::make_shared<Tensor>(Tensor::fromInts(DType::I64, {1}, {transposed ? 1 : 0}));
-      ir::Value *sums = addNode(g, nodes, n->Name, "ReduceSum", "", {wide, axes}, {{"keepdims", 0}});
-      size_t at = std::max<size_t>(n->Inputs.size(), n->OpType == "QGemm" ? 9 : n->OpType == "QLinearMatMul" ? 8 : 4);
-      n->Inputs.resize(at + 2, nullptr);
-      n->Inputs[at] = quads;
-      n->Inputs[at + 1] = sums;
-      n->Attrs["mlcc.dot4"] = intAttr(target.lanes(DType::I32));
+      addDotOperands(g, nodes, *n, idx[1], "PackQuadsK", {{"transposed", transposed}},
+                     {transposed ? 1 : 0}, target.lanes(DType::I32));
       nodes.push_back(std::move(n));
       changed = true;
       continue;
@@ -284,44 +301,8 @@ void packWeights(ir::Graph &g, const kir::ScheduleTarget &target,
         n->Attrs["mlcc.dot4_taps"] = intAttr(1);
     }
     if (auto idx = target.Int8Dot ? dotConvInputs(*n) : std::nullopt) {
-      auto pack = std::make_unique<ir::Node>();
-      pack->Name = g.uniqueNodeName(n->Name + "/pack");
-      pack->OpType = "PackQuads";
-      pack->Domain = "mlcc";
-      pack->Opset = 1;
-      pack->Inputs = {n->Inputs[(*idx)[1]]};
-      ir::Value *packed = g.addValue(g.uniqueValueName(n->Inputs[(*idx)[1]]->Name + ".quads"));
-      packed->Producer = pack.get();
-      pack->Outputs = {packed};
-      // The weights' per-channel sums, also folded at compile time.
-      auto sum = std::make_unique<ir::Node>();
-      sum->Name = g.uniqueNodeName(n->Name + "/wsum");
-      sum->OpType = "ReduceSum";
-      sum->Opset = 13;
-      auto cast = std::make_unique<ir::Node>();
-      cast->Name = g.uniqueNodeName(n->Name + "/wcast");
-      cast->OpType = "Cast";
-      cast->Opset = 13;
-      cast->Attrs["to"] = intAttr(6); // int32
-      cast->Inputs = {n->Inputs[(*idx)[1]]};
-      ir::Value *wide = g.addValue(g.uniqueValueName(n->Inputs[(*idx)[1]]->Name + ".i32"));
-      wide->Producer = cast.get();
-      cast->Outputs = {wide};
-      ir::Value *axes = g.addValue(g.uniqueValueName(n->Name + "/wsum_axes"),
-                                   {DType::I64, {3}});
-      axes->Const = std::make_shared<Tensor>(Tensor::fromInts(DType::I64, {3}, {1, 2, 3}));
-      sum->Inputs = {wide, axes};
-      sum->Attrs["keepdims"] = intAttr(0);
-      ir::Value *sums = g.addValue(g.uniqueValueName(n->Inputs[(*idx)[1]]->Name + ".sums"));
-      sums->Producer = sum.get();
-      sum->Outputs = {sums};
-      n->Inputs.resize((*idx)[3] + 2, nullptr);
-      n->Inputs[(*idx)[3]] = packed;
-      n->Inputs[(*idx)[3] + 1] = sums;
-      nodes.push_back(std::move(cast));
-      nodes.push_back(std::move(sum));
-      n->Attrs["mlcc.dot4"] = intAttr(target.lanes(DType::I32));
-      nodes.push_back(std::move(pack));
+      addDotOperands(g, nodes, *n, (*idx)[1], "PackQuads", {}, {1, 2, 3},
+                     target.lanes(DType::I32));
       nodes.push_back(std::move(n));
       changed = true;
       continue;
