@@ -39,6 +39,8 @@ typedef int32_t mlcc_status;
 #define MLCC_ERR_ARENA_NULL 2      /* the model needs an arena but got NULL */
 #define MLCC_ERR_ARENA_TOO_SMALL 3 /* arena_size < NAME_ARENA_SIZE */
 #define MLCC_ERR_ARENA_MISALIGNED 4 /* arena not aligned to NAME_ARENA_ALIGN */
+#define MLCC_ERR_DEVICE 5          /* the CUDA target: a CUDA or cuBLAS call failed */
+#define MLCC_ERR_WEIGHTS_TOO_SMALL 6 /* the CUDA target: weights_size < NAME_WEIGHTS_SIZE */
 
 /* Element types: the ONNX TensorProto.DataType codes. */
 typedef int32_t mlcc_dtype;
@@ -120,6 +122,8 @@ static inline const char *mlcc_status_string(mlcc_status status) {
   case MLCC_ERR_ARENA_NULL: return "the arena is NULL";
   case MLCC_ERR_ARENA_TOO_SMALL: return "the arena is smaller than the model needs";
   case MLCC_ERR_ARENA_MISALIGNED: return "the arena is not aligned as the model needs";
+  case MLCC_ERR_DEVICE: return "a CUDA or cuBLAS call failed";
+  case MLCC_ERR_WEIGHTS_TOO_SMALL: return "the weights buffer is smaller than the model needs";
   default: return "unknown status";
   }
 }

@@ -276,6 +276,7 @@ Kernel KernelBuilder::finish() {
   k.Name = Name;
   k.Params = Params;
   k.Body = pop();
+  k.Gemm = Gemm;
   k.finalize();
   return k;
 }

@@ -144,6 +144,9 @@ public:
     store(l.Buf, index, value);
   }
 
+  /// Describes the kernel as a matrix product (see kir::GemmCall).
+  void setGemm(std::shared_ptr<const GemmCall> g) { Gemm = std::move(g); }
+
   /// Ends the kernel: closes scopes, finalizes and verifies it.
   Kernel finish();
 
@@ -158,6 +161,7 @@ private:
   std::string Name;
   std::vector<Buffer> Params;
   std::vector<Frame> Frames;
+  std::shared_ptr<const GemmCall> Gemm;
 };
 
 } // namespace mlcc::kir

@@ -45,6 +45,10 @@ const char *loopKindName(LoopKind kind) {
     return "parallel";
   case LoopKind::Vectorized:
     return "vectorized";
+  case LoopKind::GpuBlock:
+    return "gpu_block";
+  case LoopKind::GpuThread:
+    return "gpu_thread";
   case LoopKind::Unrolled:
     return "unrolled";
   }
@@ -742,6 +746,12 @@ std::string print(const Kernel &k, bool withName) {
       os << " out";
   }
   os << ")\n";
+  if (const GemmCall *g = k.Gemm.get())
+    os << "  // gemm " << p.name(g->A.get()) << (g->TransA ? "^T" : "") << " x "
+       << p.name(g->B.get()) << (g->TransB ? "^T" : "") << " -> " << p.name(g->C.get())
+       << ": batch " << g->Batch << ", " << g->M << "x" << g->N << "x" << g->K << ", ld "
+       << g->Lda << "/" << g->Ldb << "/" << g->Ldc << ", strides " << g->StrideA << "/"
+       << g->StrideB << "/" << g->StrideC << ", alpha " << g->Alpha << "\n";
   p.stmt(os, k.Body, 1);
   return os.str();
 }

@@ -195,6 +195,13 @@ enum class LoopKind : uint8_t {
   Parallel,   ///< Iterations are independent; may run on several threads.
   Vectorized, ///< Iterations are independent; map to SIMD lanes.
   Unrolled,   ///< Fully unroll (constant trip count).
+  /// GPU bindings (compiler/kernel/GpuSchedule.h): the loop's iterations
+  /// are the blocks of a launch (GpuBlock, outermost: each such loop at
+  /// the top of a kernel is one launch) or a block's threads (GpuThread,
+  /// directly inside a GpuBlock loop). Iterations are independent, so any
+  /// other emitter and the interpreter run them as serial loops.
+  GpuBlock,
+  GpuThread,
 };
 const char *loopKindName(LoopKind kind);
 
@@ -227,12 +234,31 @@ Stmt alloc(const Buffer &buf, Stmt body);
 // Kernels
 // ---------------------------------------------------------------------------
 
+/// What a matrix-product kernel computes, for targets that hand it to a
+/// library (the CUDA target calls cuBLAS): for each batch b < Batch,
+///   C[b] (M x N, row-major, leading dimension Ldc)
+///     = Alpha * op(A[b]) (M x K) * op(B[b]) (K x N)
+/// with A[b] at A + b * StrideA, stored M x K (Lda) or, with TransA, K x M;
+/// B[b] at B + b * StrideB, stored K x N (Ldb) or, with TransB, N x K.
+/// The kernel's body computes exactly this (see ops mlcc.Gemm), so every
+/// other emitter and the interpreter ignore the description.
+struct GemmCall {
+  Buffer A, B, C; ///< kernel parameters
+  int64_t Batch = 1, M = 0, N = 0, K = 0;
+  bool TransA = false, TransB = false;
+  int64_t Lda = 0, Ldb = 0, Ldc = 0;
+  int64_t StrideA = 0, StrideB = 0, StrideC = 0;
+  double Alpha = 1;
+};
+
 /// One function of the generated code. Parameters are distinct, non-
 /// overlapping buffers (emitters may mark them restrict/noalias).
 struct Kernel {
   std::string Name;
   std::vector<Buffer> Params;
   Stmt Body;
+  /// Set for a matrix product a target may dispatch to a library.
+  std::shared_ptr<const GemmCall> Gemm;
   /// Params stored to by the body (computed by `finalize`).
   std::vector<bool> Written;
 

@@ -18,6 +18,19 @@ namespace {
 int64_t alignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 } // namespace
 
+std::vector<int64_t> weightsLayout(const Program &p, int64_t align, int64_t &total) {
+  std::vector<int64_t> offsets;
+  total = 0;
+  for (auto &c : p.Constants) {
+    offsets.push_back(total);
+    total = alignUp(total + (int64_t)c.Bytes.size(), align);
+  }
+  return offsets;
+}
+
+namespace {
+} // namespace
+
 namespace {
 
 /// The buffer that `i` is a part of, at the top (itself when it is none's).

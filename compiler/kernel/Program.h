@@ -89,6 +89,11 @@ struct Program {
   int64_t weightBytes() const;
 };
 
+/// Where each constant lies in one weights buffer when every constant
+/// starts at a multiple of `align` bytes (the CUDA target's device
+/// weights); `total` receives the buffer's size.
+std::vector<int64_t> weightsLayout(const Program &p, int64_t align, int64_t &total);
+
 /// Bytes an arena buffer of `bytes` occupies: at least one, rounded up to
 /// the arena's alignment (so that the next buffer starts aligned).
 inline int64_t alignedArenaBytes(int64_t bytes, int64_t align) {

@@ -722,6 +722,8 @@ bool independentIterations(const StmtNode &s) {
   std::vector<std::pair<const StmtNode *, std::vector<const StmtNode *>>> stores;
   bool ok = true;
   std::vector<const StmtNode *> loops; // the inner loops around a statement
+  int dynamicLoops = 0;                // of which have non-constant bounds
+  std::set<const StmtNode *> inDynamicLoop; // stores inside such a loop
   std::set<const BufferNode *> locals;
   std::function<void(const Stmt &)> walk = [&](const Stmt &st) {
     if (!ok || !st)
@@ -731,17 +733,23 @@ bool independentIterations(const StmtNode &s) {
       for (auto &c : st->Body)
         walk(c);
       return;
-    case StmtKind::For:
-      if (!st->Begin->isConst() || !st->End->isConst()) {
-        ok = false;
-        return;
-      }
-      loops.push_back(st.get());
+    case StmtKind::For: {
+      // A loop with bounds that vary (a window clipped to the image) may
+      // only hold stores to the iteration's own locals.
+      bool dynamic = !st->Begin->isConst() || !st->End->isConst();
+      dynamicLoops += dynamic;
+      if (!dynamic)
+        loops.push_back(st.get());
       walk(st->Inner);
-      loops.pop_back();
+      if (!dynamic)
+        loops.pop_back();
+      dynamicLoops -= dynamic;
       return;
+    }
     case StmtKind::Store:
       stores.push_back({st.get(), loops});
+      if (dynamicLoops > 0)
+        inDynamicLoop.insert(st.get());
       return;
     case StmtKind::If:
       walk(st->Inner);
@@ -761,7 +769,7 @@ bool independentIterations(const StmtNode &s) {
   for (auto &[st, around] : stores) {
     if (locals.count(st->Buf.get()))
       continue; // the iteration's own temporary
-    if (st->Buf->Kind != BufferKind::Param)
+    if (st->Buf->Kind != BufferKind::Param || inDynamicLoop.count(st))
       return false;
     auto step = strideOf(st->Index, s.LoopVar);
     if (!step || *step == 0)
@@ -826,6 +834,8 @@ public:
 };
 
 } // namespace
+
+bool iterationsIndependent(const StmtNode &loop) { return independentIterations(loop); }
 
 Kernel parallelize(const Kernel &k) {
   Parallelizer m;

@@ -92,6 +92,12 @@ ContractionTile chooseContractionTile(const ScheduleTarget &t, int64_t rows,
 /// coefficient.
 std::optional<int64_t> strideOf(const Expr &e, const Var &v);
 
+/// Whether the iterations of the loop `loop` (a For with constant bounds)
+/// are independent: they store to distinct elements of parameters, at
+/// indices affine in the loop variable, and read no element another
+/// iteration stores.
+bool iterationsIndependent(const StmtNode &loop);
+
 /// Vectorizes every eligible innermost loop of `k` (see above).
 Kernel vectorize(const Kernel &k, const ScheduleTarget &t);
 

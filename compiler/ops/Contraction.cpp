@@ -121,6 +121,41 @@ void lowerConvolution(LowerCtx &c, const ConvShape &s, const TensorRef &y,
   });
 }
 
+void lowerConvolutionPerOutput(LowerCtx &c, const ConvShape &s, const TensorRef &y,
+                               const ConvSpec &spec) {
+  KernelBuilder &b = c.b();
+  size_t r = s.W.rank();
+  int64_t cPerGroup = s.C / s.Group, mPerGroup = s.M / s.Group;
+  b.loops(s.outShape(), [&](const std::vector<Expr> &yi) {
+    Expr n = yi[0], m = yi[1];
+    std::vector<Expr> o(yi.begin() + 2, yi.end());
+    Local acc = b.local("acc", spec.Init ? spec.Init(m) : constant(spec.Acc, 0));
+    b.loop("ic", cPerGroup, [&](Expr ic) {
+      Expr ch = m / mPerGroup * cPerGroup + ic;
+      std::vector<Expr> k(r);
+      std::function<void(size_t)> rec = [&](size_t d) {
+        if (d == r) {
+          std::vector<Expr> xi = {n, ch}, wi = {m, ic};
+          for (size_t i = 0; i < r; ++i)
+            xi.push_back(o[i] * s.W.Strides[i] + k[i] * s.W.Dilations[i] - s.W.PadBegin[i]);
+          wi.insert(wi.end(), k.begin(), k.end());
+          b.set(acc, acc.get() + spec.LoadX(xi) * spec.LoadW(wi));
+          return;
+        }
+        // The kernel offsets whose input lies inside the image.
+        auto [lo, hi] = validKernelRange(o[d], s.W.Strides[d], s.W.Dilations[d],
+                                         s.W.PadBegin[d], s.W.Kernel[d], s.InSpatial[d]);
+        b.loop("k" + std::to_string(d), lo, hi, [&](Expr kd) {
+          k[d] = kd;
+          rec(d + 1);
+        });
+      };
+      rec(0);
+    });
+    y.store(yi, spec.Finish ? spec.Finish(acc.get(), m) : acc.get());
+  }, "o");
+}
+
 // ---------------------------------------------------------------------------
 // Matrix product
 // ---------------------------------------------------------------------------

@@ -50,6 +50,12 @@ struct ConvSpec {
 /// y = conv(x, w): positions in the padding contribute nothing.
 void lowerConvolution(LowerCtx &c, const ConvShape &s, const TensorRef &y,
                       const ConvSpec &spec);
+/// The same convolution as a loop nest over the outputs, each summing its
+/// window in a local accumulator: iterations are independent, so a GPU
+/// runs one thread per output (nodes marked mlcc.per_output by
+/// pack-weights for a GPU target).
+void lowerConvolutionPerOutput(LowerCtx &c, const ConvShape &s, const TensorRef &y,
+                               const ConvSpec &spec);
 
 // --- matrix product ---------------------------------------------------------
 

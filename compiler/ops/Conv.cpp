@@ -375,6 +375,10 @@ ConvSpec plainConvSpec(LowerCtx &c) {
 
 void lowerConv(LowerCtx &c) {
   ConvShape s = convShape(c.node(), 0, 1);
+  if (c.node().attrInt("mlcc.per_output", 0)) {
+    lowerConvolutionPerOutput(c, s, c.out(0), plainConvSpec(c));
+    return;
+  }
   if (auto po = packedOperand(c.node())) {
     bool pointwise = s.W.Kernel == std::vector<int64_t>{1, 1} && s.W.Out == s.InSpatial;
     if (po->PixelColumns && c.in(0).buffer())

@@ -74,7 +74,14 @@ std::string upperName(const std::string &s) {
   return u;
 }
 
-std::string writeHeader(const kir::Program &p, const std::string &source) {
+bool usesCublas(const kir::Program &p) {
+  for (auto &c : p.Calls)
+    if (p.Kernels[c.KernelIndex].Gemm)
+      return true;
+  return false;
+}
+
+std::string writeHeader(const kir::Program &p, const std::string &source, bool cuda) {
   std::ostringstream os;
   std::string N = p.Name, U = upperName(p.Name);
   std::string base = source.substr(source.find_last_of('/') + 1);
@@ -87,8 +94,15 @@ std::string writeHeader(const kir::Program &p, const std::string &source) {
      << "u  /* scratch bytes the caller provides */\n";
   os << "#define " << U << "_ARENA_ALIGN " << p.ArenaAlign
      << "u   /* required alignment of the arena */\n";
-  os << "#define " << U << "_WEIGHTS_SIZE " << p.weightBytes()
-     << "u  /* constant bytes inside the library */\n";
+  int64_t deviceWeights = 0;
+  weightsLayout(p, kCudaWeightsAlign, deviceWeights);
+  if (cuda)
+    os << "#define " << U << "_WEIGHTS_SIZE " << deviceWeights
+       << "u  /* device bytes of the weights (" << p.weightBytes()
+       << " bytes of constants, each 256-aligned) */\n";
+  else
+    os << "#define " << U << "_WEIGHTS_SIZE " << p.weightBytes()
+       << "u  /* constant bytes inside the library */\n";
   os << "#define " << U << "_NUM_INPUTS " << p.Inputs.size() << "\n";
   os << "#define " << U << "_NUM_OUTPUTS " << p.Outputs.size() << "\n";
   for (auto &t : p.Inputs)
@@ -134,6 +148,34 @@ std::string writeHeader(const kir::Program &p, const std::string &source) {
   os << "typedef struct " << N << "_outputs {\n";
   fields(p.Outputs, false);
   os << "} " << N << "_outputs;\n\n";
+  if (cuda) {
+  os << "/* The CUDA target. Every pointer is device memory the caller owns:\n"
+        "   - weights: " << U << "_WEIGHTS_SIZE bytes (aligned to 256, as cudaMalloc\n"
+        "     gives), filled once by " << N << "_load_weights;\n"
+        "   - arena: " << U << "_ARENA_SIZE bytes of scratch aligned to " << U
+     << "_ARENA_ALIGN;\n"
+        "   - the inputs and outputs in the structs above.\n"
+        "   `stream` is a cudaStream_t and `cublas` a cublasHandle_t, as void *.\n"
+        "   The caller creates the cuBLAS handle (cublasCreate) and owns it; a\n"
+        "   model with " << U << "_USES_CUBLAS 0 accepts NULL. " << N << "_run sets the\n"
+        "   handle's stream when it differs from `stream` (cublasSetStream, which\n"
+        "   also resets the handle's workspace): to capture a run in a CUDA graph,\n"
+        "   set the stream and then a workspace (cublasSetWorkspace) on the handle\n"
+        "   first, so that cuBLAS allocates nothing.\n"
+        "   " << N << "_run only enqueues kernels and cuBLAS calls on `stream`: no\n"
+        "   allocation, no synchronization, no host-device copy. It returns\n"
+        "   MLCC_ERR_DEVICE when a launch or a cuBLAS call fails; errors while the\n"
+        "   kernels run appear at the caller's next synchronization. */\n";
+  os << "#define " << U << "_USES_CUBLAS " << (usesCublas(p) ? 1 : 0) << "\n\n";
+  os << "/* Copies the weights into `weights` (" << U
+     << "_WEIGHTS_SIZE bytes of device memory)\n   on `stream`; call once before "
+     << N << "_run and synchronize the stream. */\n";
+  os << "mlcc_status " << N << "_load_weights(void *weights, size_t weights_size, void *stream);\n\n";
+  os << "/* Runs the model on `stream` (see above). */\n";
+  os << "mlcc_status " << N << "_run(const " << N << "_inputs *in, " << N
+     << "_outputs *out,\n    const void *weights, void *arena, size_t arena_size, void *cublas,\n"
+        "    void *stream);\n\n";
+  } else {
   os << "/* Runs the model. `arena` must hold " << U
      << "_ARENA_SIZE bytes aligned to\n   " << U
      << "_ARENA_ALIGN; its contents need no initialization. */\n";
@@ -150,6 +192,7 @@ std::string writeHeader(const kir::Program &p, const std::string &source) {
   os << "mlcc_status " << N
      << "_run_ptrs(const void *const *inputs, void *const *outputs,\n"
         "    void *arena, size_t arena_size);\n\n";
+  }
   os << "/* Names, element types and shapes of the inputs and outputs. */\n";
   os << "const mlcc_model_info *" << N << "_info(void);\n\n";
   os << "#ifdef __cplusplus\n}\n#endif\n\n#endif /* " << U

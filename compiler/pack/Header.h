@@ -2,7 +2,8 @@
 //
 // Writes NAME.h for a program: the embedded runtime interface (runtime-c),
 // arena size/alignment macros, the input and output structs and the entry
-// points. The header is the same for every target and backend.
+// points. The header is the same for every CPU target and backend; the CUDA
+// target's has the same shape with device pointers.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -17,8 +18,15 @@ namespace mlcc::pack {
 const char *mlccVersion();
 
 /// Text of the generated header. `source` names the model file in the
-/// banner comment.
-std::string writeHeader(const kir::Program &p, const std::string &source);
+/// banner comment. With `cuda`, the interface of the CUDA target (device
+/// pointers, device weights, a stream and a cuBLAS handle).
+std::string writeHeader(const kir::Program &p, const std::string &source, bool cuda = false);
+
+/// Alignment of every constant in the CUDA target's device weights.
+constexpr int64_t kCudaWeightsAlign = 256;
+/// True when a kernel of the program is a matrix product that the CUDA
+/// target hands to cuBLAS (the run then needs a cuBLAS handle).
+bool usesCublas(const kir::Program &p);
 
 /// A C string literal (with quotes) for arbitrary bytes.
 std::string cStringLiteral(const std::string &s);

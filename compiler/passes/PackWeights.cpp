@@ -363,4 +363,11 @@ void packWeights(ir::Graph &g, const kir::ScheduleTarget &target,
   }
 }
 
+void layoutForGpu(ir::Graph &g) {
+  for (auto &n : g.Nodes)
+    if (n->Domain.empty() && n->OpType == "Conv" && n->hasInput(0) &&
+        n->inDType(0) == DType::F32)
+      n->Attrs["mlcc.per_output"] = intAttr(1);
+}
+
 } // namespace mlcc::passes

@@ -61,6 +61,16 @@ void fuseQdq(ir::Graph &g, const FoldOptions &options = {});
 void packWeights(ir::Graph &g, const kir::ScheduleTarget &target,
                  const FoldOptions &options = {});
 
+/// pack-weights for a GPU target: float convolutions lower one output per
+/// iteration (mlcc.per_output), the form a GPU runs one thread per output
+/// of; nothing is packed.
+void layoutForGpu(ir::Graph &g);
+
+/// dispatch-library: float matrix products (MatMul, Gemm, 1x1 Conv)
+/// become mlcc.Gemm nodes whose kernels a target hands to its library
+/// (cuBLAS), their bias a separate Add (see DispatchLibrary.cpp).
+void dispatchLibrary(ir::Graph &g, const FoldOptions &options = {});
+
 /// fuse-ops: groups each loop-nest node with the chain of elementwise nodes
 /// that consumes its output (Node::Group); lower-to-kernels makes one kernel
 /// per group.

@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/pipeline/Pipeline.h"
 
+#include "compiler/kernel/GpuSchedule.h"
+
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -95,7 +97,7 @@ private:
 std::vector<std::string> passNames() {
   return {"infer-and-fold", "eliminate-dead-code",
           "eliminate-common-subexpressions", "fold-batch-norm", "quantize", "fuse-qdq",
-          "pack-weights", "fuse-ops", "lower-to-kernels", "plan-memory", "schedule"};
+          "pack-weights", "dispatch-library", "fuse-ops", "lower-to-kernels", "plan-memory", "schedule"};
 }
 
 kir::Program runPipeline(ir::Graph &g, const PipelineOptions &options) {
@@ -117,16 +119,32 @@ kir::Program runPipeline(ir::Graph &g, const PipelineOptions &options) {
   if (options.StopAfterQuantize)
     return {};
   passes.run("fuse-qdq", [&](ir::Graph &x) { passes::fuseQdq(x, options.Fold); });
+  // CPU targets pack weights for their register tiles; a GPU target hands
+  // matrix products to its library instead.
   passes.run("pack-weights", [&](ir::Graph &x) {
-    passes::packWeights(x, options.Schedule, options.Fold);
+    if (options.Gpu)
+      passes::layoutForGpu(x);
+    else
+      passes::packWeights(x, options.Schedule, options.Fold);
+  });
+  passes.run("dispatch-library", [&](ir::Graph &x) {
+    if (options.Gpu && options.LibraryDispatch)
+      passes::dispatchLibrary(x, options.Fold);
   });
   passes.run("fuse-ops", passes::fuseOps);
   if (options.GraphOnly)
     return {};
   kir::Program program;
   passes.timed("lower-to-kernels", [&] { program = passes::lowerToProgram(g, options.Name); });
+  if (options.Gpu)
+    program.ArenaAlign = 256; // cudaMalloc's alignment: any access is aligned
   passes.timed("plan-memory", [&] { kir::planMemory(program); });
-  passes.timed("schedule", [&] { kir::scheduleProgram(program, options.Schedule); });
+  passes.timed("schedule", [&] {
+    if (options.Gpu)
+      kir::scheduleProgramForGpu(program, kir::GpuTarget{});
+    else
+      kir::scheduleProgram(program, options.Schedule);
+  });
   return program;
 }
 

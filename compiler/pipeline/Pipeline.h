@@ -28,6 +28,11 @@ struct PipelineOptions {
   bool StopAfterQuantize = false;
   /// The target's SIMD width and registers, for the kernel schedules.
   kir::ScheduleTarget Schedule;
+  /// A GPU target (CUDA): no CPU weight packing, kernels scheduled as GPU
+  /// launches (kir::mapToGpu), arena and weights aligned for the device.
+  bool Gpu = false;
+  /// With Gpu: matrix products go to the target's library (cuBLAS).
+  bool LibraryDispatch = true;
   /// Where each pass announces itself (may be null).
   Progress *Status = nullptr;
   /// The "quantize" pass (--quantize: annotate, calibrate, realize), run

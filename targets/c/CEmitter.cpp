@@ -25,6 +25,18 @@ const char *Prelude = R"(#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#ifndef MLCC_PRELUDE_INCLUDED
+#define MLCC_PRELUDE_INCLUDED
+#if defined(__CUDACC__)
+/* The same helpers as device functions (the CUDA target); inline functions
+   with external linkage, so that nvcc does not warn about unused ones. */
+#define MLCC_FN __device__ __forceinline__
+#define MLCC_RESTRICT __restrict__
+#define MLCC_NOINLINE
+#define MLCC_ALIGNED __attribute__((aligned(64)))
+#else
+#define MLCC_FN static inline
+#define MLCC_RESTRICT restrict
 #if defined(__GNUC__)
 #define MLCC_NOINLINE __attribute__((noinline))
 #define MLCC_ALIGNED __attribute__((aligned(64)))
@@ -32,10 +44,11 @@ const char *Prelude = R"(#include <math.h>
 #define MLCC_NOINLINE
 #define MLCC_ALIGNED
 #endif
+#endif
 
 typedef ptrdiff_t mlcc_idx;
 
-static inline float mlcc_h2f(uint16_t h) {
+MLCC_FN float mlcc_h2f(uint16_t h) {
   uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu,
            m = h & 0x3ffu, bits;
   union { uint32_t u; float f; } v;
@@ -51,7 +64,7 @@ static inline float mlcc_h2f(uint16_t h) {
   return v.f;
 }
 
-static inline uint16_t mlcc_f2h(float f) {
+MLCC_FN uint16_t mlcc_f2h(float f) {
   union { uint32_t u; float f; } v;
   uint32_t x, sign, ax, h, rest;
   v.f = f;
@@ -80,13 +93,13 @@ static inline uint16_t mlcc_f2h(float f) {
   return (uint16_t)(sign | h);
 }
 
-static inline float mlcc_bf2f(uint16_t b) {
+MLCC_FN float mlcc_bf2f(uint16_t b) {
   union { uint32_t u; float f; } v;
   v.u = (uint32_t)b << 16;
   return v.f;
 }
 
-static inline uint16_t mlcc_f2bf(float f) {
+MLCC_FN uint16_t mlcc_f2bf(float f) {
   union { uint32_t u; float f; } v;
   v.f = f;
   if ((v.u & 0x7fffffffu) > 0x7f800000u)
@@ -101,7 +114,7 @@ static inline uint16_t mlcc_f2bf(float f) {
    saturates. */
 /* The int8 dot product (kernel IR dot4): the unsigned bytes of a times the
    signed bytes of b, summed. */
-static inline int32_t mlcc_dot4(int32_t a, int32_t b) {
+MLCC_FN int32_t mlcc_dot4(int32_t a, int32_t b) {
   uint32_t ua = (uint32_t)a, ub = (uint32_t)b;
   int32_t s = 0;
   int j;
@@ -110,19 +123,19 @@ static inline int32_t mlcc_dot4(int32_t a, int32_t b) {
   return s;
 }
 
-static inline float mlcc_bits2f(uint32_t u) {
+MLCC_FN float mlcc_bits2f(uint32_t u) {
   union { uint32_t u; float f; } v;
   v.u = u;
   return v.f;
 }
 
-static inline uint32_t mlcc_f2bits(float f) {
+MLCC_FN uint32_t mlcc_f2bits(float f) {
   union { uint32_t u; float f; } v;
   v.f = f;
   return v.u;
 }
 
-static inline float mlcc_f8_to_f(uint8_t c8, uint32_t m, uint32_t b, uint32_t fnuz,
+MLCC_FN float mlcc_f8_to_f(uint8_t c8, uint32_t m, uint32_t b, uint32_t fnuz,
                                  uint32_t inf) {
   uint32_t c = c8, sign = (c & 0x80u) << 24, eb = 7u - m;
   uint32_t e = (c >> m) & ((1u << eb) - 1u), man = c & ((1u << m) - 1u);
@@ -137,7 +150,7 @@ static inline float mlcc_f8_to_f(uint8_t c8, uint32_t m, uint32_t b, uint32_t fn
   return mlcc_bits2f(sign | ((e + 127u - b) << 23) | (man << (23u - m)));
 }
 
-static inline uint8_t mlcc_f_to_f8(float f, uint32_t m, uint32_t b, uint32_t mx,
+MLCC_FN uint8_t mlcc_f_to_f8(float f, uint32_t m, uint32_t b, uint32_t mx,
                                    uint32_t fnuz, uint32_t inf) {
   uint32_t x = mlcc_f2bits(f), sign = (x >> 24) & 0x80u, ax = x & 0x7fffffffu, code;
   if (ax > 0x7f800000u)
@@ -164,11 +177,11 @@ static inline uint8_t mlcc_f_to_f8(float f, uint32_t m, uint32_t b, uint32_t mx,
   return (uint8_t)(sign | code);
 }
 
-static inline float mlcc_e8m0_to_f(uint8_t c) {
+MLCC_FN float mlcc_e8m0_to_f(uint8_t c) {
   return mlcc_bits2f(c == 0xffu ? 0x7fc00000u : c == 0 ? 0x00400000u : (uint32_t)c << 23);
 }
 
-static inline uint8_t mlcc_f_to_e8m0(float f) {
+MLCC_FN uint8_t mlcc_f_to_e8m0(float f) {
   uint32_t ax = mlcc_f2bits(f) & 0x7fffffffu, e;
   if (ax > 0x7f800000u)
     return 0xffu;
@@ -178,36 +191,41 @@ static inline uint8_t mlcc_f_to_e8m0(float f) {
   return (uint8_t)(e > 254u ? 254u : e);
 }
 
-static inline float mlcc_minf(float a, float b) { return (a != a || a < b) ? a : b; }
-static inline float mlcc_maxf(float a, float b) { return (a != a || a > b) ? a : b; }
-static inline double mlcc_min(double a, double b) { return (a != a || a < b) ? a : b; }
-static inline double mlcc_max(double a, double b) { return (a != a || a > b) ? a : b; }
+MLCC_FN float mlcc_minf(float a, float b) { return (a != a || a < b) ? a : b; }
+MLCC_FN float mlcc_maxf(float a, float b) { return (a != a || a > b) ? a : b; }
+MLCC_FN double mlcc_min(double a, double b) { return (a != a || a < b) ? a : b; }
+MLCC_FN double mlcc_max(double a, double b) { return (a != a || a > b) ? a : b; }
 /* Integer minimum and maximum as functions: a nested chain of them (a
    pooling window written out) then stays linear in size. */
-static inline int64_t mlcc_smin(int64_t a, int64_t b) { return a < b ? a : b; }
-static inline int64_t mlcc_smax(int64_t a, int64_t b) { return a > b ? a : b; }
-static inline uint64_t mlcc_umin(uint64_t a, uint64_t b) { return a < b ? a : b; }
-static inline uint64_t mlcc_umax(uint64_t a, uint64_t b) { return a > b ? a : b; }
+MLCC_FN int64_t mlcc_smin(int64_t a, int64_t b) { return a < b ? a : b; }
+MLCC_FN int64_t mlcc_smax(int64_t a, int64_t b) { return a > b ? a : b; }
+MLCC_FN uint64_t mlcc_umin(uint64_t a, uint64_t b) { return a < b ? a : b; }
+MLCC_FN uint64_t mlcc_umax(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
 /* Saturating float to integer conversions (NaN gives 0). */
-static inline int64_t mlcc_sat_i(double x, double lo, double hi) {
+MLCC_FN int64_t mlcc_sat_i(double x, double lo, double hi) {
   if (x != x) return 0;
   if (x <= lo) return (int64_t)lo;
   if (x >= hi) return (int64_t)hi;
   return (int64_t)x;
 }
-static inline int64_t mlcc_sat_i64(double x) {
+MLCC_FN int64_t mlcc_sat_i64(double x) {
   if (x != x) return 0;
   if (x <= -9223372036854775808.0) return INT64_MIN;
   if (x >= 9223372036854775808.0) return INT64_MAX;
   return (int64_t)x;
 }
-static inline uint64_t mlcc_sat_u64(double x) {
+MLCC_FN uint64_t mlcc_sat_u64(double x) {
   if (x != x || x <= 0.0) return 0;
   if (x >= 18446744073709551616.0) return UINT64_MAX;
   return (uint64_t)x;
 }
+#endif /* MLCC_PRELUDE_INCLUDED */
 )";
+
+} // namespace
+
+const char *preludeText() { return Prelude; }
 
 const char *cType(DType t) {
   switch (t) {
@@ -216,6 +234,8 @@ const char *cType(DType t) {
   default: return pack::cInterfaceType(t);
   }
 }
+
+namespace {
 
 /// Unsigned type used for wrapping integer arithmetic.
 const char *wrapType(DType t) {
@@ -274,6 +294,8 @@ std::string floatToFloat8C(DType t, const std::string &a) {
   return "mlcc_f_to_f8(" + a + float8Args(t, true) + ")";
 }
 
+} // namespace
+
 std::string floatLiteral(DType t, double v) {
   bool f32 = t == DType::F32;
   std::string ty = f32 ? "float" : "double";
@@ -288,6 +310,8 @@ std::string floatLiteral(DType t, double v) {
     s += "f";
   return v < 0 ? "(" + s + ")" : s;
 }
+
+namespace {
 
 const char *mathName(UnOp op) {
   switch (op) {
@@ -318,18 +342,18 @@ const char *mathName(UnOp op) {
 
 class KernelWriter {
 public:
-  explicit KernelWriter(std::ostream &os) : OS(os) {}
+  KernelWriter(std::ostream &os, Dialect d) : OS(os), D(d) {}
 
   /// Writes `kernel`; vector statements become loops over lanes, which the
   /// C compiler vectorizes again.
-  void write(const Kernel &kernel) {
+  void write(const Kernel &kernel, const std::string &qualifiers, const std::string &fname) {
     Kernel k = scalarize(kernel);
-    OS << "static MLCC_NOINLINE void " << k.Name << "(";
+    OS << qualifiers << " " << fname << "(";
     for (size_t i = 0; i < k.Params.size(); ++i) {
       const Buffer &b = k.Params[i];
       bool written = k.Written[i];
       OS << (i ? ", " : "") << (written ? "" : "const ") << cType(b->Type)
-         << " *restrict " << name(b.get());
+         << " *MLCC_RESTRICT " << name(b.get());
     }
     if (k.Params.empty())
       OS << "void";
@@ -560,6 +584,16 @@ private:
       return;
     case StmtKind::For: {
       std::string v = name(s->LoopVar.get());
+      if (D == Dialect::Cuda &&
+          (s->Loop == LoopKind::GpuBlock || s->Loop == LoopKind::GpuThread)) {
+        // The launch's grid and block sizes are the loops' extents.
+        OS << ind << "{\n" << ind << "  const mlcc_idx " << v << " = (mlcc_idx)"
+           << (s->Loop == LoopKind::GpuBlock ? "blockIdx.x" : "threadIdx.x") << ";\n"
+           << ind << "  (void)" << v << ";\n";
+        stmt(s->Inner, depth + 1);
+        OS << ind << "}\n";
+        return;
+      }
       OS << ind << "for (mlcc_idx " << v << " = " << expr(s->Begin) << "; "
          << v << " < " << expr(s->End) << "; ++" << v << ") {\n";
       stmt(s->Inner, depth + 1);
@@ -589,14 +623,23 @@ private:
   }
 
   std::ostream &OS;
+  Dialect D;
   std::map<const VarNode *, std::string> VarNames;
   std::map<const BufferNode *, std::string> BufNames;
   std::set<std::string> Taken;
 };
 
-void writeConstant(std::ostream &os, const ConstantData &c) {
+} // namespace
+
+void writeKernel(std::ostream &os, const Kernel &k, const std::string &qualifiers,
+                 const std::string &name, Dialect d) {
+  KernelWriter w(os, d);
+  w.write(k, qualifiers, name);
+}
+
+void writeConstant(std::ostream &os, const ConstantData &c, const std::string &prefix) {
   int64_t n = std::max<int64_t>(c.Count, 1);
-  os << "static const " << cType(c.Type) << " " << c.Name << "[" << n
+  os << "static const " << cType(c.Type) << " " << prefix << c.Name << "[" << n
      << "] MLCC_ALIGNED = {";
   size_t sz = dtypeSize(c.Type);
   for (int64_t i = 0; i < c.Count; ++i) {
@@ -655,7 +698,7 @@ void writeConstant(std::ostream &os, const ConstantData &c) {
 }
 
 std::string storageExpr(const Program &p, const Kernel &k, size_t param,
-                        const Storage &s) {
+                        const Storage &s, const std::vector<int64_t> *constantOffsets) {
   std::string T = cType(k.Params[param]->Type);
   bool written = k.Written[param];
   // Storage of another element type (a view that reinterprets bytes, e.g.
@@ -672,6 +715,9 @@ std::string storageExpr(const Program &p, const Kernel &k, size_t param,
   case StorageKind::Output:
     return as(p.Outputs[s.Index].Type, "out->" + p.Outputs[s.Index].CName);
   case StorageKind::Constant:
+    if (constantOffsets)
+      return "(const " + T + " *)(const void *)(w + " +
+             std::to_string((*constantOffsets)[s.Index]) + ")";
     return as(p.Constants[s.Index].Type, p.Constants[s.Index].Name);
   case StorageKind::Arena:
     return "(" + std::string(written ? "" : "const ") + T + " *)(void *)(a + " +
@@ -680,81 +726,9 @@ std::string storageExpr(const Program &p, const Kernel &k, size_t param,
   return "";
 }
 
-} // namespace
-
-std::string emitC(const Program &p, const std::string &headerName) {
-  std::ostringstream os;
+void writeModelInfo(std::ostream &os, const Program &p) {
   const std::string &N = p.Name;
   std::string U = pack::upperName(N);
-  os << "/* " << N << ".c - generated by mlcc " << pack::mlccVersion()
-     << ". Do not edit. C99; link with -lm. */\n";
-  os << "#include \"" << headerName << "\"\n\n";
-  os << Prelude << "\n";
-
-  for (auto &c : p.Constants)
-    writeConstant(os, c);
-
-  for (auto &k : p.Kernels) {
-    KernelWriter w(os);
-    w.write(k);
-  }
-
-  // Entry points. The C backend runs parallel loops serially: options is
-  // accepted and unused.
-  os << "mlcc_status " << N << "_run_with(const " << N << "_inputs *in, " << N
-     << "_outputs *out,\n    void *arena, size_t arena_size, const mlcc_run_options *options) {\n";
-  os << "  mlcc_kernel_hook hook = options ? options->on_kernel : NULL;\n"
-     << "  void *hook_context = options ? options->hook_context : NULL;\n";
-  if (p.ArenaSize > 0)
-    os << "  unsigned char *a = (unsigned char *)arena;\n";
-  os << "  if (in == NULL || out == NULL)\n    return MLCC_ERR_NULL_ARGUMENT;\n";
-  for (auto &t : p.Inputs)
-    os << "  if (in->" << t.CName << " == NULL)\n    return MLCC_ERR_NULL_ARGUMENT;\n";
-  for (auto &t : p.Outputs)
-    os << "  if (out->" << t.CName << " == NULL)\n    return MLCC_ERR_NULL_ARGUMENT;\n";
-  if (p.ArenaSize > 0) {
-    os << "  if (arena == NULL)\n    return MLCC_ERR_ARENA_NULL;\n";
-    os << "  if (arena_size < " << U << "_ARENA_SIZE)\n    return MLCC_ERR_ARENA_TOO_SMALL;\n";
-    os << "  if (((uintptr_t)arena & (" << U << "_ARENA_ALIGN - 1u)) != 0)\n"
-       << "    return MLCC_ERR_ARENA_MISALIGNED;\n";
-  } else {
-    os << "  (void)arena;\n  (void)arena_size;\n";
-  }
-  for (size_t ci = 0; ci < p.Calls.size(); ++ci) {
-    const Call &c = p.Calls[ci];
-    const Kernel &k = p.Kernels[c.KernelIndex];
-    std::string name = pack::cStringLiteral(k.Name);
-    os << "  /* " << c.Label << " */\n";
-    os << "  if (hook)\n    hook(hook_context, " << ci << ", " << name << ", 0);\n";
-    os << "  " << k.Name << "(";
-    for (size_t i = 0; i < c.Args.size(); ++i)
-      os << (i ? ", " : "") << storageExpr(p, k, i, c.Args[i]);
-    os << ");\n";
-    os << "  if (hook)\n    hook(hook_context, " << ci << ", " << name << ", 1);\n";
-  }
-  os << "  return MLCC_OK;\n}\n\n";
-  os << "mlcc_status " << N << "_run(const " << N << "_inputs *in, " << N
-     << "_outputs *out,\n    void *arena, size_t arena_size) {\n";
-  os << "  return " << N << "_run_with(in, out, arena, arena_size, NULL);\n}\n\n";
-
-  os << "mlcc_status " << N
-     << "_run_ptrs(const void *const *inputs, void *const *outputs,\n"
-        "    void *arena, size_t arena_size) {\n";
-  os << "  " << N << "_inputs in;\n  " << N << "_outputs out;\n";
-  os << "  if (inputs == NULL || outputs == NULL)\n    return MLCC_ERR_NULL_ARGUMENT;\n";
-  if (p.Inputs.empty())
-    os << "  in.unused_ = 0;\n";
-  for (size_t i = 0; i < p.Inputs.size(); ++i)
-    os << "  in." << p.Inputs[i].CName << " = (const "
-       << pack::cInterfaceType(p.Inputs[i].Type) << " *)inputs[" << i << "];\n";
-  if (p.Outputs.empty())
-    os << "  out.unused_ = 0;\n";
-  for (size_t i = 0; i < p.Outputs.size(); ++i)
-    os << "  out." << p.Outputs[i].CName << " = ("
-       << pack::cInterfaceType(p.Outputs[i].Type) << " *)outputs[" << i << "];\n";
-  os << "  return " << N << "_run(&in, &out, arena, arena_size);\n}\n\n";
-
-  // Model info.
   auto infoTable = [&](const std::vector<IoTensor> &ts, const char *kind) {
     for (size_t i = 0; i < ts.size(); ++i) {
       os << "static const int64_t " << N << "_" << kind << i << "_shape["
@@ -787,6 +761,79 @@ std::string emitC(const Program &p, const std::string &headerName) {
      << "_ARENA_SIZE, " << U << "_ARENA_ALIGN, " << U << "_WEIGHTS_SIZE\n};\n\n";
   os << "const mlcc_model_info *" << N << "_info(void) {\n  return &" << N
      << "_model_info;\n}\n";
+}
+
+std::string emitC(const Program &p, const std::string &headerName) {
+  std::ostringstream os;
+  const std::string &N = p.Name;
+  std::string U = pack::upperName(N);
+  os << "/* " << N << ".c - generated by mlcc " << pack::mlccVersion()
+     << ". Do not edit. C99; link with -lm. */\n";
+  os << "#include \"" << headerName << "\"\n\n";
+  os << Prelude << "\n";
+
+  for (auto &c : p.Constants)
+    writeConstant(os, c, "");
+
+  for (auto &k : p.Kernels)
+    writeKernel(os, k, "static MLCC_NOINLINE void", k.Name, Dialect::C);
+
+  // Entry points. The C backend runs parallel loops serially: options is
+  // accepted and unused.
+  os << "mlcc_status " << N << "_run_with(const " << N << "_inputs *in, " << N
+     << "_outputs *out,\n    void *arena, size_t arena_size, const mlcc_run_options *options) {\n";
+  os << "  mlcc_kernel_hook hook = options ? options->on_kernel : NULL;\n"
+     << "  void *hook_context = options ? options->hook_context : NULL;\n";
+  if (p.ArenaSize > 0)
+    os << "  unsigned char *a = (unsigned char *)arena;\n";
+  os << "  if (in == NULL || out == NULL)\n    return MLCC_ERR_NULL_ARGUMENT;\n";
+  for (auto &t : p.Inputs)
+    os << "  if (in->" << t.CName << " == NULL)\n    return MLCC_ERR_NULL_ARGUMENT;\n";
+  for (auto &t : p.Outputs)
+    os << "  if (out->" << t.CName << " == NULL)\n    return MLCC_ERR_NULL_ARGUMENT;\n";
+  if (p.ArenaSize > 0) {
+    os << "  if (arena == NULL)\n    return MLCC_ERR_ARENA_NULL;\n";
+    os << "  if (arena_size < " << U << "_ARENA_SIZE)\n    return MLCC_ERR_ARENA_TOO_SMALL;\n";
+    os << "  if (((uintptr_t)arena & (" << U << "_ARENA_ALIGN - 1u)) != 0)\n"
+       << "    return MLCC_ERR_ARENA_MISALIGNED;\n";
+  } else {
+    os << "  (void)arena;\n  (void)arena_size;\n";
+  }
+  for (size_t ci = 0; ci < p.Calls.size(); ++ci) {
+    const Call &c = p.Calls[ci];
+    const Kernel &k = p.Kernels[c.KernelIndex];
+    std::string name = pack::cStringLiteral(k.Name);
+    os << "  /* " << c.Label << " */\n";
+    os << "  if (hook)\n    hook(hook_context, " << ci << ", " << name << ", 0);\n";
+    os << "  " << k.Name << "(";
+    for (size_t i = 0; i < c.Args.size(); ++i)
+      os << (i ? ", " : "") << storageExpr(p, k, i, c.Args[i], nullptr);
+    os << ");\n";
+    os << "  if (hook)\n    hook(hook_context, " << ci << ", " << name << ", 1);\n";
+  }
+  os << "  return MLCC_OK;\n}\n\n";
+  os << "mlcc_status " << N << "_run(const " << N << "_inputs *in, " << N
+     << "_outputs *out,\n    void *arena, size_t arena_size) {\n";
+  os << "  return " << N << "_run_with(in, out, arena, arena_size, NULL);\n}\n\n";
+
+  os << "mlcc_status " << N
+     << "_run_ptrs(const void *const *inputs, void *const *outputs,\n"
+        "    void *arena, size_t arena_size) {\n";
+  os << "  " << N << "_inputs in;\n  " << N << "_outputs out;\n";
+  os << "  if (inputs == NULL || outputs == NULL)\n    return MLCC_ERR_NULL_ARGUMENT;\n";
+  if (p.Inputs.empty())
+    os << "  in.unused_ = 0;\n";
+  for (size_t i = 0; i < p.Inputs.size(); ++i)
+    os << "  in." << p.Inputs[i].CName << " = (const "
+       << pack::cInterfaceType(p.Inputs[i].Type) << " *)inputs[" << i << "];\n";
+  if (p.Outputs.empty())
+    os << "  out.unused_ = 0;\n";
+  for (size_t i = 0; i < p.Outputs.size(); ++i)
+    os << "  out." << p.Outputs[i].CName << " = ("
+       << pack::cInterfaceType(p.Outputs[i].Type) << " *)outputs[" << i << "];\n";
+  os << "  return " << N << "_run(&in, &out, arena, arena_size);\n}\n\n";
+
+  writeModelInfo(os, p);
   return os.str();
 }
 

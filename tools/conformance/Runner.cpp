@@ -29,6 +29,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -63,6 +64,15 @@ struct Options {
   int Timeout = 300;
   bool Verbose = false;
   bool Keep = false;
+  /// Stop after mlcc: a case passes when it compiles (its output is kept),
+  /// for targets whose programs cannot run here (--target cuda).
+  bool CompileOnly = false;
+  /// mlcc's output file in each case's folder (its extension picks what
+  /// mlcc writes).
+  std::string Output = "libm.a";
+  /// Name each case's model after its folder and case (a C identifier),
+  /// so that the outputs of many cases can be compiled together.
+  bool UniqueNames = false;
 };
 
 enum class Status { Passed, Failed, Unsupported };
@@ -274,7 +284,7 @@ private:
       r.S = Status::Failed;
       r.Detail = std::string("harness: ") + e.what();
     }
-    if (r.S == Status::Passed && !O.Keep)
+    if (r.S == Status::Passed && !O.Keep && !O.CompileOnly)
       fs::remove_all(work, ec);
     r.Seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return r;
@@ -294,7 +304,13 @@ private:
     std::vector<fs::path> inFiles = dataFiles(sets[0], "input_");
 
     // Compile, freezing inputs that mlcc needs at compile time.
-    std::string lib = (work / "libm.a").string();
+    std::string lib = (work / O.Output).string();
+    std::string modelName = "m";
+    if (O.UniqueNames) {
+      modelName.clear();
+      for (char ch : work.parent_path().filename().string() + "_" + work.filename().string())
+        modelName += std::isalnum((unsigned char)ch) ? ch : '_';
+    }
     std::vector<std::string> frozen;
     std::string log;
     int rc = 0;
@@ -305,7 +321,7 @@ private:
     for (int attempt = 0; attempt < 8; ++attempt) {
       std::vector<std::string> cmd = timeoutCmd();
       cmd.insert(cmd.end(), {O.Mlcc, (caseDir / "model.onnx").string(), "-o", lib,
-                             "--name", "m"});
+                             "--name", modelName});
       for (auto &d : dims)
         cmd.insert(cmd.end(), {"--dim", d});
       cmd.insert(cmd.end(), O.MlccArgs.begin(), O.MlccArgs.end());
@@ -335,6 +351,13 @@ private:
     if (rc != 0) {
       r.S = Status::Failed;
       r.Detail = "mlcc exit " + std::to_string(rc) + ": " + firstLine(log);
+      return;
+    }
+
+    if (O.CompileOnly) {
+      r.S = Status::Passed;
+      if (!r.Frozen.empty())
+        r.Detail = "frozen: " + r.Frozen;
       return;
     }
 
@@ -570,6 +593,11 @@ int main(int argc, char **argv) {
   app.add_option("--timeout", o.Timeout, "Seconds per step");
   app.add_flag("-v,--verbose", o.Verbose, "Print every case");
   app.add_flag("--keep", o.Keep, "Keep work folders of passing cases");
+  app.add_flag("--compile-only", o.CompileOnly,
+               "Only compile: a case passes when mlcc succeeds; its folder is kept");
+  app.add_option("--output", o.Output, "mlcc's output file in each case folder (default libm.a)");
+  app.add_flag("--unique-names", o.UniqueNames,
+               "Name each model FOLDER_CASE instead of m (--name)");
   CLI11_PARSE(app, argc, argv);
   if (!fs::exists(o.Suite)) {
     std::printf("conformance: suite folder '%s' not found (../shared is "

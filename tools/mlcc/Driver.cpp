@@ -14,6 +14,7 @@
 #include "frontends/onnx/OnnxLoader.h"
 #include "frontends/onnx/OnnxWriter.h"
 #include "targets/c/CEmitter.h"
+#include "targets/cuda/CudaEmitter.h"
 #include "targets/llvm/HostJit.h"
 #include "targets/llvm/Targets.h"
 
@@ -26,6 +27,7 @@
 #include <iostream>
 #include <map>
 #include <sstream>
+#include <unistd.h>
 
 namespace mlcc {
 
@@ -47,6 +49,8 @@ std::string emitKindFor(const DriverOptions &o) {
     return "obj";
   if (ext == ".c")
     return "c";
+  if (ext == ".cu")
+    return "cuda";
   if (ext == ".h")
     return "header";
   if (ext == ".ll")
@@ -57,7 +61,7 @@ std::string emitKindFor(const DriverOptions &o) {
     return "asm";
   fail(ErrorKind::Usage) << "cannot tell what to write from the output name '"
                          << o.Output
-                         << "': use an extension .a, .o, .c, .h, .onnx, .ll or .s, or --emit";
+                         << "': use an extension .a, .o, .c, .cu, .h, .onnx, .ll or .s, or --emit";
   return "";
 }
 
@@ -165,6 +169,83 @@ std::string compileC(const std::string &source, const std::string &header,
   return readFile(tmp.Path + "/" + name + ".o", "compiled object");
 }
 
+/// nvcc: $CUDA_PATH/bin/nvcc, /usr/local/cuda/bin/nvcc, or the first on
+/// PATH; empty when there is none.
+std::string findNvcc() {
+  namespace fs = std::filesystem;
+  std::vector<std::string> candidates;
+  if (const char *cp = std::getenv("CUDA_PATH"); cp && *cp)
+    candidates.push_back(std::string(cp) + "/bin/nvcc");
+  candidates.push_back("/usr/local/cuda/bin/nvcc");
+  if (const char *path = std::getenv("PATH")) {
+    std::istringstream dirs(path);
+    for (std::string d; std::getline(dirs, d, ':');)
+      if (!d.empty())
+        candidates.push_back(d + "/nvcc");
+  }
+  for (auto &c : candidates) {
+    std::error_code ec;
+    if (fs::is_regular_file(c, ec) && access(c.c_str(), X_OK) == 0)
+      return c;
+  }
+  return "";
+}
+
+/// The --cuda-arch list: sm_NN names (default sm_75).
+std::vector<std::string> cudaArchs(const std::string &list) {
+  std::vector<std::string> archs;
+  std::istringstream words(list.empty() ? "sm_75" : list);
+  for (std::string a; std::getline(words, a, ',');) {
+    bool ok = a.size() > 3 && a.compare(0, 3, "sm_") == 0;
+    for (size_t i = 3; ok && i < a.size(); ++i)
+      ok = std::isdigit((unsigned char)a[i]) || (i + 1 == a.size() && (a[i] == 'a' || a[i] == 'f'));
+    if (!ok)
+      fail(ErrorKind::Usage) << "--cuda-arch: '" << a << "' is not an architecture like sm_80";
+    archs.push_back(a);
+  }
+  if (archs.empty())
+    fail(ErrorKind::Usage) << "--cuda-arch: no architecture given";
+  return archs;
+}
+
+/// Compiles the generated CUDA with nvcc; returns the object (device code
+/// for every architecture, and the last one's PTX, in a fat binary).
+std::string compileCuda(const std::string &source, const std::string &header,
+                        const std::string &name, const std::vector<std::string> &archs) {
+  std::string nvcc = findNvcc();
+  if (nvcc.empty())
+    fail(ErrorKind::Usage) << "--target cuda needs the CUDA toolkit's nvcc to build a library "
+                              "(not found in $CUDA_PATH/bin, /usr/local/cuda/bin or PATH); "
+                              "write the source instead with -o " << name << ".cu";
+  TempDir tmp;
+  auto writeFile = [&](const std::string &file, const std::string &text) {
+    FILE *f = std::fopen((tmp.Path + "/" + file).c_str(), "wb");
+    if (!f || std::fwrite(text.data(), 1, text.size(), f) != text.size())
+      fail(ErrorKind::Io) << "cannot write temporary file " << file;
+    std::fclose(f);
+  };
+  writeFile(name + ".h", header);
+  writeFile(name + ".cu", source);
+  std::vector<std::string> cmd = {nvcc, "-std=c++17", "-O3", "-Xcompiler", "-fPIC", "-c",
+                                  name + ".cu", "-o", name + ".o"};
+  for (size_t i = 0; i < archs.size(); ++i) {
+    std::string num = archs[i].substr(3);
+    cmd.push_back("-gencode");
+    cmd.push_back("arch=compute_" + num + ",code=" + archs[i]);
+    if (i + 1 == archs.size()) {
+      cmd.push_back("-gencode");
+      cmd.push_back("arch=compute_" + num + ",code=compute_" + num);
+    }
+  }
+  std::string log;
+  int rc = runProcess(cmd, &log, tmp.Path);
+  if (rc != 0)
+    fail(ErrorKind::Internal) << "internal error: nvcc (" << nvcc
+                              << ") failed on the generated CUDA (exit " << rc
+                              << "): " << log.substr(0, 2000);
+  return readFile(tmp.Path + "/" + name + ".o", "compiled object");
+}
+
 /// The "quantize" pass: annotate `g`, calibrate on the samples with the
 /// float model compiled for the host (a second copy of the model, with the
 /// observed tensors as extra outputs, run in this process), realize.
@@ -224,6 +305,8 @@ void listTargets() {
   for (auto &t : llvmgen::targetPresets())
     std::printf("%-16s %-32s %-14s %s\n", t.Name.c_str(), t.Triple.c_str(),
                 t.Name == "host" ? "(this CPU)" : t.Cpu.c_str(), t.Description.c_str());
+  std::printf("%-16s %-32s %-14s %s\n", "cuda", "(CUDA C++ through nvcc)", "--cuda-arch",
+              "NVIDIA GPUs sm_75 and newer: CUDA source per kernel, cuBLAS products");
   std::printf("\nAny other LLVM triple is accepted too (normalized), with --cpu and "
               "--features.\n");
 }
@@ -246,7 +329,7 @@ void listOps() {
 void runDriver(const DriverOptions &o) {
   std::string kind = emitKindFor(o);
   bool toStdout = o.Output == "-";
-  if (toStdout && kind != "graph" && kind != "kernels" && kind != "c" &&
+  if (toStdout && kind != "graph" && kind != "kernels" && kind != "c" && kind != "cuda" &&
       kind != "header" && kind != "llvm" && kind != "asm")
     fail(ErrorKind::Usage) << "--emit " << kind << " cannot be written to stdout";
   if (!toStdout)
@@ -255,6 +338,20 @@ void runDriver(const DriverOptions &o) {
     pack::OutputFiles::checkWritable(o.Report);
   if (!o.DumpDot.empty())
     pack::OutputFiles::checkWritable(o.DumpDot);
+  bool cuda = o.Target == "cuda";
+  if (cuda && kind != "lib" && kind != "cuda" && kind != "header" && kind != "kernels" &&
+      kind != "graph")
+    fail(ErrorKind::Usage) << "--target cuda writes a library (.a), CUDA source (.cu), the "
+                              "header, the kernels or the graph, not --emit " << kind;
+  if (!cuda && kind == "cuda")
+    fail(ErrorKind::Usage) << "CUDA source (.cu, --emit cuda) needs --target cuda";
+  if (!cuda && (!o.CudaArch.empty() || o.NoLibraryDispatch) && !o.GpuScheduleOnHost)
+    fail(ErrorKind::Usage) << "--cuda-arch and --no-library-dispatch need --target cuda";
+  if (cuda && o.GpuScheduleOnHost)
+    fail(ErrorKind::Usage) << "--gpu-schedule-on-host builds for a CPU target, not cuda";
+  std::vector<std::string> archs;
+  if (cuda)
+    archs = cudaArchs(o.CudaArch);
   if (o.Backend == "c" && o.Target != "host")
     fail(ErrorKind::Usage) << "--backend c builds for the host only; use the "
                               "default LLVM backend for --target " << o.Target;
@@ -281,7 +378,18 @@ void runDriver(const DriverOptions &o) {
   Progress status(o.ProgressMode == "always"  ? Progress::Mode::Always
                   : o.ProgressMode == "never" ? Progress::Mode::Never
                                               : Progress::Mode::Auto);
-  llvmgen::TargetSpec target = llvmgen::resolveTarget(o.Target, o.Cpu, o.Features);
+  llvmgen::TargetSpec target;
+  if (cuda) {
+    if (!o.Cpu.empty() || !o.Features.empty())
+      fail(ErrorKind::Usage) << "--cpu and --features do not apply to --target cuda "
+                                "(use --cuda-arch)";
+    target.Name = "cuda";
+    target.Triple = "nvptx64-nvidia-cuda";
+    for (auto &a : archs)
+      target.Cpu += (target.Cpu.empty() ? "" : ",") + a;
+  } else {
+    target = llvmgen::resolveTarget(o.Target, o.Cpu, o.Features);
+  }
 
   std::string name = modelName(o);
   onnx::LoadOptions lo = loadOptions(o);
@@ -294,7 +402,10 @@ void runDriver(const DriverOptions &o) {
   po.TimePasses = o.TimePasses;
   po.GraphOnly = kind == "graph";
   po.StopAfterQuantize = kind == "onnx";
-  po.Schedule = llvmgen::scheduleTarget(target);
+  if (!cuda)
+    po.Schedule = llvmgen::scheduleTarget(target);
+  po.Gpu = cuda || o.GpuScheduleOnHost;
+  po.LibraryDispatch = !o.NoLibraryDispatch;
   po.Status = &status;
   std::vector<std::vector<uint8_t>> samples;
   size_t numSamples = 0;
@@ -345,7 +456,7 @@ void runDriver(const DriverOptions &o) {
   std::string headerPath = dirOf(o.Output) + name + ".h";
   std::string header;
   if (kind != "graph" && kind != "kernels")
-    header = pack::writeHeader(program, o.Model);
+    header = pack::writeHeader(program, o.Model, cuda);
   llvmgen::CodegenOptions cg;
   cg.OptLevel = o.OptLevel;
   cg.SizeOpt = o.SizeOpt;
@@ -370,6 +481,10 @@ void runDriver(const DriverOptions &o) {
     emitText(kir::printProgram(program));
   } else if (kind == "header") {
     emitText(header);
+  } else if (kind == "cuda") {
+    emitText(cudagen::emitCuda(program, name + ".h"));
+    if (!toStdout)
+      out.write(headerPath, header);
   } else if (kind == "c") {
     emitText(cgen::emitC(program, name + ".h"));
     if (!toStdout)
@@ -380,6 +495,13 @@ void runDriver(const DriverOptions &o) {
                                      kind == "llvm" ? llvmgen::OutputKind::LlvmIr
                                                     : llvmgen::OutputKind::Assembly);
     }));
+  } else if (cuda) { // a library
+    std::string obj = timed("nvcc", [&] {
+      status.step("compiling the generated CUDA with nvcc");
+      return compileCuda(cudagen::emitCuda(program, name + ".h"), header, name, archs);
+    });
+    out.write(o.Output, llvmgen::makeArchive({{name + ".o", obj}}));
+    out.write(headerPath, header);
   } else if (kind == "obj" || kind == "lib") {
     std::string obj = timed("codegen", [&] {
       if (o.Backend == "c")

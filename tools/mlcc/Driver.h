@@ -16,6 +16,9 @@ struct DriverOptions {
   std::string Backend = "llvm"; ///< llvm, or c (host C compiler)
   std::string Target = "host";
   std::string Cpu, Features;
+  std::string CudaArch;          ///< --cuda-arch sm_80,sm_90; empty: sm_75
+  bool NoLibraryDispatch = false; ///< --no-library-dispatch
+  bool GpuScheduleOnHost = false; ///< --gpu-schedule-on-host
   int OptLevel = 3;
   bool SizeOpt = false;
   std::string Report; ///< --report FILE.json

@@ -35,14 +35,15 @@ int main(int argc, char **argv) {
   app.add_option("model", o.Model, "The ONNX model file");
   app.add_option("-o,--output", o.Output,
                  "Output file; its extension picks what is written: .a "
-                 "(library), .o (object), .c (C source), .h (header only); "
+                 "(library), .o (object), .c (C source), .cu (CUDA source, "
+                 "--target cuda), .h (header only); "
                  "'-' writes text outputs to stdout");
   app.add_option("--emit", o.Emit,
                  "What to write instead of what -o's extension implies: "
-                 "lib, obj, c, header, graph, kernels, llvm, asm, onnx (the model after "
-                 "the graph passes up to --quantize: its QDQ form)")
-      ->check(CLI::IsMember({"lib", "obj", "c", "header", "graph", "kernels", "llvm", "asm",
-                             "onnx"}));
+                 "lib, obj, c, cuda, header, graph, kernels, llvm, asm, onnx (the model "
+                 "after the graph passes up to --quantize: its QDQ form)")
+      ->check(CLI::IsMember({"lib", "obj", "c", "cuda", "header", "graph", "kernels", "llvm",
+                             "asm", "onnx"}));
   app.add_option("--name", o.Name,
                  "Prefix of every generated C symbol (default: the output "
                  "file name without 'lib' and extension)");
@@ -68,6 +69,15 @@ int main(int argc, char **argv) {
   app.add_option("--target", o.Target,
                  "A preset (see --list-targets: host, aarch64-linux, cortex-m4, "
                  "riscv64-linux, ...) or any LLVM triple (default: host)");
+  app.add_option("--cuda-arch", o.CudaArch,
+                 "--target cuda: the GPU architectures of the library's code, "
+                 "comma-separated (default sm_75; PTX of the last is included too)");
+  app.add_flag("--no-library-dispatch", o.NoLibraryDispatch,
+               "--target cuda: compile the matrix products from the kernel IR "
+               "instead of calling cuBLAS");
+  app.add_flag("--gpu-schedule-on-host", o.GpuScheduleOnHost,
+               "Testing aid: build the program as for --target cuda (library "
+               "dispatch, GPU launches) and run its kernels serially on this target");
   app.add_option("--cpu", o.Cpu, "Override the target CPU (LLVM CPU name)");
   app.add_option("--features", o.Features,
                  "Extra target features, LLVM syntax: +neon,-fp64");

@@ -1,0 +1,49 @@
+//===- GpuSchedule.h - Kernels as GPU launches -----------------------------===//
+//
+// The schedule of the CUDA target. A kernel's body becomes a sequence of
+// launches, each a GpuBlock loop (the grid) around one GpuThread loop (a
+// block's threads), in the kernel's statement order; consecutive launches
+// on one stream are ordered, so a statement that reads what the one before
+// wrote sees it, as in the serial kernel.
+//
+//   flat        a top-level statement that is a nest of loops with
+//               independent iterations (kir::iterationsIndependent, or a
+//               loop the lowering made Parallel): the nest's iteration
+//               space is flattened and one thread runs each point, with
+//               consecutive points on consecutive threads (coalesced
+//               accesses wherever the innermost loop walks memory
+//               contiguously) and a guard for the last block.
+//   single      any other statement (a scan, a loop-carried recurrence):
+//               one block of one thread runs it as written.
+//
+// Like every schedule it changes how, not what: the interpreter and the
+// CPU emitters run a GPU-scheduled kernel as serial loops with the same
+// result (`mlcc --gpu-schedule-on-host` checks the schedule that way).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "compiler/kernel/Program.h"
+
+namespace mlcc::kir {
+
+struct GpuTarget {
+  int ThreadsPerBlock = 256; ///< a multiple of the warp size, 32
+};
+
+/// `k`'s body as launches (see above).
+Kernel mapToGpu(const Kernel &k, const GpuTarget &t);
+
+/// One launch of a GPU-scheduled kernel: the GpuBlock loop, its grid and
+/// block sizes.
+struct Launch {
+  Stmt Loop;
+  int64_t Blocks = 1, Threads = 1;
+};
+/// The launches of a kernel that mapToGpu scheduled, in order.
+std::vector<Launch> launchesOf(const Kernel &k);
+
+/// mapToGpu on every kernel of the program.
+void scheduleProgramForGpu(Program &p, const GpuTarget &t);
+
+} // namespace mlcc::kir

@@ -1,0 +1,32 @@
+//===- CudaEmitter.h - Kernel IR to CUDA C++ ------------------------------===//
+//
+// Writes a GPU-scheduled program (kir::mapToGpu) as one CUDA translation
+// unit: the helpers as device functions, the weights as host arrays that
+// NAME_load_weights copies into the caller's device buffer, one __global__
+// function per launch of each kernel, and NAME_run, which enqueues the
+// launches and the cuBLAS calls of the matrix products (kernels with a
+// kir::GemmCall, unless library dispatch is off) on the caller's stream.
+// The interface is the header of pack::writeHeader(..., cuda = true). Like
+// the other emitters it knows kernel IR only, no op.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "compiler/kernel/Program.h"
+
+#include <string>
+
+namespace mlcc::cudagen {
+
+/// CUDA source of the library; `headerName` is the file name of NAME.h.
+std::string emitCuda(const kir::Program &p, const std::string &headerName);
+
+/// Statistics of the CUDA form of a program, for the report and tests.
+struct CudaStats {
+  size_t Launches = 0;       ///< __global__ functions
+  size_t SingleThread = 0;   ///< of which run on one thread (not parallel)
+  size_t LibraryCalls = 0;   ///< cuBLAS calls per run
+};
+CudaStats cudaStats(const kir::Program &p);
+
+} // namespace mlcc::cudagen
