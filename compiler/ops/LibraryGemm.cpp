@@ -88,7 +88,10 @@ void lowerGemm(LowerCtx &c) {
   g.A = a.buffer();
   g.B = b.buffer();
   g.C = y.buffer();
-  kb.setGemm(std::make_shared<const GemmCall>(g));
+  // An operand folded into the code (a splat constant) has no memory for a
+  // library to read: the kernel then runs as generated.
+  if (g.A && g.B && g.C)
+    kb.setGemm(std::make_shared<const GemmCall>(g));
 }
 
 } // namespace

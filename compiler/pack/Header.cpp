@@ -175,6 +175,12 @@ std::string writeHeader(const kir::Program &p, const std::string &source, bool c
   os << "mlcc_status " << N << "_run(const " << N << "_inputs *in, " << N
      << "_outputs *out,\n    const void *weights, void *arena, size_t arena_size, void *cublas,\n"
         "    void *stream);\n\n";
+  os << "/* Same as " << N
+     << "_run, with the inputs and outputs as arrays of device pointers\n"
+        "   in the order of the structs above. */\n";
+  os << "mlcc_status " << N
+     << "_run_ptrs(const void *const *inputs, void *const *outputs,\n"
+        "    const void *weights, void *arena, size_t arena_size, void *cublas, void *stream);\n\n";
   } else {
   os << "/* Runs the model. `arena` must hold " << U
      << "_ARENA_SIZE bytes aligned to\n   " << U

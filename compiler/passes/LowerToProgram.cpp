@@ -43,7 +43,8 @@ std::string sanitize(const std::string &name, const std::string &fallback) {
   return s;
 }
 
-/// C keywords and names the generated code uses itself.
+/// C and C++ keywords (the header is included from C++ too, and the CUDA
+/// target's source is C++) and names the generated code uses itself.
 bool reservedName(const std::string &s) {
   static const std::set<std::string> words = {
       "auto", "break", "case", "char", "const", "continue", "default", "do",
@@ -51,7 +52,17 @@ bool reservedName(const std::string &s) {
       "inline", "int", "long", "register", "restrict", "return", "short",
       "signed", "sizeof", "static", "struct", "switch", "typedef", "union",
       "unsigned", "void", "volatile", "while", "_Bool", "_Complex",
-      "_Imaginary", "bool", "true", "false"};
+      "_Imaginary", "bool", "true", "false",
+      // C++ only
+      "alignas", "alignof", "and", "and_eq", "asm", "bitand", "bitor", "catch",
+      "char8_t", "char16_t", "char32_t", "class", "compl", "concept", "consteval",
+      "constexpr", "constinit", "const_cast", "co_await", "co_return", "co_yield",
+      "decltype", "delete", "dynamic_cast", "explicit", "export", "friend",
+      "mutable", "namespace", "new", "noexcept", "not", "not_eq", "nullptr",
+      "operator", "or", "or_eq", "private", "protected", "public",
+      "reinterpret_cast", "requires", "static_assert", "static_cast", "template",
+      "this", "thread_local", "throw", "try", "typeid", "typename", "using",
+      "virtual", "wchar_t", "xor", "xor_eq"};
   return words.count(s) > 0;
 }
 

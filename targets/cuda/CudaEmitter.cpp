@@ -78,6 +78,10 @@ std::string emitCuda(const Program &p, const std::string &headerName) {
   os << "#include \"" << headerName << "\"\n\n#include <cuda_runtime.h>\n";
   if (cublas)
     os << "#include <cublas_v2.h>\n";
+  // Kernel IR's loop nests leave a block index unused, a temporary never
+  // read or an unsigned index compared with zero: not worth a warning.
+  os << "\n#pragma nv_diag_suppress 177\n#pragma nv_diag_suppress 186\n"
+        "#pragma nv_diag_suppress 550\n";
   os << "\n" << cgen::preludeText() << "\n";
 
   for (auto &c : p.Constants)
@@ -171,6 +175,25 @@ std::string emitCuda(const Program &p, const std::string &headerName) {
     }
   }
   os << "  return MLCC_OK;\n}\n\n";
+
+  // NAME_run_ptrs
+  os << "mlcc_status " << N
+     << "_run_ptrs(const void *const *inputs, void *const *outputs,\n"
+        "    const void *weights, void *arena, size_t arena_size, void *cublas, "
+        "void *stream) {\n";
+  os << "  " << N << "_inputs in;\n  " << N << "_outputs out;\n";
+  os << "  if (inputs == NULL || outputs == NULL)\n    return MLCC_ERR_NULL_ARGUMENT;\n";
+  if (p.Inputs.empty())
+    os << "  in.unused_ = 0;\n";
+  for (size_t i = 0; i < p.Inputs.size(); ++i)
+    os << "  in." << p.Inputs[i].CName << " = (const "
+       << pack::cInterfaceType(p.Inputs[i].Type) << " *)inputs[" << i << "];\n";
+  if (p.Outputs.empty())
+    os << "  out.unused_ = 0;\n";
+  for (size_t i = 0; i < p.Outputs.size(); ++i)
+    os << "  out." << p.Outputs[i].CName << " = ("
+       << pack::cInterfaceType(p.Outputs[i].Type) << " *)outputs[" << i << "];\n";
+  os << "  return " << N << "_run(&in, &out, weights, arena, arena_size, cublas, stream);\n}\n\n";
   cgen::writeModelInfo(os, p);
   return os.str();
 }

@@ -125,7 +125,7 @@ fi
 for m in "${wanted[@]}"; do
   f=$models/$m/model.onnx
   [[ -f $f ]] || continue
-  d=$work/models/$m
+  d=$work/built/$m
   rm -rf "$d" && mkdir -p "$d/lib" "$d/src1" "$d/src2" "$d/nolib"
   if ! "$mlcc" "$f" --target cuda --cuda-arch sm_75,sm_90 -o "$d/lib/lib$m.a" --name "$m" > "$d/lib.log" 2>&1; then
     fail "$m: mlcc --target cuda -o lib$m.a failed:"; tail -5 "$d/lib.log" | sed 's/^/    | /'
@@ -157,9 +157,9 @@ EOC
   launches=$(grep -c '<<<' "$d/src1/$m.cu")
   "$mlcc" "$f" --target cuda --no-library-dispatch -o "$d/nolib/$m.cu" --name "$m" > "$d/nolib.log" 2>&1 ||
     fail "$m: --no-library-dispatch failed"
-  nolib_gemms=$(grep -c 'cublas' "$d/nolib/$m.cu")
+  nolib_gemms=$(grep -c 'cublasSgemm\|cublas_v2.h' "$d/nolib/$m.cu")
   echo "cuda: $m: library and program built; $gemms cuBLAS calls and $launches launches;" \
-       "--no-library-dispatch: $(grep -c '<<<' "$d/nolib/$m.cu") launches, $nolib_gemms cuBLAS mentions"
+       "--no-library-dispatch: $(grep -c '<<<' "$d/nolib/$m.cu") launches, $nolib_gemms cuBLAS calls"
   ((gemms > 0)) || fail "$m: no matrix product is a cuBLAS call"
   ((nolib_gemms == 0)) || fail "$m: --no-library-dispatch still calls cuBLAS"
   if [[ $m == resnet18 ]]; then
