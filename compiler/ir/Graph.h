@@ -87,6 +87,14 @@ struct Attribute {
   std::vector<std::shared_ptr<Graph>> Graphs;
 };
 
+/// An Int attribute of value `v`.
+inline Attribute intAttr(int64_t v) {
+  Attribute a;
+  a.Kind = AttrKind::Int;
+  a.I = v;
+  return a;
+}
+
 class Node {
 public:
   std::string Name; ///< ONNX node name, or a generated one ("Conv_3").

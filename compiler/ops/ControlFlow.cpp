@@ -103,12 +103,6 @@ public:
   Nodes &Out;
 };
 
-ir::Attribute intAttr(int64_t v) {
-  ir::Attribute a;
-  a.Kind = ir::AttrKind::Int;
-  a.I = v;
-  return a;
-}
 
 ir::Attribute stringAttr(const std::string &s) {
   ir::Attribute a;
@@ -188,7 +182,7 @@ Nodes expandLoop(ir::Node &n, ir::Graph &g) {
     if (t > 0) { // iteration t runs only if the previous condition is true
       ir::Node *check = e.node("AssertTrue", {cond}, {}, "mlcc.internal");
       check->Attrs["owner"] = stringAttr(n.where());
-      check->Attrs["iteration"] = intAttr(t);
+      check->Attrs["iteration"] = ir::intAttr(t);
     }
     std::vector<ir::Value *> args = {e.int64s({t}, {}, "iter"), cond};
     args.insert(args.end(), state.begin(), state.end());
@@ -209,7 +203,7 @@ Nodes expandLoop(ir::Node &n, ir::Graph &g) {
     std::vector<ir::Value *> parts;
     for (ir::Value *v : scanned[k])
       parts.push_back(e.op1("Unsqueeze", {v, axis0}, "scan"));
-    e.bindOutput(carried + k, e.op1("Concat", parts, "scan", {{"axis", intAttr(0)}}));
+    e.bindOutput(carried + k, e.op1("Concat", parts, "scan", {{"axis", ir::intAttr(0)}}));
   }
   return out;
 }
@@ -258,7 +252,7 @@ Nodes expandScan(ir::Node &n, ir::Graph &g) {
     for (int64_t j = 0; j < numScan; ++j) {
       int64_t at = inDirs[(size_t)j] ? length - 1 - t : t;
       args.push_back(e.op1("Gather", {n.Inputs[(size_t)(states + j)], e.int64s({at}, {}, "at")},
-                           "elem", {{"axis", intAttr(inAxes[(size_t)j])}}));
+                           "elem", {{"axis", ir::intAttr(inAxes[(size_t)j])}}));
     }
     ir::InlinedGraph inl =
         ir::inlineGraph(g, n, *body, args, n.Name + "/it" + std::to_string(t) + "/");
@@ -279,7 +273,7 @@ Nodes expandScan(ir::Node &n, ir::Graph &g) {
     if (outDirs[(size_t)k])
       std::reverse(parts.begin(), parts.end());
     e.bindOutput((size_t)(states + k),
-                 e.op1("Concat", parts, "scan", {{"axis", intAttr(outAxes[(size_t)k])}}));
+                 e.op1("Concat", parts, "scan", {{"axis", ir::intAttr(outAxes[(size_t)k])}}));
   }
   return out;
 }

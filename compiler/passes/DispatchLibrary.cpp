@@ -24,13 +24,6 @@ namespace mlcc::passes {
 
 namespace {
 
-ir::Attribute intAttr(int64_t v) {
-  ir::Attribute a;
-  a.Kind = ir::AttrKind::Int;
-  a.I = v;
-  return a;
-}
-
 struct Product {
   int64_t Batch = 1, M = 0, N = 0, K = 0;
   bool TransA = false, TransB = false;
@@ -164,7 +157,7 @@ void dispatchLibrary(ir::Graph &g, const FoldOptions &options) {
     ir::Value *a = n->Inputs[0], *b = n->Inputs[1];
     n->Inputs = op == "Conv" ? std::vector<ir::Value *>{b, a} : std::vector<ir::Value *>{a, b};
     std::map<std::string, ir::Attribute> attrs;
-    auto set = [&](const char *k, int64_t v) { attrs[k] = intAttr(v); };
+    auto set = [&](const char *k, int64_t v) { attrs[k] = ir::intAttr(v); };
     set("batch", p->Batch);
     set("m", p->M);
     set("n", p->N);

@@ -39,13 +39,6 @@ namespace mlcc::passes {
 
 namespace {
 
-ir::Attribute intAttr(int64_t v) {
-  ir::Attribute a;
-  a.Kind = ir::AttrKind::Int;
-  a.I = v;
-  return a;
-}
-
 struct Plan {
   int64_t Groups, Cols, Rows, Reduce;
   bool Transposed;
@@ -101,12 +94,12 @@ std::optional<Plan> planFor(const ir::Node &n, int64_t lanes, int64_t cacheBytes
 
 /// The tile attributes of a contraction (read back by ops::packedOperand).
 void setTileAttrs(ir::Node &n, const kir::ContractionTile &tile) {
-  n.Attrs["mlcc.lanes"] = intAttr(tile.Lanes);
-  n.Attrs["mlcc.panel"] = intAttr(tile.Panel);
-  n.Attrs["mlcc.rows"] = intAttr(tile.Rows);
+  n.Attrs["mlcc.lanes"] = ir::intAttr(tile.Lanes);
+  n.Attrs["mlcc.panel"] = ir::intAttr(tile.Panel);
+  n.Attrs["mlcc.rows"] = ir::intAttr(tile.Rows);
   if (tile.ReduceBlock > 0) {
-    n.Attrs["mlcc.reduce_block"] = intAttr(tile.ReduceBlock);
-    n.Attrs["mlcc.row_block"] = intAttr(tile.RowBlock);
+    n.Attrs["mlcc.reduce_block"] = ir::intAttr(tile.ReduceBlock);
+    n.Attrs["mlcc.row_block"] = ir::intAttr(tile.RowBlock);
   }
 }
 
@@ -179,7 +172,7 @@ ir::Value *addNode(ir::Graph &g, std::vector<std::unique_ptr<ir::Node>> &nodes,
   n->Opset = domain.empty() ? 13 : 1;
   n->Inputs = std::move(inputs);
   for (auto &[k, v] : attrs)
-    n->Attrs[k] = intAttr(v);
+    n->Attrs[k] = ir::intAttr(v);
   ir::Value *out = g.addValue(g.uniqueValueName(n->Name));
   out->Producer = n.get();
   n->Outputs = {out};
@@ -240,7 +233,7 @@ bool addFixedRequant(ir::Graph &g, ir::Node &n) {
   size_t at = n.Inputs.size();
   n.Inputs.push_back(constant("requant_multiplier", mult));
   n.Inputs.push_back(constant("requant_shift", shift));
-  n.Attrs["mlcc.fixed_requant"] = intAttr((int64_t)at);
+  n.Attrs["mlcc.fixed_requant"] = ir::intAttr((int64_t)at);
   return true;
 }
 
@@ -267,8 +260,8 @@ void addDotOperands(ir::Graph &g, std::vector<std::unique_ptr<ir::Node>> &nodes,
   n.Inputs.resize(at + 2, nullptr);
   n.Inputs[at] = packed;
   n.Inputs[at + 1] = sums;
-  n.Attrs["mlcc.dot4"] = intAttr(lanes);
-  n.Attrs["mlcc.dot4_input"] = intAttr((int64_t)at);
+  n.Attrs["mlcc.dot4"] = ir::intAttr(lanes);
+  n.Attrs["mlcc.dot4_input"] = ir::intAttr((int64_t)at);
 }
 
 } // namespace
@@ -298,7 +291,7 @@ void packWeights(ir::Graph &g, const kir::ScheduleTarget &target,
       size_t wi = n->OpType == "QLinearConv" ? 3 : 1, zi = n->OpType == "QLinearConv" ? 5 : 3;
       if (n->hasInput(wi) && n->inDType(wi) == DType::I8 && n->inDType(0) == DType::U8 &&
           zeroOrAbsent(*n, zi))
-        n->Attrs["mlcc.dot4_taps"] = intAttr(1);
+        n->Attrs["mlcc.dot4_taps"] = ir::intAttr(1);
     }
     if (auto idx = target.Int8Dot ? dotConvInputs(*n) : std::nullopt) {
       addDotOperands(g, nodes, *n, (*idx)[1], "PackQuads", {}, {1, 2, 3},
@@ -324,7 +317,7 @@ void packWeights(ir::Graph &g, const kir::ScheduleTarget &target,
       }
       if (tile.Panel <= plan->Cols) {
         setTileAttrs(*n, tile);
-        n->Attrs["mlcc.pixel_columns"] = intAttr(1);
+        n->Attrs["mlcc.pixel_columns"] = ir::intAttr(1);
         nodes.push_back(std::move(n));
         continue;
       }
@@ -338,10 +331,10 @@ void packWeights(ir::Graph &g, const kir::ScheduleTarget &target,
       pack->OpType = "PackPanels";
       pack->Domain = "mlcc";
       pack->Opset = 1;
-      pack->Attrs["groups"] = intAttr(plan->Groups);
-      pack->Attrs["cols"] = intAttr(plan->Cols);
-      pack->Attrs["panel"] = intAttr(tile.Panel);
-      pack->Attrs["transposed"] = intAttr(plan->Transposed);
+      pack->Attrs["groups"] = ir::intAttr(plan->Groups);
+      pack->Attrs["cols"] = ir::intAttr(plan->Cols);
+      pack->Attrs["panel"] = ir::intAttr(tile.Panel);
+      pack->Attrs["transposed"] = ir::intAttr(plan->Transposed);
       pack->Inputs = {n->Inputs[1]};
       ir::Value *packed = g.addValue(g.uniqueValueName(n->Inputs[1]->Name + ".packed"));
       packed->Producer = pack.get();
@@ -350,7 +343,7 @@ void packWeights(ir::Graph &g, const kir::ScheduleTarget &target,
         n->Inputs.resize(plan->Input + 1, nullptr);
       n->Inputs[plan->Input] = packed;
       setTileAttrs(*n, tile);
-      n->Attrs["mlcc.packed_input"] = intAttr((int64_t)plan->Input);
+      n->Attrs["mlcc.packed_input"] = ir::intAttr((int64_t)plan->Input);
       nodes.push_back(std::move(pack));
       changed = true;
     }
@@ -367,7 +360,7 @@ void layoutForGpu(ir::Graph &g) {
   for (auto &n : g.Nodes)
     if (n->Domain.empty() && n->OpType == "Conv" && n->hasInput(0) &&
         n->inDType(0) == DType::F32)
-      n->Attrs["mlcc.per_output"] = intAttr(1);
+      n->Attrs["mlcc.per_output"] = ir::intAttr(1);
 }
 
 } // namespace mlcc::passes

@@ -726,6 +726,46 @@ std::string storageExpr(const Program &p, const Kernel &k, size_t param,
   return "";
 }
 
+void writeArgumentChecks(std::ostream &os, const Program &p) {
+  std::string U = pack::upperName(p.Name);
+  if (p.ArenaSize > 0)
+    os << "  unsigned char *a = (unsigned char *)arena;\n";
+  os << "  if (in == NULL || out == NULL)\n    return MLCC_ERR_NULL_ARGUMENT;\n";
+  for (auto &t : p.Inputs)
+    os << "  if (in->" << t.CName << " == NULL)\n    return MLCC_ERR_NULL_ARGUMENT;\n";
+  for (auto &t : p.Outputs)
+    os << "  if (out->" << t.CName << " == NULL)\n    return MLCC_ERR_NULL_ARGUMENT;\n";
+  if (p.ArenaSize > 0) {
+    os << "  if (arena == NULL)\n    return MLCC_ERR_ARENA_NULL;\n";
+    os << "  if (arena_size < " << U << "_ARENA_SIZE)\n    return MLCC_ERR_ARENA_TOO_SMALL;\n";
+    os << "  if (((uintptr_t)arena & (" << U << "_ARENA_ALIGN - 1u)) != 0)\n"
+       << "    return MLCC_ERR_ARENA_MISALIGNED;\n";
+  } else {
+    os << "  (void)arena;\n  (void)arena_size;\n";
+  }
+}
+
+void writeRunPtrs(std::ostream &os, const Program &p, const std::string &params,
+                  const std::string &args) {
+  const std::string &N = p.Name;
+  os << "mlcc_status " << N
+     << "_run_ptrs(const void *const *inputs, void *const *outputs,\n    " << params
+     << ") {\n";
+  os << "  " << N << "_inputs in;\n  " << N << "_outputs out;\n";
+  os << "  if (inputs == NULL || outputs == NULL)\n    return MLCC_ERR_NULL_ARGUMENT;\n";
+  if (p.Inputs.empty())
+    os << "  in.unused_ = 0;\n";
+  for (size_t i = 0; i < p.Inputs.size(); ++i)
+    os << "  in." << p.Inputs[i].CName << " = (const "
+       << pack::cInterfaceType(p.Inputs[i].Type) << " *)inputs[" << i << "];\n";
+  if (p.Outputs.empty())
+    os << "  out.unused_ = 0;\n";
+  for (size_t i = 0; i < p.Outputs.size(); ++i)
+    os << "  out." << p.Outputs[i].CName << " = ("
+       << pack::cInterfaceType(p.Outputs[i].Type) << " *)outputs[" << i << "];\n";
+  os << "  return " << N << "_run(&in, &out, " << args << ");\n}\n\n";
+}
+
 void writeModelInfo(std::ostream &os, const Program &p) {
   const std::string &N = p.Name;
   std::string U = pack::upperName(N);
@@ -784,21 +824,7 @@ std::string emitC(const Program &p, const std::string &headerName) {
      << "_outputs *out,\n    void *arena, size_t arena_size, const mlcc_run_options *options) {\n";
   os << "  mlcc_kernel_hook hook = options ? options->on_kernel : NULL;\n"
      << "  void *hook_context = options ? options->hook_context : NULL;\n";
-  if (p.ArenaSize > 0)
-    os << "  unsigned char *a = (unsigned char *)arena;\n";
-  os << "  if (in == NULL || out == NULL)\n    return MLCC_ERR_NULL_ARGUMENT;\n";
-  for (auto &t : p.Inputs)
-    os << "  if (in->" << t.CName << " == NULL)\n    return MLCC_ERR_NULL_ARGUMENT;\n";
-  for (auto &t : p.Outputs)
-    os << "  if (out->" << t.CName << " == NULL)\n    return MLCC_ERR_NULL_ARGUMENT;\n";
-  if (p.ArenaSize > 0) {
-    os << "  if (arena == NULL)\n    return MLCC_ERR_ARENA_NULL;\n";
-    os << "  if (arena_size < " << U << "_ARENA_SIZE)\n    return MLCC_ERR_ARENA_TOO_SMALL;\n";
-    os << "  if (((uintptr_t)arena & (" << U << "_ARENA_ALIGN - 1u)) != 0)\n"
-       << "    return MLCC_ERR_ARENA_MISALIGNED;\n";
-  } else {
-    os << "  (void)arena;\n  (void)arena_size;\n";
-  }
+  writeArgumentChecks(os, p);
   for (size_t ci = 0; ci < p.Calls.size(); ++ci) {
     const Call &c = p.Calls[ci];
     const Kernel &k = p.Kernels[c.KernelIndex];
@@ -816,22 +842,8 @@ std::string emitC(const Program &p, const std::string &headerName) {
      << "_outputs *out,\n    void *arena, size_t arena_size) {\n";
   os << "  return " << N << "_run_with(in, out, arena, arena_size, NULL);\n}\n\n";
 
-  os << "mlcc_status " << N
-     << "_run_ptrs(const void *const *inputs, void *const *outputs,\n"
-        "    void *arena, size_t arena_size) {\n";
-  os << "  " << N << "_inputs in;\n  " << N << "_outputs out;\n";
-  os << "  if (inputs == NULL || outputs == NULL)\n    return MLCC_ERR_NULL_ARGUMENT;\n";
-  if (p.Inputs.empty())
-    os << "  in.unused_ = 0;\n";
-  for (size_t i = 0; i < p.Inputs.size(); ++i)
-    os << "  in." << p.Inputs[i].CName << " = (const "
-       << pack::cInterfaceType(p.Inputs[i].Type) << " *)inputs[" << i << "];\n";
-  if (p.Outputs.empty())
-    os << "  out.unused_ = 0;\n";
-  for (size_t i = 0; i < p.Outputs.size(); ++i)
-    os << "  out." << p.Outputs[i].CName << " = ("
-       << pack::cInterfaceType(p.Outputs[i].Type) << " *)outputs[" << i << "];\n";
-  os << "  return " << N << "_run(&in, &out, arena, arena_size);\n}\n\n";
+  writeRunPtrs(os, p, "void *arena, size_t arena_size", "arena, arena_size");
+
 
   writeModelInfo(os, p);
   return os.str();

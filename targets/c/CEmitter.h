@@ -46,6 +46,13 @@ void writeConstant(std::ostream &os, const kir::ConstantData &c, const std::stri
 /// the weights buffer `w` + its offset.
 std::string storageExpr(const kir::Program &p, const kir::Kernel &k, size_t param,
                         const kir::Storage &s, const std::vector<int64_t> *constantOffsets);
+/// The checks a run function starts with: `in`, `out` and their pointers
+/// not NULL, the arena (declared as `a`) present, large and aligned enough.
+void writeArgumentChecks(std::ostream &os, const kir::Program &p);
+/// NAME_run_ptrs(inputs, outputs, PARAMS): fills the structs from the
+/// pointer arrays and returns NAME_run(&in, &out, ARGS).
+void writeRunPtrs(std::ostream &os, const kir::Program &p, const std::string &params,
+                  const std::string &args);
 /// The shape tables, mlcc_tensor_info arrays and NAME_info().
 void writeModelInfo(std::ostream &os, const kir::Program &p);
 

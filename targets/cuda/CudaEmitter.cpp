@@ -132,22 +132,9 @@ std::string emitCuda(const Program &p, const std::string &headerName) {
   os << "  cudaStream_t s = (cudaStream_t)stream;\n";
   os << (p.Constants.empty() ? "  (void)weights;\n"
                              : "  const unsigned char *w = (const unsigned char *)weights;\n");
-  os << "  if (in == NULL || out == NULL)\n    return MLCC_ERR_NULL_ARGUMENT;\n";
-  for (auto &t : p.Inputs)
-    os << "  if (in->" << t.CName << " == NULL)\n    return MLCC_ERR_NULL_ARGUMENT;\n";
-  for (auto &t : p.Outputs)
-    os << "  if (out->" << t.CName << " == NULL)\n    return MLCC_ERR_NULL_ARGUMENT;\n";
+  cgen::writeArgumentChecks(os, p);
   if (!p.Constants.empty())
     os << "  if (w == NULL)\n    return MLCC_ERR_NULL_ARGUMENT;\n";
-  if (p.ArenaSize > 0) {
-    os << "  unsigned char *a = (unsigned char *)arena;\n";
-    os << "  if (arena == NULL)\n    return MLCC_ERR_ARENA_NULL;\n";
-    os << "  if (arena_size < " << U << "_ARENA_SIZE)\n    return MLCC_ERR_ARENA_TOO_SMALL;\n";
-    os << "  if (((uintptr_t)arena & (" << U << "_ARENA_ALIGN - 1u)) != 0)\n"
-       << "    return MLCC_ERR_ARENA_MISALIGNED;\n";
-  } else {
-    os << "  (void)arena;\n  (void)arena_size;\n";
-  }
   if (cublas) {
     os << "  cublasHandle_t h = (cublasHandle_t)cublas;\n  cudaStream_t current;\n"
        << "  if (h == NULL)\n    return MLCC_ERR_NULL_ARGUMENT;\n"
@@ -176,24 +163,10 @@ std::string emitCuda(const Program &p, const std::string &headerName) {
   }
   os << "  return MLCC_OK;\n}\n\n";
 
-  // NAME_run_ptrs
-  os << "mlcc_status " << N
-     << "_run_ptrs(const void *const *inputs, void *const *outputs,\n"
-        "    const void *weights, void *arena, size_t arena_size, void *cublas, "
-        "void *stream) {\n";
-  os << "  " << N << "_inputs in;\n  " << N << "_outputs out;\n";
-  os << "  if (inputs == NULL || outputs == NULL)\n    return MLCC_ERR_NULL_ARGUMENT;\n";
-  if (p.Inputs.empty())
-    os << "  in.unused_ = 0;\n";
-  for (size_t i = 0; i < p.Inputs.size(); ++i)
-    os << "  in." << p.Inputs[i].CName << " = (const "
-       << pack::cInterfaceType(p.Inputs[i].Type) << " *)inputs[" << i << "];\n";
-  if (p.Outputs.empty())
-    os << "  out.unused_ = 0;\n";
-  for (size_t i = 0; i < p.Outputs.size(); ++i)
-    os << "  out." << p.Outputs[i].CName << " = ("
-       << pack::cInterfaceType(p.Outputs[i].Type) << " *)outputs[" << i << "];\n";
-  os << "  return " << N << "_run(&in, &out, weights, arena, arena_size, cublas, stream);\n}\n\n";
+  cgen::writeRunPtrs(os, p,
+                     "const void *weights, void *arena, size_t arena_size, void *cublas, "
+                     "void *stream",
+                     "weights, arena, arena_size, cublas, stream");
   cgen::writeModelInfo(os, p);
   return os.str();
 }

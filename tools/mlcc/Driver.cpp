@@ -136,20 +136,23 @@ struct TempDir {
     std::error_code ec;
     std::filesystem::remove_all(Path, ec);
   }
+  /// Writes `text` to the file `name` in the folder.
+  void write(const std::string &name, const std::string &text) const {
+    FILE *f = std::fopen((Path + "/" + name).c_str(), "wb");
+    bool ok = f && std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    if (f)
+      std::fclose(f);
+    if (!ok)
+      fail(ErrorKind::Io) << "cannot write temporary file " << name;
+  }
 };
 
 /// Compiles the generated C with the host compiler; returns the object.
 std::string compileC(const std::string &source, const std::string &header,
                      const std::string &name) {
   TempDir tmp;
-  auto writeFile = [&](const std::string &file, const std::string &text) {
-    FILE *f = std::fopen((tmp.Path + "/" + file).c_str(), "wb");
-    if (!f || std::fwrite(text.data(), 1, text.size(), f) != text.size())
-      fail(ErrorKind::Io) << "cannot write temporary file " << file;
-    std::fclose(f);
-  };
-  writeFile(name + ".h", header);
-  writeFile(name + ".c", source);
+  tmp.write(name + ".h", header);
+  tmp.write(name + ".c", source);
   const char *cc = std::getenv("CC");
   std::string compiler = cc && *cc ? cc : "cc";
   std::vector<std::string> cmd = {compiler, "-std=c99", "-O2", "-fno-strict-aliasing",
@@ -218,14 +221,8 @@ std::string compileCuda(const std::string &source, const std::string &header,
                               "(not found in $CUDA_PATH/bin, /usr/local/cuda/bin or PATH); "
                               "write the source instead with -o " << name << ".cu";
   TempDir tmp;
-  auto writeFile = [&](const std::string &file, const std::string &text) {
-    FILE *f = std::fopen((tmp.Path + "/" + file).c_str(), "wb");
-    if (!f || std::fwrite(text.data(), 1, text.size(), f) != text.size())
-      fail(ErrorKind::Io) << "cannot write temporary file " << file;
-    std::fclose(f);
-  };
-  writeFile(name + ".h", header);
-  writeFile(name + ".cu", source);
+  tmp.write(name + ".h", header);
+  tmp.write(name + ".cu", source);
   std::vector<std::string> cmd = {nvcc, "-std=c++17", "-O3", "-Xcompiler", "-fPIC", "-c",
                                   name + ".cu", "-o", name + ".o"};
   for (size_t i = 0; i < archs.size(); ++i) {
