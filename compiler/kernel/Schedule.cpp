@@ -713,12 +713,14 @@ bool hasParallelLoop(const Stmt &s) {
   return found;
 }
 
-/// Whether the iterations of loop `s` are independent: each stores only
-/// to parameters (no local declared outside it), at an index affine in the
-/// loop variable whose step is at least the span the rest of the index
-/// covers in one iteration (constant inner loops), and reads no buffer it
-/// stores to except at the very index of a store.
-bool independentIterations(const StmtNode &s) {
+} // namespace
+
+/// Each iteration stores only to parameters (no local declared outside
+/// it), at an index affine in the loop variable whose step is at least the
+/// span the rest of the index covers in one iteration (constant inner
+/// loops), and reads no buffer it stores to except at the very index of a
+/// store.
+bool iterationsIndependent(const StmtNode &s) {
   std::vector<std::pair<const StmtNode *, std::vector<const StmtNode *>>> stores;
   bool ok = true;
   std::vector<const StmtNode *> loops; // the inner loops around a statement
@@ -794,6 +796,8 @@ bool independentIterations(const StmtNode &s) {
   return ok;
 }
 
+namespace {
+
 /// Makes the outermost loops that can be parallel: loops outside any
 /// parallel loop and containing none, whose iterations are independent and
 /// which do enough work (else their inner loops are tried), split into at
@@ -815,7 +819,7 @@ public:
     int64_t begin = s->Begin->IntValue, n = s->End->IntValue - begin;
     if (s->Loop != LoopKind::Serial || workOf(s) < kMinWork)
       return s; // too little work here, and so in any inner loop
-    if (n < 2 || !independentIterations(*s))
+    if (n < 2 || !iterationsIndependent(*s))
       return Mutator::mutate(s);
     int64_t chunk = (n + kMaxChunks - 1) / kMaxChunks, chunks = (n + chunk - 1) / chunk;
     Var c = newVar(s->LoopVar->Name + "c");
@@ -834,8 +838,6 @@ public:
 };
 
 } // namespace
-
-bool iterationsIndependent(const StmtNode &loop) { return independentIterations(loop); }
 
 Kernel parallelize(const Kernel &k) {
   Parallelizer m;

@@ -51,22 +51,6 @@ void writeGemmCall(std::ostream &os, const Program &p, const Call &c, const Kern
 
 } // namespace
 
-CudaStats cudaStats(const Program &p) {
-  CudaStats s;
-  for (auto &c : p.Calls) {
-    const Kernel &k = p.Kernels[c.KernelIndex];
-    if (k.Gemm) {
-      ++s.LibraryCalls;
-      continue;
-    }
-    for (const Launch &l : launchesOf(k)) {
-      ++s.Launches;
-      s.SingleThread += l.Blocks * l.Threads == 1;
-    }
-  }
-  return s;
-}
-
 std::string emitCuda(const Program &p, const std::string &headerName) {
   std::ostringstream os;
   const std::string &N = p.Name;

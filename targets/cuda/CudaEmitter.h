@@ -21,12 +21,4 @@ namespace mlcc::cudagen {
 /// CUDA source of the library; `headerName` is the file name of NAME.h.
 std::string emitCuda(const kir::Program &p, const std::string &headerName);
 
-/// Statistics of the CUDA form of a program, for the report and tests.
-struct CudaStats {
-  size_t Launches = 0;       ///< __global__ functions
-  size_t SingleThread = 0;   ///< of which run on one thread (not parallel)
-  size_t LibraryCalls = 0;   ///< cuBLAS calls per run
-};
-CudaStats cudaStats(const kir::Program &p);
-
 } // namespace mlcc::cudagen

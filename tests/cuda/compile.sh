@@ -34,15 +34,12 @@ models=$6
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 
-nvcc=""
-for c in ${CUDA_PATH:+"$CUDA_PATH/bin/nvcc"} /usr/local/cuda/bin/nvcc "$(command -v nvcc || true)"; do
-  [[ -n $c && -x $c ]] && { nvcc=$c; break; }
-done
+# shellcheck source=nvcc.sh
+source "$here/nvcc.sh"
 if [[ -z $nvcc ]]; then
   echo "cuda: nvcc not found (CUDA_PATH, /usr/local/cuda, PATH): skipping the CUDA tests"
   exit 77
 fi
-cuda_home=$(cd "$(dirname "$nvcc")/.." && pwd)
 echo "cuda: $nvcc ($("$nvcc" --version | grep -o 'release [0-9.]*'))"
 jobs=$(nproc 2>/dev/null || echo 2)
 failures=0

@@ -69,12 +69,9 @@ if [[ $mode != run || $# -lt 2 ]]; then
   exit 2
 fi
 out=$(realpath "$2")
-nvcc=""
-for c in ${CUDA_PATH:+"$CUDA_PATH/bin/nvcc"} /usr/local/cuda/bin/nvcc "$(command -v nvcc || true)"; do
-  [[ -n $c && -x $c ]] && { nvcc=$c; break; }
-done
+# shellcheck source=nvcc.sh
+source "$here/nvcc.sh"
 [[ -n $nvcc ]] || { echo "run-on-gpu: no nvcc"; exit 77; }
-cuda_home=$(cd "$(dirname "$nvcc")/.." && pwd)
 nvidia-smi -L || { echo "run-on-gpu: no GPU"; exit 77; }
 libs=(-L"$cuda_home/lib64" -lcudart -lcublas -lstdc++ -lm)
 "$nvcc" -O2 -I "$root/runtime-c" -x cu -c "$here/gpu_driver.c" -o "$out/gpu_driver.o" || exit 1

@@ -29,24 +29,8 @@
 # lacks onnx or numpy (ctest reports a skip).
 set -uo pipefail
 
-if [[ $# -ne 2 ]]; then
-  echo "usage: $0 MLCC WORKDIR (the comment at the top of this script says more)" >&2
-  exit 2
-fi
-mlcc="$(realpath "$1")"
-work="$2"
-mkdir -p "$work" && work="$(realpath "$work")"
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
-cc="${CC:-cc}"
-python=/usr/bin/python3
-failed=0
-skipped=()
-
-if ! "$python" -c 'import onnx, numpy' 2>/dev/null; then
-  echo "SKIP: /usr/bin/python3 cannot import onnx and numpy (python3-onnx, python3-numpy)"
-  exit 77
-fi
+# shellcheck source=setup.sh
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 fail() { echo "FAIL: $*"; failed=1; }
 
 "$cc" -std=c99 -O2 -I "$root/runtime-c" -c "$root/tools/conformance/driver.c" \

@@ -39,6 +39,15 @@ std::vector<float> randomValues(const Shape &dims, unsigned seed) {
   return v;
 }
 
+/// `n` integers drawn uniformly from [lo, hi] (int8 weights, int32 biases).
+std::vector<int64_t> randomInts(std::mt19937 &rng, int64_t n, int lo, int hi) {
+  std::uniform_int_distribution<int> u(lo, hi);
+  std::vector<int64_t> v((size_t)n);
+  for (auto &e : v)
+    e = u(rng);
+  return v;
+}
+
 void addInitializer(pb::Graph *g, const std::string &name, const Shape &dims,
                     const std::vector<float> &values) {
   pb::Tensor *t = g->add_initializer();
@@ -344,12 +353,8 @@ std::string qlinearConvModel(const Shape &x, int64_t m, int64_t k, int64_t pad, 
   pb::Graph *g = newGraph(model, x);
   int64_t c = x[1] / group;
   std::mt19937 rng(5);
-  std::uniform_int_distribution<int> w8(-127, 127), b32(-3000, 3000);
-  std::vector<int64_t> w((size_t)(m * c * k * k)), bias((size_t)m), zeros((size_t)m, 0);
-  for (auto &v : w)
-    v = w8(rng);
-  for (auto &v : bias)
-    v = b32(rng);
+  std::vector<int64_t> w = randomInts(rng, m * c * k * k, -127, 127);
+  std::vector<int64_t> bias = randomInts(rng, m, -3000, 3000), zeros((size_t)m, 0);
   std::vector<float> wscale;
   for (int64_t i = 0; i < m; ++i)
     wscale.push_back(0.002f + 0.0005f * (float)i);
@@ -440,12 +445,8 @@ std::string qlinearMatMulModel(int64_t m, int64_t k, int64_t n, int xtype, int64
     ms->set_version(1);
   }
   std::mt19937 rng(9);
-  std::uniform_int_distribution<int> w8(-127, 127), b32(-2000, 2000);
-  std::vector<int64_t> w((size_t)(k * n)), bias((size_t)n);
-  for (auto &v : w)
-    v = w8(rng);
-  for (auto &v : bias)
-    v = b32(rng);
+  std::vector<int64_t> w = randomInts(rng, k * n, -127, 127);
+  std::vector<int64_t> bias = randomInts(rng, n, -2000, 2000);
   std::vector<float> bscale;
   for (int64_t i = 0; i < n; ++i)
     bscale.push_back(0.003f + 0.0001f * (float)i);

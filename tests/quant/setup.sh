@@ -1,0 +1,22 @@
+# setup.sh - the start every tests/quant script shares (sourced):
+#   SCRIPT MLCC WORKDIR
+# sets mlcc, work (created), here, root, cc, python, failed=0, skipped=();
+# exits 2 on bad usage and 77 when /usr/bin/python3 lacks onnx or numpy.
+if [[ $# -ne 2 ]]; then
+  echo "usage: $0 MLCC WORKDIR (the comment at the top of this script says more)" >&2
+  exit 2
+fi
+mlcc="$(realpath "$1")"
+work="$2"
+mkdir -p "$work" && work="$(realpath "$work")"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+cc="${CC:-cc}"
+python=/usr/bin/python3
+failed=0
+skipped=()
+
+if ! "$python" -c 'import onnx, numpy' 2>/dev/null; then
+  echo "SKIP: /usr/bin/python3 cannot import onnx and numpy (python3-onnx, python3-numpy)"
+  exit 77
+fi
