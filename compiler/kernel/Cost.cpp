@@ -51,6 +51,8 @@ public:
     }
     case StmtKind::Alloc:
       return stmt(s->Inner);
+    case StmtKind::Barrier:
+      return 0;
     }
     return 0;
   }

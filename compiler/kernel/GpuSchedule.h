@@ -13,6 +13,20 @@
 //               consecutive points on consecutive threads (coalesced
 //               accesses wherever the innermost loop walks memory
 //               contiguously) and a guard for the last block.
+//   block       a nest like `flat` whose points (rows) each hold loops
+//               long enough to share (a reduction of at least a warp's
+//               length, and fewer than 8192 rows): one block
+//               per row, its threads sharing the row's work in phases
+//               separated by barriers. The row's locals become shared
+//               buffers; a loop with independent iterations is shared out
+//               (thread t runs iterations t, t + threads, ...); a reduction
+//               loop (`acc = acc op value` with op +, *, min or max, its
+//               other stores independent) is shared out into per-thread
+//               partials, combined in a shared-memory tree and folded into
+//               the accumulator by thread 0; any other statement of the row
+//               runs on thread 0. Blocks have a power of two of threads,
+//               32 to 256, as many as the longest shared loop uses.
+//               A statement that is not a nest of loops at all is one row.
 //   single      any other statement (a scan, a loop-carried recurrence):
 //               one block of one thread runs it as written.
 //
@@ -35,7 +49,7 @@ struct GpuTarget {
 Kernel mapToGpu(const Kernel &k, const GpuTarget &t);
 
 /// One launch of a GPU-scheduled kernel: the GpuBlock loop, its grid and
-/// block sizes.
+/// block sizes (the extent of its thread loops).
 struct Launch {
   Stmt Loop;
   int64_t Blocks = 1, Threads = 1;

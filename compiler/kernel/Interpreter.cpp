@@ -152,6 +152,8 @@ private:
       Slots.pop_back();
       return;
     }
+    case StmtKind::Barrier: // the thread loops around it run one after the other
+      return;
     }
   }
 

@@ -390,11 +390,16 @@ Stmt ifThen(Expr cond, Stmt thenStmt, Stmt elseStmt) {
 }
 
 Stmt alloc(const Buffer &buf, Stmt body) {
-  MLCC_CHECK(buf && body && buf->Kind == BufferKind::Local,
-             "alloc of a non-local buffer");
+  MLCC_CHECK(buf && body && buf->Kind != BufferKind::Param, "alloc of a parameter");
   auto s = makeStmt(StmtKind::Alloc);
   s->Buf = buf;
   s->Inner = std::move(body);
+  return s;
+}
+
+Stmt barrier(bool warp) {
+  auto s = makeStmt(StmtKind::Barrier);
+  s->Warp = warp;
   return s;
 }
 
@@ -431,7 +436,16 @@ public:
                                                s->LoopVar->Name +
                                                " is bound twice");
       Vars.insert(s->LoopVar.get());
-      stmt(s->Inner);
+      {
+        // Where barriers and shared buffers may stand (see StmtKind).
+        Place saved = Where;
+        if (s->Loop == LoopKind::GpuBlock)
+          Where = Place::Block;
+        else if (s->Loop == LoopKind::GpuThread)
+          Where = Place::Elsewhere;
+        stmt(s->Inner);
+        Where = saved;
+      }
       Vars.erase(s->LoopVar.get());
       break;
     case StmtKind::Store:
@@ -444,16 +458,27 @@ public:
     case StmtKind::If:
       expr(s->Cond);
       check(s->Cond->Lanes == 1, "vector if condition");
-      stmt(s->Inner);
-      if (s->Else)
-        stmt(s->Else);
+      {
+        Place saved = Where;
+        Where = Place::Elsewhere;
+        stmt(s->Inner);
+        if (s->Else)
+          stmt(s->Else);
+        Where = saved;
+      }
       break;
     case StmtKind::Alloc:
       check(!Buffers.count(s->Buf.get()), "buffer " + s->Buf->Name +
                                               " allocated twice");
+      check(s->Buf->Kind != BufferKind::Shared || Where == Place::Block,
+            "shared buffer " + s->Buf->Name + " allocated outside a GPU block's body");
       Buffers.insert(s->Buf.get());
       stmt(s->Inner);
       Buffers.erase(s->Buf.get());
+      break;
+    case StmtKind::Barrier:
+      check(Where == Place::Block, "barrier outside a GPU block's body or inside a "
+                                   "thread loop or a condition");
       break;
     }
   }
@@ -499,6 +524,10 @@ public:
   }
 
 private:
+  /// Block: in a GpuBlock loop's body, outside thread loops and Ifs.
+  enum class Place { Elsewhere, Block };
+  Place Where = Place::Elsewhere;
+
   void check(bool ok, const std::string &msg) {
     if (!ok)
       fail(ErrorKind::Internal) << "internal error: kernel " << K.Name << ": "
@@ -702,9 +731,13 @@ public:
       }
       return;
     case StmtKind::Alloc:
-      os << ind << "alloc " << name(s->Buf.get()) << ": "
-         << dtypeName(s->Buf->Type) << "[" << s->Buf->Size << "]\n";
+      os << ind << (s->Buf->Kind == BufferKind::Shared ? "alloc shared " : "alloc ")
+         << name(s->Buf.get()) << ": " << dtypeName(s->Buf->Type) << "[" << s->Buf->Size
+         << "]\n";
       stmt(os, s->Inner, depth + 1);
+      return;
+    case StmtKind::Barrier:
+      os << ind << (s->Warp ? "barrier warp\n" : "barrier\n");
       return;
     }
   }

@@ -5,7 +5,7 @@
 // imperative language in the style of Halide's lowered IR:
 //
 //   Kernel   := name, parameter buffers, body
-//   Stmt     := Block | For | Store | If | Alloc
+//   Stmt     := Block | For | Store | If | Alloc | Barrier
 //   Expr     := Const | Var | Load | Unary | Binary | Select | Cast | Broadcast
 //
 // - Buffers are flat arrays of one element type; a Load/Store takes a single
@@ -121,6 +121,11 @@ using Var = std::shared_ptr<const VarNode>;
 enum class BufferKind : uint8_t {
   Param, ///< A kernel parameter, bound by the caller.
   Local, ///< Scoped by an Alloc statement; lives on the stack.
+  /// Scoped by an Alloc directly in a GpuBlock loop: one copy per block,
+  /// which the block's threads share (CUDA `__shared__`). Serial emitters
+  /// and the interpreter treat it as a Local: they run a block's threads
+  /// one after the other, phase by phase (see Barrier).
+  Shared,
 };
 
 /// A flat array of `Size` elements of type `Type`.
@@ -188,7 +193,15 @@ Expr bitcast(DType type, Expr a);
 // Statements
 // ---------------------------------------------------------------------------
 
-enum class StmtKind : uint8_t { Block, For, Store, If, Alloc };
+/// Barrier: the threads of a GPU block wait for each other, and what each
+/// stored before it is visible to all after it (CUDA `__syncthreads()`). It
+/// stands only between GpuThread loops of one block (in the block loop's
+/// body, possibly inside serial loops there, never inside a thread loop
+/// or an If), so a block's body is a sequence of phases, each a thread loop:
+/// running the thread loops one after the other, as serial emitters and
+/// the interpreter do, gives the same result, and they ignore the barrier.
+/// State that lives across phases is in Shared buffers.
+enum class StmtKind : uint8_t { Block, For, Store, If, Alloc, Barrier };
 
 enum class LoopKind : uint8_t {
   Serial,
@@ -198,8 +211,9 @@ enum class LoopKind : uint8_t {
   /// GPU bindings (compiler/kernel/GpuSchedule.h): the loop's iterations
   /// are the blocks of a launch (GpuBlock, outermost: each such loop at
   /// the top of a kernel is one launch) or a block's threads (GpuThread,
-  /// directly inside a GpuBlock loop). Iterations are independent, so any
-  /// other emitter and the interpreter run them as serial loops.
+  /// inside a GpuBlock loop; a block may run several thread loops, phases
+  /// separated by Barriers). Iterations are independent, so any other
+  /// emitter and the interpreter run them as serial loops.
   GpuBlock,
   GpuThread,
 };
@@ -220,6 +234,7 @@ struct StmtNode {
   Expr Index;  ///< Store offset.
   Expr Value;  ///< Store value.
   Expr Cond;   ///< If condition.
+  bool Warp = false; ///< Barrier: of a warp's threads only.
 };
 
 Stmt block(std::vector<Stmt> stmts);
@@ -228,7 +243,12 @@ Stmt forLoop(Var v, Expr begin, Expr end, Stmt body,
 /// Stores `value` at `index` (value->Lanes consecutive elements).
 Stmt store(const Buffer &buf, Expr index, Expr value);
 Stmt ifThen(Expr cond, Stmt thenStmt, Stmt elseStmt = nullptr);
+/// Scopes a Local or Shared buffer over `body`.
 Stmt alloc(const Buffer &buf, Stmt body);
+/// `warp`: only the threads of each warp wait for each other (enough when
+/// the threads that wrote what the next phase reads, and those that read
+/// it, are all in the first warp).
+Stmt barrier(bool warp = false);
 
 // ---------------------------------------------------------------------------
 // Kernels

@@ -74,6 +74,8 @@ Stmt Mutator::mutate(const Stmt &s) {
     Stmt inner = mutate(s->Inner);
     return inner == s->Inner ? s : alloc(s->Buf, inner);
   }
+  case StmtKind::Barrier:
+    return s;
   }
   return s;
 }

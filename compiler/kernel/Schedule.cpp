@@ -600,6 +600,8 @@ bool collapsible(const Stmt &s, const Var &o, const Var &i, int64_t extent) {
     case StmtKind::Alloc:
       stmt(st->Inner);
       return;
+    case StmtKind::Barrier:
+      return;
     }
   };
   stmt(s);
@@ -677,8 +679,16 @@ Kernel collapse(const Kernel &k) {
 
 namespace {
 
-/// Element operations one run of `s` performs, at least (loops with bounds
-/// that are not constants count once).
+bool hasParallelLoop(const Stmt &s) {
+  bool found = false;
+  visitStmts(s, [&](const Stmt &st) {
+    found |= st->Kind == StmtKind::For && st->Loop == LoopKind::Parallel;
+  });
+  return found;
+}
+
+} // namespace
+
 int64_t workOf(const Stmt &s) {
   if (!s)
     return 0;
@@ -701,19 +711,11 @@ int64_t workOf(const Stmt &s) {
     return std::max(workOf(s->Inner), workOf(s->Else));
   case StmtKind::Alloc:
     return workOf(s->Inner);
+  case StmtKind::Barrier:
+    return 0;
   }
   return 0;
 }
-
-bool hasParallelLoop(const Stmt &s) {
-  bool found = false;
-  visitStmts(s, [&](const Stmt &st) {
-    found |= st->Kind == StmtKind::For && st->Loop == LoopKind::Parallel;
-  });
-  return found;
-}
-
-} // namespace
 
 /// Each iteration stores only to parameters (no local declared outside
 /// it), at an index affine in the loop variable whose step is at least the
@@ -761,6 +763,8 @@ bool iterationsIndependent(const StmtNode &s) {
       locals.insert(st->Buf.get());
       walk(st->Inner);
       return;
+    case StmtKind::Barrier:
+      return;
     }
   };
   walk(s.Inner);
@@ -776,15 +780,35 @@ bool iterationsIndependent(const StmtNode &s) {
     auto step = strideOf(st->Index, s.LoopVar);
     if (!step || *step == 0)
       return false;
-    int64_t span = st->Value->Lanes;
+    // The index is a sum of stride * counter terms: this loop's, the inner
+    // loops' and the vector lanes'. Distinct iterations store to disjoint
+    // elements when the inner terms together span less than this loop's
+    // stride (each iteration a block of its own), or when the whole sum is
+    // one-to-one (interleaved: ordered by stride, each stride exceeds the
+    // span of the smaller ones).
+    int64_t lanes = st->Value->Lanes, span = lanes;
+    std::vector<std::pair<int64_t, int64_t>> terms{{1, lanes}}; // stride, extent
     for (const StmtNode *l : around) {
       auto c = strideOf(st->Index, l->LoopVar);
       if (!c)
         return false;
-      span += std::abs(*c) * (l->End->IntValue - l->Begin->IntValue - 1);
+      int64_t n = l->End->IntValue - l->Begin->IntValue;
+      span += std::abs(*c) * (n - 1);
+      if (*c != 0 && n > 1)
+        terms.push_back({std::abs(*c), n});
     }
-    if (span > std::abs(*step))
-      return false;
+    if (span > std::abs(*step)) {
+      if (!s.Begin->isConst() || !s.End->isConst())
+        return false;
+      terms.push_back({std::abs(*step), s.End->IntValue - s.Begin->IntValue});
+      std::sort(terms.begin(), terms.end());
+      int64_t reach = 0; // the largest offset of the smaller terms
+      for (auto [c, n] : terms) {
+        if (c <= reach)
+          return false;
+        reach += c * (n - 1);
+      }
+    }
     written.insert(st->Buf.get());
     storedAt.insert({st->Buf.get(), print(st->Index)});
   }

@@ -92,6 +92,10 @@ ContractionTile chooseContractionTile(const ScheduleTarget &t, int64_t rows,
 /// coefficient.
 std::optional<int64_t> strideOf(const Expr &e, const Var &v);
 
+/// Element operations one run of `s` performs, at least (loops with bounds
+/// that are not constants count once).
+int64_t workOf(const Stmt &s);
+
 /// Whether the iterations of the loop `loop` (a For with constant bounds)
 /// are independent: they store to distinct elements of parameters, at
 /// indices affine in the loop variable, and read no element another

@@ -204,6 +204,27 @@ std::vector<Expr> matmulOperandIndex(const MatMulShape &s, bool isA,
 void lowerMatrixProduct(LowerCtx &c, const MatMulShape &s, const TensorRef &y,
                         const MatMulSpec &spec) {
   KernelBuilder &b = c.b();
+  if (c.node().attrInt("mlcc.per_output", 0)) {
+    // One output per iteration, its sum in a local accumulator: the GPU
+    // form (a thread per output, or tiles staged in shared memory).
+    b.loops(s.Batch, [&](const std::vector<Expr> &bi) {
+      b.loop("i", s.M, [&](Expr i) {
+        b.loop("j", s.N, [&](Expr j) {
+          Local acc = b.local("acc", spec.Init ? spec.Init(bi, i, j) : constant(spec.Acc, 0));
+          b.loop("k", s.K, [&](Expr k) {
+            b.set(acc, acc.get() + spec.LoadA(bi, i, k) * spec.LoadB(bi, k, j));
+          });
+          std::vector<Expr> yi = bi;
+          if (s.RankA > 1)
+            yi.push_back(i);
+          if (s.RankB > 1)
+            yi.push_back(j);
+          y.store(yi, spec.Finish ? spec.Finish(acc.get(), bi, i, j) : acc.get());
+        });
+      });
+    }, "b");
+    return;
+  }
   bool direct = !spec.Finish && y.dtype() == spec.Acc && !y.writeOnly();
   TensorRef scratch;
   if (!direct)

@@ -88,7 +88,9 @@ struct MatMulSpec {
       Finish;
 };
 
-/// y[bi, i, j] = Finish(Init + sum_k A[bi, i, k] * B[bi, k, j]).
+/// y[bi, i, j] = Finish(Init + sum_k A[bi, i, k] * B[bi, k, j]); nodes
+/// marked mlcc.per_output (pack-weights for a GPU target) get a loop nest
+/// over the outputs, each summing in a local accumulator.
 void lowerMatrixProduct(LowerCtx &c, const MatMulShape &s, const TensorRef &y,
                         const MatMulSpec &spec);
 

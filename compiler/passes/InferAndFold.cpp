@@ -44,6 +44,8 @@ kir::Expr uniformStoredConstant(const kir::Stmt &s, const kir::Buffer &param,
       return found;
     }
     return s->Value;
+  case StmtKind::Barrier:
+    return found;
   }
   return found;
 }

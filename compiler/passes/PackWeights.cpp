@@ -357,10 +357,17 @@ void packWeights(ir::Graph &g, const kir::ScheduleTarget &target,
 }
 
 void layoutForGpu(ir::Graph &g) {
-  for (auto &n : g.Nodes)
-    if (n->Domain.empty() && n->OpType == "Conv" && n->hasInput(0) &&
-        n->inDType(0) == DType::F32)
+  for (auto &n : g.Nodes) {
+    bool floatConv = n->Domain.empty() && n->OpType == "Conv" && n->hasInput(0) &&
+                     n->inDType(0) == DType::F32;
+    // Every node whose lowering is the matrix-product generator.
+    bool product = (n->Domain.empty() &&
+                    (n->OpType == "MatMul" || n->OpType == "Gemm" ||
+                     n->OpType == "MatMulInteger" || n->OpType == "QLinearMatMul")) ||
+                   (n->Domain == "com.microsoft" && n->OpType == "QGemm");
+    if (floatConv || product)
       n->Attrs["mlcc.per_output"] = ir::intAttr(1);
+  }
 }
 
 } // namespace mlcc::passes

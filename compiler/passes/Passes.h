@@ -61,9 +61,9 @@ void fuseQdq(ir::Graph &g, const FoldOptions &options = {});
 void packWeights(ir::Graph &g, const kir::ScheduleTarget &target,
                  const FoldOptions &options = {});
 
-/// pack-weights for a GPU target: float convolutions lower one output per
-/// iteration (mlcc.per_output), the form a GPU runs one thread per output
-/// of; nothing is packed.
+/// pack-weights for a GPU target: float convolutions and matrix products
+/// lower one output per iteration (mlcc.per_output), the form a GPU runs
+/// one thread per output of (or in shared-memory tiles); nothing is packed.
 void layoutForGpu(ir::Graph &g);
 
 /// dispatch-library: float matrix products (MatMul, Gemm, 1x1 Conv)

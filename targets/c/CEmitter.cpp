@@ -614,10 +614,17 @@ private:
       OS << ind << "}\n";
       return;
     case StmtKind::Alloc:
-      OS << ind << "{\n" << ind << "  " << cType(s->Buf->Type) << " "
-         << name(s->Buf.get()) << "[" << s->Buf->Size << "];\n";
+      OS << ind << "{\n" << ind << "  "
+         << (D == Dialect::Cuda && s->Buf->Kind == BufferKind::Shared ? "__shared__ " : "")
+         << cType(s->Buf->Type) << " " << name(s->Buf.get()) << "[" << s->Buf->Size
+         << "];\n";
       stmt(s->Inner, depth + 1);
       OS << ind << "}\n";
+      return;
+    case StmtKind::Barrier:
+      // In C a block's thread loops run one after the other: nothing to wait for.
+      if (D == Dialect::Cuda)
+        OS << ind << (s->Warp ? "__syncwarp();\n" : "__syncthreads();\n");
       return;
     }
   }

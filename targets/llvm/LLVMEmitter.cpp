@@ -352,6 +352,8 @@ public:
       Buffers.erase(s->Buf.get());
       return;
     }
+    case StmtKind::Barrier: // its thread loops run one after the other here
+      return;
     }
   }
 

@@ -1,4 +1,5 @@
 #include "compiler/kernel/Builder.h"
+#include "compiler/kernel/GpuSchedule.h"
 #include "compiler/kernel/Interpreter.h"
 #include "compiler/kernel/Mutator.h"
 #include "compiler/kernel/Schedule.h"
@@ -261,4 +262,124 @@ TEST_CASE("parallelize takes independent top-level loops only", "[schedule]") {
   std::vector<const StmtNode *> loops2;
   loopsOf(parallelize(b2.finish()).Body, loops2);
   CHECK(loops2[0]->Loop == LoopKind::Serial);
+}
+
+TEST_CASE("iterationsIndependent accepts interleaved stores that cannot meet", "[schedule]") {
+  // y[i + 5k], k < 4: iterations i < 5 write disjoint elements; i < 6
+  // would meet (i = 5, k = 0 and i = 0, k = 1).
+  for (int64_t n : {5, 6}) {
+    KernelBuilder b("interleaved");
+    Buffer x = b.param("x", DType::F32, 32), y = b.param("y", DType::F32, 32);
+    b.loop("i", n, [&](Expr i) {
+      b.loop("k", 4, [&](Expr k) { b.store(y, i + k * 5, load(x, i + k * 5) * 2.0); });
+    });
+    Kernel k = b.finish();
+    std::vector<const StmtNode *> loops;
+    loopsOf(k.Body, loops);
+    CHECK(iterationsIndependent(*loops[0]) == (n == 5));
+  }
+}
+
+namespace {
+
+/// The statements of kind `kind` in `s`, and the shared buffers allocated.
+int countStmts(const Stmt &s, StmtKind kind, bool sharedAllocs = false) {
+  int n = 0;
+  visitStmts(s, [&](const Stmt &st) {
+    if (st->Kind == kind &&
+        (!sharedAllocs || (st->Buf && st->Buf->Kind == BufferKind::Shared)))
+      ++n;
+  });
+  return n;
+}
+
+std::vector<float> interpretGpu(const Kernel &k, const std::vector<float> &x, size_t n) {
+  std::vector<float> y(n, -1.0f);
+  interpret(k, {const_cast<float *>(x.data()), y.data()});
+  return y;
+}
+
+} // namespace
+
+TEST_CASE("mapToGpu: a block per row shares reductions among its threads", "[schedule][gpu]") {
+  // A softmax-like row: the max, then the sum of exponentials (storing them),
+  // then a scale; 48 rows of 300 (not a multiple of the block size).
+  const int64_t rows = 48, len = 300;
+  KernelBuilder b("rows");
+  Buffer x = b.param("x", DType::F32, rows * len), y = b.param("y", DType::F32, rows * len);
+  b.loop("r", rows, [&](Expr r) {
+    Local mx = b.local("mx", constant(DType::F32, -INFINITY));
+    b.loop("k", len, [&](Expr k) { b.set(mx, max(mx.get(), load(x, r * len + k))); });
+    Local sum = b.local("sum", constant(DType::F32, 0));
+    b.loop("k", len, [&](Expr k) {
+      Expr e = unary(UnOp::Exp, load(x, r * len + k) - mx.get());
+      b.store(y, r * len + k, e);
+      b.set(sum, sum.get() + e);
+    });
+    b.loop("k", len, [&](Expr k) {
+      b.store(y, r * len + k, load(y, r * len + k) / sum.get());
+    });
+  });
+  Kernel k = b.finish();
+  Kernel g = mapToGpu(k, GpuTarget{});
+  std::vector<Launch> launches = launchesOf(g);
+  REQUIRE(launches.size() == 1);
+  CHECK(launches[0].Blocks == rows);
+  CHECK(launches[0].Threads == 256);
+  CHECK(countStmts(g.Body, StmtKind::Barrier) > 2);
+  CHECK(countStmts(g.Body, StmtKind::Alloc, true) == 4); // mx, sum and their trees
+  std::vector<float> in((size_t)(rows * len));
+  for (size_t i = 0; i < in.size(); ++i)
+    in[i] = (float)((i * 37) % 101) / 17.0f - 3.0f;
+  std::vector<float> want = interpretGpu(k, in, in.size()), got = interpretGpu(g, in, in.size());
+  for (size_t i = 0; i < in.size(); ++i)
+    REQUIRE(got[i] == Approx(want[i]).epsilon(1e-5));
+}
+
+TEST_CASE("mapToGpu: a reduction to one value runs on one block", "[schedule][gpu]") {
+  const int64_t n = 5000;
+  KernelBuilder b("total");
+  Buffer x = b.param("x", DType::F32, n), y = b.param("y", DType::F32, 1);
+  Local acc = b.local("acc", constant(DType::F32, 0.5)); // an initial value to keep
+  b.loop("k", n, [&](Expr k) { b.set(acc, acc.get() + load(x, k)); });
+  b.store(y, indexConst(0), acc.get());
+  Kernel k = b.finish();
+  Kernel g = mapToGpu(k, GpuTarget{});
+  std::vector<Launch> launches = launchesOf(g);
+  REQUIRE(launches.size() == 1);
+  CHECK(launches[0].Blocks == 1);
+  CHECK(launches[0].Threads == 256);
+  std::vector<float> in((size_t)n);
+  for (int64_t i = 0; i < n; ++i)
+    in[(size_t)i] = (float)(i % 7) * 0.25f;
+  CHECK(interpretGpu(g, in, 1)[0] == Approx(interpretGpu(k, in, 1)[0]).epsilon(1e-6));
+}
+
+TEST_CASE("mapToGpu: a contraction runs in shared-memory tiles", "[schedule][gpu]") {
+  // y[i, j] = relu(1 + sum_k a[i, k] * b[k, j]): 40 x 24 outputs, k = 50,
+  // none a multiple of the tile.
+  const int64_t M = 40, N = 24, K = 50;
+  KernelBuilder b("product");
+  Buffer x = b.param("x", DType::F32, M * K + K * N), y = b.param("y", DType::F32, M * N);
+  b.loop("i", M, [&](Expr i) {
+    b.loop("j", N, [&](Expr j) {
+      Local acc = b.local("acc", constant(DType::F32, 1));
+      b.loop("k", K, [&](Expr k) {
+        b.set(acc, acc.get() + load(x, i * K + k) * load(x, M * K + k * N + j));
+      });
+      b.store(y, i * N + j, max(acc.get(), 0.0));
+    });
+  });
+  Kernel k = b.finish();
+  Kernel g = mapToGpu(k, GpuTarget{});
+  std::vector<Launch> launches = launchesOf(g);
+  REQUIRE(launches.size() == 1);
+  CHECK(launches[0].Blocks == 3 * 2);
+  CHECK(launches[0].Threads == 256);
+  CHECK(countStmts(g.Body, StmtKind::Alloc, true) == 3); // two factor tiles, the sums
+  std::vector<float> in((size_t)(M * K + K * N));
+  for (size_t i = 0; i < in.size(); ++i)
+    in[i] = (float)((i * 29) % 23) / 8.0f - 1.5f;
+  // The sums run in the serial order: the same values, exactly.
+  CHECK(interpretGpu(g, in, (size_t)(M * N)) == interpretGpu(k, in, (size_t)(M * N)));
 }
