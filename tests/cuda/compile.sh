@@ -108,6 +108,12 @@ else
        "(sm_75, sm_90, -Werror) and linked with cudart and cuBLAS" \
        "($generated generated, $((host_passed - generated)) not supported by the CUDA target)"
   [[ $compiled -eq $generated ]] || fail "$((generated - compiled)) generated cases did not compile or link"
+  # How the launches map (compiler/kernel/GpuSchedule.h): blocks whose
+  # threads share work in phases (barriers, shared memory), single threads.
+  xargs cat < "$work/sources.txt" | awk '
+    /__global__/ { n++; shared = 0; if ($0 ~ /__launch_bounds__\(1\)/) single++ }
+    /__syncthreads/ && !shared { shared = 1; phases++ }
+    END { printf "cuda: %d kernels (launches): %d with block-wide phases (shared memory, barriers), %d on one thread\n", n, phases, single }'
 fi
 
 # --- 2. models ------------------------------------------------------------------------
