@@ -62,6 +62,23 @@ Stmt launch(int64_t blocks, int64_t threads,
                  LoopKind::GpuBlock);
 }
 
+/// `s` with the variables of the loops `nest` (outermost first, extents
+/// `extents`) bound to the point `flat` of their flattened iteration space.
+Stmt bindNest(Stmt s, const std::vector<const StmtNode *> &nest,
+              const std::vector<int64_t> &extents, const Expr &flat) {
+  int64_t below = 1;
+  for (size_t i = 0; i < nest.size(); ++i)
+    below *= extents[i];
+  for (size_t i = 0; i < nest.size(); ++i) {
+    below /= extents[i];
+    Expr v = below > 1 ? flat / below : flat;
+    if (i > 0)
+      v = v % extents[i];
+    s = substitute(s, nest[i]->LoopVar, nest[i]->Begin + v);
+  }
+  return s;
+}
+
 /// Replaces buffers (the row's locals by their shared copies).
 class BufferReplacer : public Mutator {
 public:
@@ -430,16 +447,8 @@ std::optional<Stmt> toBlockLaunch(const std::vector<const StmtNode *> &nest,
   if (!body || c.sharedBytes() > kSharedBytesLimit)
     return std::nullopt;
   Var b = newVar("block");
-  Stmt s = *body;
-  int64_t below = rows;
-  for (size_t i = 0; i < nest.size(); ++i) {
-    below /= extents[i];
-    Expr v = below > 1 ? varRef(b) / below : varRef(b);
-    if (i > 0)
-      v = v % extents[i];
-    s = substitute(s, nest[i]->LoopVar, nest[i]->Begin + v);
-  }
-  return forLoop(b, indexConst(0), indexConst(rows), s, LoopKind::GpuBlock);
+  return forLoop(b, indexConst(0), indexConst(rows), bindNest(*body, nest, extents, varRef(b)),
+                 LoopKind::GpuBlock);
 }
 
 /// Replaces the elements of a local by those of a thread's slot in a
@@ -619,16 +628,9 @@ std::optional<Stmt> toTiledLaunch(const std::vector<const StmtNode *> &nest,
     return output(block(m->Post), t, r, q);
   });
   Stmt s = alloc(as, alloc(bs, alloc(accs, block(std::move(seq)))));
-  // The batch loops, outermost first, from the block index.
-  int64_t below = batch;
-  Expr outer = bq / (tilesI * tilesJ);
-  for (size_t d = 0; d + 2 < nest.size(); ++d) {
-    below /= extents[d];
-    Expr v = below > 1 ? outer / below : outer;
-    if (d > 0)
-      v = v % extents[d];
-    s = substitute(s, nest[d]->LoopVar, nest[d]->Begin + v);
-  }
+  // The batch loops from the block index.
+  std::vector<const StmtNode *> batchLoops(nest.begin(), nest.end() - 2);
+  s = bindNest(s, batchLoops, extents, bq / (tilesI * tilesJ));
   return forLoop(blk, indexConst(0), indexConst(batch * tilesI * tilesJ), s,
                  LoopKind::GpuBlock);
 }
@@ -661,15 +663,7 @@ std::optional<Stmt> toLaunch(const Stmt &s, const GpuTarget &t) {
       std::min<int64_t>(t.ThreadsPerBlock, (points + 31) / 32 * 32);
   int64_t blocks = (points + threads - 1) / threads;
   return launch(blocks, threads, [&](const Expr &flat) {
-    Stmt body = inner;
-    int64_t below = points;
-    for (size_t i = 0; i < nest.size(); ++i) {
-      below /= extents[i];
-      Expr v = below > 1 ? flat / below : flat;
-      if (i > 0)
-        v = v % extents[i];
-      body = substitute(body, nest[i]->LoopVar, nest[i]->Begin + v);
-    }
+    Stmt body = bindNest(inner, nest, extents, flat);
     if (blocks * threads != points)
       body = ifThen(lt(flat, indexConst(points)), body);
     return body;
