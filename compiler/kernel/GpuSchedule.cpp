@@ -79,32 +79,34 @@ Stmt bindNest(Stmt s, const std::vector<const StmtNode *> &nest,
   return s;
 }
 
-/// Replaces buffers (the row's locals by their shared copies).
-class BufferReplacer : public Mutator {
-public:
-  explicit BufferReplacer(const std::map<const BufferNode *, Buffer> &m) : M(m) {}
-  using Mutator::mutate;
-  Expr mutate(const Expr &e0) override {
-    Expr e = Mutator::mutate(e0);
-    if (e && e->Kind == ExprKind::Load)
-      if (auto it = M.find(e->Buf.get()); it != M.end())
-        return vload(it->second, e->A, e->Lanes, e->Stride);
-    return e;
-  }
-  Stmt mutate(const Stmt &s0) override {
-    Stmt s = Mutator::mutate(s0);
-    if (s && s->Kind == StmtKind::Store)
-      if (auto it = M.find(s->Buf.get()); it != M.end())
-        return store(it->second, s->Index, s->Value);
-    return s;
-  }
+/// Where a load or store of element `index` of `buf` moves to (another
+/// buffer and index), or none to leave it.
+using Relocation =
+    std::function<std::optional<std::pair<Buffer, Expr>>(const Buffer &buf, const Expr &index)>;
 
-private:
-  const std::map<const BufferNode *, Buffer> &M;
-};
-
-Stmt replaceBuffers(const Stmt &s, const std::map<const BufferNode *, Buffer> &m) {
-  BufferReplacer r(m);
+/// `s` with its loads and stores moved as `where` says: the row's locals to
+/// their shared copies, accumulators to a thread's partial or its slot.
+Stmt relocate(const Stmt &s, const Relocation &where) {
+  class Relocator : public Mutator {
+  public:
+    explicit Relocator(const Relocation &w) : Where(w) {}
+    using Mutator::mutate;
+    Expr mutate(const Expr &e0) override {
+      Expr e = Mutator::mutate(e0);
+      if (e && e->Kind == ExprKind::Load)
+        if (auto to = Where(e->Buf, e->A))
+          return vload(to->first, to->second, e->Lanes, e->Stride);
+      return e;
+    }
+    Stmt mutate(const Stmt &s0) override {
+      Stmt st = Mutator::mutate(s0);
+      if (st && st->Kind == StmtKind::Store)
+        if (auto to = Where(st->Buf, st->Index))
+          return store(to->first, to->second, st->Value);
+      return st;
+    }
+    const Relocation &Where;
+  } r(where);
   return r.mutate(s);
 }
 
@@ -206,19 +208,26 @@ private:
   /// Walks the row's statement sequence: its locals become shared, its
   /// loops are shared out where they can be, the rest runs on thread 0.
   void spine(const Stmt &s0) {
-    Stmt s = replaceBuffers(s0, Replaced);
-    switch (s->Kind) {
-    case StmtKind::Block:
+    if (s0->Kind == StmtKind::Block) {
       for (auto &c : s0->Body)
         spine(c);
       return;
-    case StmtKind::Alloc: {
-      Buffer b = newBuffer(s->Buf->Name, s->Buf->Type, s->Buf->Size, BufferKind::Shared);
-      Replaced[s0->Buf.get()] = b;
+    }
+    if (s0->Kind == StmtKind::Alloc) {
+      const BufferNode &l = *s0->Buf;
+      Buffer b = newBuffer(l.Name, l.Type, l.Size, BufferKind::Shared);
+      Replaced[&l] = b;
       Allocs.push_back(b);
       spine(s0->Inner);
       return;
     }
+    Stmt s = relocate(s0, [&](const Buffer &buf, const Expr &i)
+                              -> std::optional<std::pair<Buffer, Expr>> {
+      if (auto it = Replaced.find(buf.get()); it != Replaced.end())
+        return std::pair{it->second, i};
+      return std::nullopt;
+    });
+    switch (s->Kind) {
     case StmtKind::For:
       if (constantBounds(*s) && s->End->IntValue - s->Begin->IntValue >= 2) {
         int64_t n = s->End->IntValue - s->Begin->IntValue;
@@ -346,37 +355,14 @@ private:
   /// into the accumulator, which keeps its value from before the loop:
   /// returns that fold, a statement for thread 0.
   Stmt reduction(std::vector<Stmt> &seq, const Item &it) {
-    std::map<const BufferNode *, std::vector<const Slot *>> byAcc;
-    for (auto &sl : it.Slots)
-      byAcc[sl.Acc.get()].push_back(&sl);
     // Accumulator elements become the thread's partials.
-    class ToPartial : public Mutator {
-    public:
-      explicit ToPartial(const std::vector<Slot> &s) : S(s) {}
-      using Mutator::mutate;
-      const Slot *find(const Buffer &b, const Expr &i) const {
-        for (auto &sl : S)
-          if (sl.Acc == b && i->isConst() && i->IntValue == sl.Index)
-            return &sl;
-        return nullptr;
-      }
-      Expr mutate(const Expr &e0) override {
-        Expr e = Mutator::mutate(e0);
-        if (e && e->Kind == ExprKind::Load)
-          if (const Slot *sl = find(e->Buf, e->A))
-            return load(sl->Partial, indexConst(0));
-        return e;
-      }
-      Stmt mutate(const Stmt &s0) override {
-        Stmt s = Mutator::mutate(s0);
-        if (s && s->Kind == StmtKind::Store)
-          if (const Slot *sl = find(s->Buf, s->Index))
-            return store(sl->Partial, indexConst(0), s->Value);
-        return s;
-      }
-      const std::vector<Slot> &S;
-    } toPartial(it.Slots);
-    Stmt body = toPartial.mutate(it.S->Inner);
+    Stmt body = relocate(it.S->Inner, [&](const Buffer &buf, const Expr &i)
+                                          -> std::optional<std::pair<Buffer, Expr>> {
+      for (auto &sl : it.Slots)
+        if (sl.Acc == buf && i->isConst() && i->IntValue == sl.Index)
+          return std::pair{sl.Partial, indexConst(0)};
+      return std::nullopt;
+    });
     for (auto &sl : it.Slots)
       Allocs.push_back(sl.Tree);
     phase(seq, [&](const Expr &t) {
@@ -450,30 +436,6 @@ std::optional<Stmt> toBlockLaunch(const std::vector<const StmtNode *> &nest,
   return forLoop(b, indexConst(0), indexConst(rows), bindNest(*body, nest, extents, varRef(b)),
                  LoopKind::GpuBlock);
 }
-
-/// Replaces the elements of a local by those of a thread's slot in a
-/// shared buffer: local element e becomes shared element t * size + e.
-class ToSlot : public Mutator {
-public:
-  ToSlot(Buffer from, Buffer to, Expr t) : From(std::move(from)), To(std::move(to)), T(std::move(t)) {}
-  using Mutator::mutate;
-  Expr mutate(const Expr &e0) override {
-    Expr e = Mutator::mutate(e0);
-    if (e && e->Kind == ExprKind::Load && e->Buf == From)
-      return vload(To, T * From->Size + e->A, e->Lanes, e->Stride);
-    return e;
-  }
-  Stmt mutate(const Stmt &s0) override {
-    Stmt s = Mutator::mutate(s0);
-    if (s && s->Kind == StmtKind::Store && s->Buf == From)
-      return store(To, T * From->Size + s->Index, s->Value);
-    return s;
-  }
-
-private:
-  Buffer From, To;
-  Expr T;
-};
 
 /// A contraction nest: outputs (i, j), each `acc = init; for k: acc = acc +
 /// a(i, k) * b(k, j); the rest`.
@@ -561,18 +523,25 @@ std::optional<Stmt> toTiledLaunch(const std::vector<const StmtNode *> &nest,
   Expr bq = varRef(blk);
   Expr ti = (bq / tilesJ) % tilesI, tj = bq % tilesJ;
   std::vector<Stmt> seq;
-  auto phase = [&](const std::function<Stmt(const Expr &t, const Expr &r, const Expr &q)> &f) {
+  // A thread loop of the block appended to `to`: thread t at (r, q) of the tile.
+  auto phase = [&](std::vector<Stmt> &to,
+                   const std::function<Stmt(const Expr &t, const Expr &r, const Expr &q)> &f) {
     Var t = newVar("thread");
     Expr tv = varRef(t);
-    seq.push_back(forLoop(t, indexConst(0), indexConst(T * T), f(tv, tv / T, tv % T),
-                          LoopKind::GpuThread));
+    to.push_back(forLoop(t, indexConst(0), indexConst(T * T), f(tv, tv / T, tv % T),
+                         LoopKind::GpuThread));
   };
   // The thread's output, its position in the tile (r, q), and whether it
   // lies inside the matrix.
   auto output = [&](const Stmt &s, const Expr &t, const Expr &r, const Expr &q) {
     Expr row = ti * T + r, col = tj * T + q;
-    ToSlot slot(m->Acc, accs, t);
-    Stmt b = slot.mutate(s);
+    // The accumulator is the thread's slot of the shared sums.
+    Stmt b = relocate(s, [&](const Buffer &buf, const Expr &i)
+                             -> std::optional<std::pair<Buffer, Expr>> {
+      if (buf == m->Acc)
+        return std::pair{accs, t + i};
+      return std::nullopt;
+    });
     b = substitute(b, m->I->LoopVar, m->I->Begin + row);
     b = substitute(b, m->J->LoopVar, m->J->Begin + col);
     Expr inside = boolConst(true);
@@ -582,16 +551,14 @@ std::optional<Stmt> toTiledLaunch(const std::vector<const StmtNode *> &nest,
       inside = land(inside, lt(col, indexConst(N)));
     return inside->isConst() ? b : ifThen(inside, b);
   };
-  phase([&](const Expr &t, const Expr &r, const Expr &q) {
+  phase(seq, [&](const Expr &t, const Expr &r, const Expr &q) {
     return output(block(m->Pre), t, r, q);
   });
   Var kt = newVar("k_tile");
   std::vector<Stmt> step;
+  Expr k0 = m->K->Begin + varRef(kt) * T;
   step.push_back(barrier());
-  {
-    Var t = newVar("thread");
-    Expr tv = varRef(t), r = tv / T, q = tv % T;
-    Expr k0 = m->K->Begin + varRef(kt) * T;
+  phase(step, [&](const Expr &t, const Expr &r, const Expr &q) {
     // a(i0 + r, k0 + q) and b(k0 + r, j0 + q), zero outside the matrices.
     auto stage = [&](const Buffer &dst, const Expr &f, const StmtNode &outer,
                      const Expr &outerOffset, int64_t outerN, const Expr &kAt) {
@@ -602,29 +569,25 @@ std::optional<Stmt> toTiledLaunch(const std::vector<const StmtNode *> &nest,
         inside = lt(outerOffset, indexConst(outerN));
       if (K % T)
         inside = land(inside, lt(kAt, m->K->End));
-      Stmt st = store(dst, tv, v);
-      return inside->isConst() ? st : ifThen(inside, st, store(dst, tv, constant(f->Type, 0)));
+      Stmt st = store(dst, t, v);
+      return inside->isConst() ? st : ifThen(inside, st, store(dst, t, constant(f->Type, 0)));
     };
-    Stmt loads = block({stage(as, m->A, *m->I, ti * T + r, M, k0 + q),
-                        stage(bs, m->B, *m->J, tj * T + q, N, k0 + r)});
-    step.push_back(forLoop(t, indexConst(0), indexConst(T * T), loads, LoopKind::GpuThread));
-  }
+    return block({stage(as, m->A, *m->I, ti * T + r, M, k0 + q),
+                  stage(bs, m->B, *m->J, tj * T + q, N, k0 + r)});
+  });
   step.push_back(barrier());
-  {
-    Var t = newVar("thread"), kk = newVar("kk");
-    Expr tv = varRef(t), r = tv / T, q = tv % T;
+  phase(step, [&](const Expr &t, const Expr &r, const Expr &q) {
+    Var kk = newVar("kk");
     Buffer part = newBuffer(m->Acc->Name, m->Acc->Type, 1, BufferKind::Local);
     Expr p = load(part, indexConst(0));
     Stmt sum = forLoop(kk, indexConst(0), indexConst(T),
                        store(part, indexConst(0),
                              p + load(as, r * T + varRef(kk)) * load(bs, varRef(kk) * T + q)));
-    Stmt body = alloc(part, block({store(part, indexConst(0), load(accs, tv)), sum,
-                                   store(accs, tv, p)}));
-    step.push_back(forLoop(t, indexConst(0), indexConst(T * T), body, LoopKind::GpuThread));
-  }
+    return alloc(part, block({store(part, indexConst(0), load(accs, t)), sum, store(accs, t, p)}));
+  });
   seq.push_back(forLoop(kt, indexConst(0), indexConst(tilesK), block(std::move(step))));
   seq.push_back(barrier());
-  phase([&](const Expr &t, const Expr &r, const Expr &q) {
+  phase(seq, [&](const Expr &t, const Expr &r, const Expr &q) {
     return output(block(m->Post), t, r, q);
   });
   Stmt s = alloc(as, alloc(bs, alloc(accs, block(std::move(seq)))));
