@@ -365,8 +365,9 @@ Stmt forLoop(Var v, Expr begin, Expr end, Stmt body, LoopKind kind) {
   return s;
 }
 
-Stmt store(const Buffer &buf, Expr index, Expr value) {
+Stmt store(const Buffer &buf, Expr index, Expr value, int64_t stride) {
   MLCC_CHECK(buf && index && value, "store with null part");
+  MLCC_CHECK(stride >= 1, "store stride " << stride);
   MLCC_CHECK(index->Type == DType::Index, "store index of " << buf->Name
                                                             << " not index");
   MLCC_CHECK(value->Type == buf->Type,
@@ -376,6 +377,7 @@ Stmt store(const Buffer &buf, Expr index, Expr value) {
   s->Buf = buf;
   s->Index = std::move(index);
   s->Value = std::move(value);
+  s->Stride = s->Value->Lanes > 1 ? stride : 1;
   return s;
 }
 
@@ -716,6 +718,8 @@ public:
       expr(os, s->Index);
       if (s->Value->Lanes > 1)
         os << " +" << s->Value->Lanes;
+      if (s->Stride > 1)
+        os << " stride " << s->Stride;
       os << "] = ";
       expr(os, s->Value);
       os << "\n";

@@ -19,7 +19,8 @@
 // - Vectors: an Expr has `Lanes` (1 for a scalar). A vector Load reads
 //   Lanes elements from its (scalar) index, consecutive or `Stride` apart
 //   (a strided window's inputs), a Store of a vector
-//   value writes Lanes consecutive elements, Broadcast repeats a scalar, and
+//   value writes Lanes elements from its index, consecutive or `Stride`
+//   apart (the interleaved outputs of a tile), Broadcast repeats a scalar, and
 //   arithmetic works lane by lane. Schedules (compiler/kernel/Schedule.h)
 //   create vectors; `scalarize` turns them back into lane loops for the
 //   emitters and the interpreter that want scalars.
@@ -233,6 +234,8 @@ struct StmtNode {
   Buffer Buf;  ///< Store target, Alloc buffer.
   Expr Index;  ///< Store offset.
   Expr Value;  ///< Store value.
+  /// Vector Store: elements between consecutive lanes (1: contiguous).
+  int64_t Stride = 1;
   Expr Cond;   ///< If condition.
   bool Warp = false; ///< Barrier: of a warp's threads only.
 };
@@ -240,8 +243,8 @@ struct StmtNode {
 Stmt block(std::vector<Stmt> stmts);
 Stmt forLoop(Var v, Expr begin, Expr end, Stmt body,
              LoopKind kind = LoopKind::Serial);
-/// Stores `value` at `index` (value->Lanes consecutive elements).
-Stmt store(const Buffer &buf, Expr index, Expr value);
+/// Stores `value` at `index` (value->Lanes elements, `stride` apart).
+Stmt store(const Buffer &buf, Expr index, Expr value, int64_t stride = 1);
 Stmt ifThen(Expr cond, Stmt thenStmt, Stmt elseStmt = nullptr);
 /// Scopes a Local or Shared buffer over `body`.
 Stmt alloc(const Buffer &buf, Stmt body);

@@ -63,7 +63,7 @@ Stmt Mutator::mutate(const Stmt &s) {
   }
   case StmtKind::Store: {
     Expr i = mutate(s->Index), v = mutate(s->Value);
-    return i == s->Index && v == s->Value ? s : store(s->Buf, i, v);
+    return i == s->Index && v == s->Value ? s : store(s->Buf, i, v, s->Stride);
   }
   case StmtKind::If: {
     Expr c = mutate(s->Cond);

@@ -4,7 +4,9 @@
 #include "compiler/kernel/Mutator.h"
 #include "compiler/support/Error.h"
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 
 namespace mlcc::kir {
@@ -72,6 +74,44 @@ ContractionTile chooseContractionTile(const ScheduleTarget &t, int64_t rows,
     }
   }
   return best;
+}
+
+namespace {
+
+/// A sum of Index expressions as its terms (printed) with their integer
+/// coefficients, and its constant part: sums, differences and products by
+/// constants are distributed.
+void sumTerms(const Expr &e, int64_t k, std::map<std::string, int64_t> &terms, int64_t &c) {
+  if (e->isConst() && e->Type == DType::Index) {
+    c += k * e->IntValue;
+    return;
+  }
+  if (e->Kind == ExprKind::Binary && e->Type == DType::Index) {
+    if (e->Bin == BinOp::Add || e->Bin == BinOp::Sub) {
+      sumTerms(e->A, k, terms, c);
+      sumTerms(e->B, e->Bin == BinOp::Add ? k : -k, terms, c);
+      return;
+    }
+    if (e->Bin == BinOp::Mul && (e->A->isConst() || e->B->isConst())) {
+      const Expr &f = e->A->isConst() ? e->A : e->B, &x = e->A->isConst() ? e->B : e->A;
+      sumTerms(x, k * f->IntValue, terms, c);
+      return;
+    }
+  }
+  if ((terms[print(e)] += k) == 0)
+    terms.erase(print(e));
+}
+
+} // namespace
+
+std::optional<int64_t> constantDifference(const Expr &a, const Expr &b) {
+  std::map<std::string, int64_t> ta, tb;
+  int64_t ca = 0, cb = 0;
+  sumTerms(a, 1, ta, ca);
+  sumTerms(b, 1, tb, cb);
+  if (ta != tb)
+    return std::nullopt;
+  return cb - ca;
 }
 
 std::optional<int64_t> strideOf(const Expr &e, const Var &v) {
@@ -142,7 +182,7 @@ public:
       Var l = newVar("lane");
       Expr lane = varRef(l);
       return forLoop(l, indexConst(0), indexConst(s->Value->Lanes),
-                     store(s->Buf, s->Index + lane, laneOf(s->Value, lane)));
+                     store(s->Buf, s->Index + lane * s->Stride, laneOf(s->Value, lane)));
     }
     return Mutator::mutate(s);
   }
@@ -175,8 +215,10 @@ Kernel scalarize(const Kernel &k) {
 
 namespace {
 
-/// The largest element stride of a vectorized load: the emitters load the
-/// span and pick every Stride-th element, which pays up to about this.
+/// The largest element stride of a vectorized load or store: the emitters
+/// load the span and pick every Stride-th element, which pays up to about
+/// this; strided stores are scattered, or interleaved with the other
+/// stores of the same span (see LLVMEmitter).
 constexpr int64_t kMaxLoadStride = 4;
 
 /// Scalar types the emitters vectorize (no helper-function conversions).
@@ -439,12 +481,15 @@ private:
       if (reduced[si]) {
         if (!lv.canVectorize(reduced[si]))
           return nullptr;
-      } else if (!stride || *stride != 1 || !lv.canVectorize(st->Value)) {
+      } else if (!stride || *stride < 1 || *stride > kMaxLoadStride ||
+                 !lv.canVectorize(st->Value)) {
         return nullptr;
       }
       // A buffer this body stores to may only be read at the stored index
       // (lane i must not read what lane j writes), and only by its own
-      // store when it is a reduction.
+      // store when it is a reduction. Several stores to one buffer have the
+      // same stride S and offsets distinct modulo S (interleaved) or at
+      // least the loop's whole span apart (disjoint).
       bool hazard = false;
       for (auto &other : stores) {
         visitExprs(other->Value, [&](const Expr &e) {
@@ -452,8 +497,11 @@ private:
               (print(e->A) != print(st->Index) || (reduced[si] && other != st)))
             hazard = true;
         });
-        if (other != st && other->Buf == st->Buf)
-          hazard = true;
+        if (other != st && other->Buf == st->Buf) {
+          auto d = constantDifference(st->Index, other->Index);
+          hazard |= reduced[si] || !d || strideOf(other->Index, s.LoopVar) != stride ||
+                    (*d % *stride == 0 && std::abs(*d) < n * *stride);
+        }
       }
       if (hazard)
         return nullptr;
@@ -489,7 +537,8 @@ private:
         value = broadcast(value, lanes);
       vecBody.insert(vecBody.end(), lv.Pre.begin(), lv.Pre.end());
       lv.Pre.clear();
-      vecBody.push_back(store(st->Buf, substitute(st->Index, s.LoopVar, base), value));
+      vecBody.push_back(store(st->Buf, substitute(st->Index, s.LoopVar, base), value,
+                              *strideOf(st->Index, s.LoopVar)));
     }
     // The expansions' temporaries live in one iteration (so that the loop
     // may still become parallel); the reductions' partial sums around it.

@@ -6,8 +6,9 @@
 // answer before and after.
 //
 //   vectorize   an innermost loop whose iterations are independent and whose
-//               accesses are contiguous becomes a loop over vectors of the
-//               target's width plus a scalar tail loop.
+//               accesses are contiguous (or a few elements apart: strided
+//               loads, interleaved stores) becomes a loop over vectors of
+//               the target's width plus a scalar tail loop.
 //   scalarize   the inverse: every vector store becomes a loop over lanes
 //               (for the interpreter and the C emitter).
 //   collapse    perfectly nested loops with contiguous accesses become one.
@@ -91,6 +92,10 @@ ContractionTile chooseContractionTile(const ScheduleTarget &t, int64_t rows,
 /// depend on v), or nothing when e is not affine in v with a constant
 /// coefficient.
 std::optional<int64_t> strideOf(const Expr &e, const Var &v);
+
+/// b - a when the two Index expressions differ by a constant (the same
+/// sum of terms), else nothing.
+std::optional<int64_t> constantDifference(const Expr &a, const Expr &b);
 
 /// Element operations one run of `s` performs, at least (loops with bounds
 /// that are not constants count once).

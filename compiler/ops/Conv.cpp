@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/ops/Contraction.h"
+#include "compiler/ops/Winograd.h"
 
 namespace mlcc::ops {
 
@@ -32,18 +33,22 @@ struct PaddedInput {
   bool Padded;
 
   /// With `scratch` false only the geometry is computed (the caller pads
-  /// into a buffer of its own).
-  PaddedInput(LowerCtx &c, const ConvShape &s, const TensorRef &x, bool scratch = true) {
+  /// into a buffer of its own). The padded image has at least `minHp` rows
+  /// and `minWp` columns (zeros past the padding).
+  PaddedInput(LowerCtx &c, const ConvShape &s, const TensorRef &x, bool scratch = true,
+              int64_t minHp = 0, int64_t minWp = 0) {
     const Window &w = s.W;
     C = s.C;
     H = s.InSpatial[0];
     W = s.InSpatial[1];
     PadTop = w.PadBegin[0];
     PadLeft = w.PadBegin[1];
-    Hp = std::max(H + w.PadBegin[0] + w.PadEnd[0],
-                  (w.Out[0] - 1) * w.Strides[0] + (w.Kernel[0] - 1) * w.Dilations[0] + 1);
-    Wp = std::max(W + w.PadBegin[1] + w.PadEnd[1],
-                  (w.Out[1] - 1) * w.Strides[1] + (w.Kernel[1] - 1) * w.Dilations[1] + 1);
+    Hp = std::max({H + w.PadBegin[0] + w.PadEnd[0],
+                   (w.Out[0] - 1) * w.Strides[0] + (w.Kernel[0] - 1) * w.Dilations[0] + 1,
+                   minHp});
+    Wp = std::max({W + w.PadBegin[1] + w.PadEnd[1],
+                   (w.Out[1] - 1) * w.Strides[1] + (w.Kernel[1] - 1) * w.Dilations[1] + 1,
+                   minWp});
     Padded = Hp != H || Wp != W;
     Src = Padded && scratch ? c.scratch("xpad", x.computeType(), {C, Hp, Wp}) : x;
   }
@@ -216,6 +221,128 @@ void lowerPointwise(LowerCtx &c, const ConvShape &s, const PackedOperand &po) {
   });
 }
 
+/// Elements (one cache line of f32) added between the slices of the
+/// Winograd stack buffers.
+constexpr int64_t kSliceSkew = 16;
+
+/// A stride-1 3x3 convolution as Winograd's F(m x m, 3 x 3) (see
+/// Winograd.h; pack-weights chooses it and folds the kernel transform U,
+/// [a*a, M, C]). Per image, the output's m x m tiles run in blocks of
+/// `rows` rows of tiles, each row `pitch` tiles wide (tiles past the
+/// output's width are computed on the zero padding and dropped, so that the
+/// block's tile count fills whole vectors); the last block is shifted back
+/// to overlap the one before (its tiles are computed twice, stored twice
+/// with the same values). The blocks run in parallel, each with two stack
+/// buffers: V [a*a, C, tiles], the transformed input tiles, and P [a*a, M,
+/// tiles], their products with U. Per block:
+///   - the input transform B^T d B of every tile and input channel (a loop
+///     along a row of tiles: strided loads, contiguous stores);
+///   - for each of the a*a positions, P = U x V, an M x tiles product over
+///     C on the register-tiled generator (U broadcast, V read in place);
+///   - the output transform A^T P A + bias of every tile and output
+///     channel, stored (with the fused epilogue) as interleaved vectors
+///     along the row; a partial tile at the right or bottom edge stores
+///     only its outputs inside the image.
+void lowerConvWinograd(LowerCtx &c, const ConvShape &s, const PackedOperand &po) {
+  KernelBuilder &b = c.b();
+  const ir::Node &node = c.node();
+  const WinogradTransform *wt = winogradTransform(node.attrInt("mlcc.winograd", 0));
+  const int64_t rows = node.attrInt("mlcc.winograd_rows", 0),
+                pitch = node.attrInt("mlcc.winograd_pitch", 0);
+  const Window &w = s.W;
+  const int64_t OH = w.Out[0], OW = w.Out[1];
+  const int64_t m = wt ? wt->M : 1, a = wt ? wt->Alpha : 1, pos = a * a;
+  const int64_t tilesY = (OH + m - 1) / m, tilesX = (OW + m - 1) / m;
+  if (!wt || s.Group != 1 || w.Kernel != std::vector<int64_t>{3, 3} || rows < 1 ||
+      rows > tilesY || pitch < tilesX)
+    node.error(ErrorKind::Internal) << "internal error: bad Winograd attributes";
+  TensorRef x = c.in(0), y = c.out(0), u = c.in(po.Input);
+  const int64_t C = s.C, M = s.M, T = rows * pitch;
+  const DType t = y.computeType();
+  PaddedInput in(c, s, x, true, tilesY * m + 2, pitch * m + 2);
+  std::optional<TensorRef> bias;
+  if (c.hasIn(2))
+    bias = c.in(2);
+  const int64_t blocks = (tilesY + rows - 1) / rows;
+
+  b.loop("n", s.N, [&](Expr n) {
+    in.fill(b, x, n);
+    b.loop("blk", blocks, [&](Expr blk) {
+      Expr ty0 = min(blk * rows, indexConst(tilesY - rows));
+      // The a*a slices of each buffer are a cache line more than their
+      // size apart, so that the transforms' a*a streams (one per slice) do
+      // not all map to the same cache sets.
+      const int64_t vs = C * T + kSliceSkew, ps = M * T + kSliceSkew;
+      Local v = b.local("wv", t, pos * vs);
+      Local p = b.local("wp", t, pos * ps);
+      // Input transform.
+      b.loop("c", C, [&](Expr ch) {
+        b.loop("r", rows, [&](Expr r) {
+          b.loop("tx", pitch, [&](Expr tx) {
+            Expr at = in.offset(n, ch, (ty0 + r) * m, tx * m);
+            std::vector<std::vector<Expr>> d(a, std::vector<Expr>(a));
+            for (int64_t i = 0; i < a; ++i)
+              for (int64_t j = 0; j < a; ++j)
+                d[i][j] = cast(t, in.Src.loadFlat(at + (i * in.Wp + j)));
+            auto vt = transform2d(wt->BT, d);
+            for (int64_t e = 0; e < pos; ++e)
+              b.store(v.Buf, e * vs + ch * T + r * pitch + tx, vt[e / a][e % a]);
+          });
+        });
+      });
+      // The a*a products.
+      b.loop("e", pos, [&](Expr e) {
+        TiledContraction tc;
+        tc.Rows = M;
+        tc.Cols = T;
+        tc.Reduce = {C};
+        tc.Tile = po.Tile;
+        tc.Acc = t;
+        tc.LoadA = [&](const Expr &r, const std::vector<Expr> &k) {
+          return cast(t, u.loadFlat((e * M + r) * C + k[0]));
+        };
+        tc.LoadB = [&](const std::vector<Expr> &k, const Expr &col0) {
+          return vload(v.Buf, e * vs + k[0] * T + col0, (int)po.Tile.Lanes);
+        };
+        tc.Store = [&](const Expr &r, const Expr &col, const Expr &acc) {
+          b.store(p.Buf, e * ps + r * T + col, acc);
+        };
+        lowerTiledContraction(c, tc);
+      });
+      // Output transform: the tiles of row r from column tx0 to tx1, their
+      // first `height` rows and `width` columns.
+      auto outputs = [&](const Expr &mo, const Expr &r, int64_t tx0, int64_t tx1,
+                         int64_t height, int64_t width) {
+        if (tx0 >= tx1)
+          return;
+        b.loop("tx", indexConst(tx0), indexConst(tx1), [&](Expr tx) {
+          std::vector<std::vector<Expr>> pv(a, std::vector<Expr>(a));
+          for (int64_t e = 0; e < pos; ++e)
+            pv[e / a][e % a] = p.get(e * ps + mo * T + r * pitch + tx);
+          auto out = transform2d(wt->AT, pv);
+          Expr top = ((n * M + mo) * OH + (ty0 + r) * m) * OW + tx * m;
+          for (int64_t i = 0; i < height; ++i)
+            for (int64_t j = 0; j < width; ++j)
+              y.storeFlat(top + (i * OW + j), bias ? out[i][j] + bias->load({mo}) : out[i][j]);
+        });
+      };
+      b.loop("mo", M, [&](Expr mo) {
+        b.loop("r", rows, [&](Expr r) {
+          auto row = [&](int64_t height) {
+            outputs(mo, r, 0, OW / m, height, m);
+            outputs(mo, r, OW / m, tilesX, height, OW % m);
+          };
+          if (OH % m == 0)
+            row(m);
+          else
+            b.ifThen(lt(ty0 + r, indexConst(tilesY - 1)), [&] { row(m); },
+                     [&] { row(OH % m); });
+        });
+      });
+    }, LoopKind::Parallel);
+  });
+}
+
 /// The largest zero-bordered plane (elements) a depthwise convolution pads
 /// on the stack: 8 KiB of f32.
 constexpr int64_t kMaxPaddedPlane = 2048;
@@ -380,6 +507,10 @@ void lowerConv(LowerCtx &c) {
     return;
   }
   if (auto po = packedOperand(c.node())) {
+    if (c.node().hasAttr("mlcc.winograd")) {
+      lowerConvWinograd(c, s, *po);
+      return;
+    }
     bool pointwise = s.W.Kernel == std::vector<int64_t>{1, 1} && s.W.Out == s.InSpatial;
     if (po->PixelColumns && c.in(0).buffer())
       pointwise ? lowerPointwise(c, s, *po) : lowerConvPixelColumns(c, s, *po);

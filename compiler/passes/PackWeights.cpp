@@ -92,6 +92,66 @@ std::optional<Plan> planFor(const ir::Node &n, int64_t lanes, int64_t cacheBytes
   return std::nullopt;
 }
 
+/// How a stride-1 3x3 convolution runs as Winograd's F(2x2, 3x3) (see
+/// ops::lowerConvWinograd): blocks of `Rows` rows of output tiles, each
+/// row `Pitch` tiles wide.
+struct WinogradPlan {
+  int64_t Rows, Pitch;
+};
+
+/// The fewest tiles per block when the transformed weights do not fit in
+/// the cache and stream from memory for every block: 16 multiply-adds per
+/// weight loaded.
+constexpr int64_t kMinStreamedTiles = 32;
+
+/// The Winograd plan for `n`, or nothing. Taken for f32 convolutions with
+/// 3x3 kernels, stride and dilation 1, one group and at least 16 input and
+/// output channels (for fewer, the transforms cost about what they save),
+/// on targets with vectors and a cache to plan for. A block's two stack
+/// buffers, (C + M) x 16 x tiles floats, stay within the cache
+/// (t.CacheBytes), and a block has at least kMinStreamedTiles tiles when
+/// the transformed weights (16 x M x C floats) do not fit in it; a
+/// convolution with too many channels for both (resnet18's last two
+/// stages) keeps the direct tiles, which read the weights once. Among the block shapes, the one that
+/// computes the fewest tiles (counting the tiles past the output's width,
+/// the rows the last block recomputes and the contraction's partial
+/// panels), then the largest.
+std::optional<WinogradPlan> winogradPlan(const ir::Node &n, const kir::ScheduleTarget &t) {
+  if (n.Domain != "" || n.OpType != "Conv" || t.VectorBytes == 0 || t.CacheBytes == 0 ||
+      !n.hasInput(1) || !n.Inputs[1]->Const || n.inDType(0) != DType::F32 ||
+      n.inDType(1) != DType::F32 || n.hasAttr("mlcc.panel") || !n.Outputs[0] ||
+      n.Outputs[0]->Type.numel() == 0)
+    return std::nullopt;
+  const Shape &w = n.inShape(1), &y = n.Outputs[0]->Type.Dims;
+  if (w.size() != 4 || y.size() != 4 || w[2] != 3 || w[3] != 3 || n.attrInt("group", 1) != 1 ||
+      n.attrInts("strides", {1, 1}) != std::vector<int64_t>{1, 1} ||
+      n.attrInts("dilations", {1, 1}) != std::vector<int64_t>{1, 1} || w[0] < 16 || w[1] < 16)
+    return std::nullopt;
+  const int64_t lanes = t.lanes(DType::F32), m = 2, positions = 16;
+  const int64_t tilesY = (y[2] + m - 1) / m, tilesX = (y[3] + m - 1) / m;
+  const int64_t maxTiles = t.CacheBytes / (positions * (w[0] + w[1]) * 4);
+  const bool weightsFit = positions * w[0] * w[1] * 4 <= t.CacheBytes;
+  std::optional<WinogradPlan> best;
+  double bestCost = 0;
+  for (int64_t pitch = tilesX; pitch < (tilesX + lanes - 1) / lanes * lanes + 1; ++pitch)
+    for (int64_t rows = 1; rows <= tilesY; ++rows) {
+      int64_t tiles = rows * pitch;
+      // Each block reads all of the transformed weights: from the cache
+      // when they fit, else from memory, which needs many tiles per read.
+      if (tiles < lanes || tiles > maxTiles || (!weightsFit && tiles < kMinStreamedTiles))
+        continue;
+      int64_t blocks = (tilesY + rows - 1) / rows;
+      double panelWaste = (double)((tiles + lanes - 1) / lanes * lanes) / (double)tiles;
+      double cost = (double)(blocks * tiles) / (double)(tilesY * tilesX) * panelWaste;
+      if (!best || cost < bestCost - 1e-9 ||
+          (cost < bestCost + 1e-9 && tiles > best->Rows * best->Pitch)) {
+        best = WinogradPlan{rows, pitch};
+        bestCost = cost;
+      }
+    }
+  return best;
+}
+
 /// The tile attributes of a contraction (read back by ops::packedOperand).
 void setTileAttrs(ir::Node &n, const kir::ContractionTile &tile) {
   n.Attrs["mlcc.lanes"] = ir::intAttr(tile.Lanes);
@@ -296,6 +356,26 @@ void packWeights(ir::Graph &g, const kir::ScheduleTarget &target,
     if (auto idx = target.Int8Dot ? dotConvInputs(*n) : std::nullopt) {
       addDotOperands(g, nodes, *n, (*idx)[1], "PackQuads", {}, {1, 2, 3},
                      target.lanes(DType::I32));
+      nodes.push_back(std::move(n));
+      changed = true;
+      continue;
+    }
+    if (auto wp = winogradPlan(*n, target)) {
+      // The transformed kernel (folded), read as the broadcast operand of
+      // the products: rows output channels, columns tiles.
+      ir::Value *u = addNode(g, nodes, n->Name, "WinogradWeights", "mlcc", {n->Inputs[1]},
+                             {{"tile", 2}});
+      int64_t M = n->inShape(1)[0], C = n->inShape(1)[1];
+      kir::ContractionTile tile =
+          kir::chooseContractionTile(target, M, wp->Rows * wp->Pitch, true, C);
+      if (n->Inputs.size() < 4)
+        n->Inputs.resize(4, nullptr);
+      n->Inputs[3] = u;
+      setTileAttrs(*n, tile);
+      n->Attrs["mlcc.packed_input"] = ir::intAttr(3);
+      n->Attrs["mlcc.winograd"] = ir::intAttr(2);
+      n->Attrs["mlcc.winograd_rows"] = ir::intAttr(wp->Rows);
+      n->Attrs["mlcc.winograd_pitch"] = ir::intAttr(wp->Pitch);
       nodes.push_back(std::move(n));
       changed = true;
       continue;

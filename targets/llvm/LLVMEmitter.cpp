@@ -1,10 +1,13 @@
 #include "targets/llvm/LLVMEmitter.h"
 
+#include "compiler/kernel/Mutator.h"
+#include "compiler/kernel/Schedule.h"
 #include "compiler/pack/Header.h"
 #include "compiler/support/Error.h"
 #include "compiler/support/Float16.h"
 #include "compiler/support/Float8.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <llvm/IR/Constants.h>
@@ -307,8 +310,13 @@ public:
   void stmt(const Stmt &s) {
     switch (s->Kind) {
     case StmtKind::Block:
-      for (auto &c : s->Body)
-        stmt(c);
+      for (size_t i = 0; i < s->Body.size();) {
+        if (size_t n = interleavedStores(s->Body, i)) {
+          i += n;
+          continue;
+        }
+        stmt(s->Body[i++]);
+      }
       return;
     case StmtKind::For:
       forLoop(*s);
@@ -317,7 +325,19 @@ public:
       Value *v = expr(s->Value);
       if (s->Buf->Type == DType::Bool)
         v = B.CreateZExt(v, B.getInt8Ty());
-      Value *addr = address(s->Buf.get(), expr(s->Index));
+      Value *index = expr(s->Index);
+      if (s->Stride > 1) { // a scatter
+        auto *lanes = llvm::cast<llvm::FixedVectorType>(v->getType());
+        llvm::SmallVector<llvm::Constant *, 64> offs;
+        for (unsigned l = 0; l < lanes->getNumElements(); ++l)
+          offs.push_back(llvm::ConstantInt::get(ME.IndexTy, (uint64_t)(l * s->Stride)));
+        Value *idx = B.CreateAdd(B.CreateVectorSplat(lanes->getNumElements(), index),
+                                 llvm::ConstantVector::get(offs));
+        Value *ptrs = address(s->Buf.get(), idx);
+        B.CreateMaskedScatter(v, ptrs, llvm::Align(dtypeSize(s->Buf->Type)));
+        return;
+      }
+      Value *addr = address(s->Buf.get(), index);
       if (s->Value->Lanes > 1)
         B.CreateAlignedStore(v, addr, llvm::Align(dtypeSize(s->Buf->Type)));
       else
@@ -360,6 +380,85 @@ public:
   IRBuilder<> &builder() { return B; }
 
 private:
+  /// Stores body[i..i+S) when they are S vector stores to one buffer with
+  /// stride S whose indices are base + 0, ..., base + S - 1 in some order
+  /// (the interleaved outputs of a tile): their lanes are interleaved into
+  /// one contiguous vector store. Returns S, or 0 when they are not.
+  size_t interleavedStores(const std::vector<Stmt> &body, size_t i) {
+    const Stmt &first = body[i];
+    if (first->Kind != StmtKind::Store || first->Stride < 2 ||
+        first->Buf->Type == DType::Bool || i + (size_t)first->Stride > body.size())
+      return 0;
+    const size_t S = (size_t)first->Stride;
+    std::vector<int64_t> diff(S);
+    for (size_t j = 0; j < S; ++j) {
+      const Stmt &st = body[i + j];
+      if (st->Kind != StmtKind::Store || st->Buf != first->Buf ||
+          st->Stride != first->Stride || st->Value->Lanes != first->Value->Lanes)
+        return 0;
+      auto d = kir::constantDifference(first->Index, st->Index);
+      if (!d)
+        return 0;
+      diff[j] = *d;
+      bool reads = false; // of the stored buffer: then the order matters
+      kir::visitExprs(st->Value, [&](const Expr &e) {
+        reads |= e->Kind == ExprKind::Load && e->Buf == first->Buf;
+      });
+      if (reads)
+        return 0;
+    }
+    int64_t lowest = *std::min_element(diff.begin(), diff.end());
+    std::vector<const StmtNode *> byOffset(S, nullptr);
+    for (size_t j = 0; j < S; ++j) {
+      int64_t k = diff[j] - lowest;
+      if (k >= (int64_t)S || byOffset[(size_t)k])
+        return 0;
+      byOffset[(size_t)k] = body[i + j].get();
+    }
+    // Evaluate in program order (their values may share loads), then store.
+    std::vector<Value *> values(S);
+    for (size_t j = 0; j < S; ++j)
+      for (size_t k = 0; k < S; ++k)
+        if (byOffset[k] == body[i + j].get())
+          values[k] = expr(byOffset[k]->Value);
+    const unsigned L = (unsigned)first->Value->Lanes;
+    // Concatenate all S vectors, then pick lane l of vector k for element
+    // l * S + k.
+    std::vector<Value *> parts = values;
+    while (parts.size() > 1) {
+      std::vector<Value *> next;
+      for (size_t p = 0; p < parts.size(); p += 2) {
+        if (p + 1 == parts.size()) {
+          next.push_back(parts[p]);
+          continue;
+        }
+        unsigned n = llvm::cast<llvm::FixedVectorType>(parts[p]->getType())->getNumElements();
+        unsigned m = llvm::cast<llvm::FixedVectorType>(parts[p + 1]->getType())->getNumElements();
+        Value *b = parts[p + 1];
+        if (m < n) {
+          llvm::SmallVector<int, 64> pad;
+          for (unsigned q = 0; q < n; ++q)
+            pad.push_back(q < m ? (int)q : -1);
+          b = B.CreateShuffleVector(b, pad);
+        }
+        llvm::SmallVector<int, 128> cat;
+        for (unsigned q = 0; q < n + m; ++q)
+          cat.push_back((int)q);
+        next.push_back(B.CreateShuffleVector(parts[p], b, cat));
+      }
+      parts = std::move(next);
+    }
+    llvm::SmallVector<int, 128> mask;
+    for (unsigned l = 0; l < L; ++l)
+      for (unsigned k = 0; k < S; ++k)
+        mask.push_back((int)(k * L + l));
+    Value *all = B.CreateShuffleVector(parts[0], mask);
+    const StmtNode *at = byOffset[0];
+    B.CreateAlignedStore(all, address(at->Buf.get(), expr(at->Index)),
+                         llvm::Align(dtypeSize(at->Buf->Type)));
+    return S;
+  }
+
   Value *address(const BufferNode *buf, Value *index) {
     auto it = Buffers.find(buf);
     MLCC_CHECK(it != Buffers.end(), "buffer " << buf->Name << " not bound");

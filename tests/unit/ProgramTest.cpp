@@ -259,6 +259,27 @@ TEST_CASE("short-reduction convolutions with pixels as columns equal the definit
         referenceConv({1, 3, 11, 40}, 20, 3, 1, 2, 1), 27);
 }
 
+TEST_CASE("Winograd F(2x2, 3x3) convolutions equal the definition", "[contraction]") {
+  // Stride-1 3x3 convolutions with 16+ channels run as Winograd products;
+  // the transformed input tiles live in the stack buffer "wv". Odd output
+  // sizes leave partial tiles at the right and bottom edges; a small cache
+  // makes blocks of 2 rows of 8 tiles (one past the width), the last block
+  // shifted back over the one before.
+  struct Case {
+    Shape X;
+    int64_t M, Pad, L2;
+  };
+  for (const Case &k : {Case{{1, 16, 9, 11}, 24, 1, 524288}, Case{{1, 20, 12, 10}, 16, 0, 524288},
+                        Case{{1, 32, 14, 14}, 32, 1, 65536}}) {
+    int64_t oh = k.X[2] + 2 * k.Pad - 2, ow = k.X[3] + 2 * k.Pad - 2;
+    INFO("input " << shapeToString(k.X) << ", " << k.M << " outputs, pads " << k.Pad);
+    std::string model = oneNodeModel("Conv", k.X, {k.M, k.X[1], 3, 3}, {k.M}, {1, k.M, oh, ow},
+                                     {{"kernel_shape", 3}, {"pads", k.Pad}});
+    check(model, k.X, avx512(32768, k.L2), "wv", referenceConv(k.X, k.M, 3, k.Pad, 1, 1),
+          9 * k.X[1]);
+  }
+}
+
 TEST_CASE("concatenated values are written in place, nested concatenations too",
           "[program]") {
   // A = relu(X), B = -X, E = X * X; C = Concat(A, B); D = Concat(C, E)
