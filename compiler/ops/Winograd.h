@@ -32,7 +32,10 @@ struct WinogradTransform {
   std::vector<std::vector<double>> AT; ///< M x Alpha
 };
 
-/// The transform for output tiles of `m` x `m` (2 or 4), or nullptr.
+/// The transform for output tiles of `m` x `m`, or nullptr. Only F(2x2,
+/// 3x3): F(4x4, 3x3) (2.25 instead of 4 products per output) was no faster
+/// on resnet18's first stage (its transforms cost more) and its rounding
+/// errors are about 4x larger.
 const WinogradTransform *winogradTransform(int64_t m);
 
 /// sum_i coef[i] * v[i], skipping zero coefficients and multiplying by

@@ -92,47 +92,40 @@ std::optional<Plan> planFor(const ir::Node &n, int64_t lanes, int64_t cacheBytes
   return std::nullopt;
 }
 
-/// How a stride-1 3x3 convolution runs as Winograd's F(2x2, 3x3) (see
-/// ops::lowerConvWinograd): blocks of `Rows` rows of output tiles, each
-/// row `Pitch` tiles wide.
+/// How a stride-1 3x3 convolution runs as Winograd's F(m x m, 3 x 3) with
+/// m = Tile (see ops::lowerConvWinograd): blocks of `Rows` rows of output
+/// tiles, each row `Pitch` tiles wide.
 struct WinogradPlan {
-  int64_t Rows, Pitch;
+  int64_t Tile, Rows, Pitch;
+  double Cost; ///< tiles computed per tile of the output
 };
+
+/// The fewest input channels (the products' reduction) for Winograd: with
+/// fewer, each product's tile is set up and stored every few steps and the
+/// transforms cost about what the products save (squeezenet1_1's expand
+/// layers, 16 to 48 channels, were no faster).
+constexpr int64_t kMinWinogradChannels = 64;
+/// The most tiles a Winograd plan may compute per tile of the output (the
+/// tiles past the width, the rows recomputed by the last block, the
+/// partial panels): 2.25x fewer multiply-adds, less what the transforms
+/// cost, pays for little more (a 13x13 output in 8-wide rows of 7 tiles,
+/// 1.31x, was no faster).
+constexpr double kMaxWinogradWaste = 1.2;
 
 /// The fewest tiles per block when the transformed weights do not fit in
 /// the cache and stream from memory for every block: 16 multiply-adds per
 /// weight loaded.
 constexpr int64_t kMinStreamedTiles = 32;
 
-/// The Winograd plan for `n`, or nothing. Taken for f32 convolutions with
-/// 3x3 kernels, stride and dilation 1, one group and at least 16 input and
-/// output channels (for fewer, the transforms cost about what they save),
-/// on targets with vectors and a cache to plan for. A block's two stack
-/// buffers, (C + M) x 16 x tiles floats, stay within the cache
-/// (t.CacheBytes), and a block has at least kMinStreamedTiles tiles when
-/// the transformed weights (16 x M x C floats) do not fit in it; a
-/// convolution with too many channels for both (resnet18's last two
-/// stages) keeps the direct tiles, which read the weights once. Among the block shapes, the one that
-/// computes the fewest tiles (counting the tiles past the output's width,
-/// the rows the last block recomputes and the contraction's partial
-/// panels), then the largest.
-std::optional<WinogradPlan> winogradPlan(const ir::Node &n, const kir::ScheduleTarget &t) {
-  if (n.Domain != "" || n.OpType != "Conv" || t.VectorBytes == 0 || t.CacheBytes == 0 ||
-      !n.hasInput(1) || !n.Inputs[1]->Const || n.inDType(0) != DType::F32 ||
-      n.inDType(1) != DType::F32 || n.hasAttr("mlcc.panel") || !n.Outputs[0] ||
-      n.Outputs[0]->Type.numel() == 0)
-    return std::nullopt;
-  const Shape &w = n.inShape(1), &y = n.Outputs[0]->Type.Dims;
-  if (w.size() != 4 || y.size() != 4 || w[2] != 3 || w[3] != 3 || n.attrInt("group", 1) != 1 ||
-      n.attrInts("strides", {1, 1}) != std::vector<int64_t>{1, 1} ||
-      n.attrInts("dilations", {1, 1}) != std::vector<int64_t>{1, 1} || w[0] < 16 || w[1] < 16)
-    return std::nullopt;
-  const int64_t lanes = t.lanes(DType::F32), m = 2, positions = 16;
-  const int64_t tilesY = (y[2] + m - 1) / m, tilesX = (y[3] + m - 1) / m;
-  const int64_t maxTiles = t.CacheBytes / (positions * (w[0] + w[1]) * 4);
-  const bool weightsFit = positions * w[0] * w[1] * 4 <= t.CacheBytes;
+/// The block shape of F(m x m, 3 x 3) for an oh x ow output with c input
+/// and mo output channels (see winogradPlan), or nothing.
+std::optional<WinogradPlan> winogradBlocks(const kir::ScheduleTarget &t, int64_t m, int64_t oh,
+                                           int64_t ow, int64_t c, int64_t mo) {
+  const int64_t lanes = t.lanes(DType::F32), positions = (m + 2) * (m + 2);
+  const int64_t tilesY = (oh + m - 1) / m, tilesX = (ow + m - 1) / m;
+  const int64_t maxTiles = t.CacheBytes / (positions * (c + mo) * 4);
+  const bool weightsFit = positions * c * mo * 4 <= t.CacheBytes;
   std::optional<WinogradPlan> best;
-  double bestCost = 0;
   for (int64_t pitch = tilesX; pitch < (tilesX + lanes - 1) / lanes * lanes + 1; ++pitch)
     for (int64_t rows = 1; rows <= tilesY; ++rows) {
       int64_t tiles = rows * pitch;
@@ -143,13 +136,42 @@ std::optional<WinogradPlan> winogradPlan(const ir::Node &n, const kir::ScheduleT
       int64_t blocks = (tilesY + rows - 1) / rows;
       double panelWaste = (double)((tiles + lanes - 1) / lanes * lanes) / (double)tiles;
       double cost = (double)(blocks * tiles) / (double)(tilesY * tilesX) * panelWaste;
-      if (!best || cost < bestCost - 1e-9 ||
-          (cost < bestCost + 1e-9 && tiles > best->Rows * best->Pitch)) {
-        best = WinogradPlan{rows, pitch};
-        bestCost = cost;
-      }
+      if (!best || cost < best->Cost - 1e-9 ||
+          (cost < best->Cost + 1e-9 && tiles > best->Rows * best->Pitch))
+        best = WinogradPlan{m, rows, pitch, cost};
     }
   return best;
+}
+
+/// The Winograd plan for `n`, or nothing. Taken for f32 convolutions with
+/// 3x3 kernels, stride and dilation 1, one group, at least 16 output and
+/// kMinWinogradChannels input channels, on targets with vectors and a
+/// cache to plan for, as F(2x2, 3x3). A block's two stack buffers, (C + M)
+/// x 16 x tiles floats, stay within the cache (t.CacheBytes), and a block
+/// has at least kMinStreamedTiles tiles when the transformed weights (16 x
+/// M x C floats) do not fit in it; a convolution with too many channels
+/// for both (resnet18's last two stages) keeps the direct tiles, which
+/// read the weights once. Among the block shapes, the one that
+/// computes the fewest tiles (counting the tiles past the output's width,
+/// the rows the last block recomputes and the contraction's partial
+/// panels), then the largest, if it computes at most kMaxWinogradWaste
+/// times the output's tiles.
+std::optional<WinogradPlan> winogradPlan(const ir::Node &n, const kir::ScheduleTarget &t) {
+  if (n.Domain != "" || n.OpType != "Conv" || t.VectorBytes == 0 || t.CacheBytes == 0 ||
+      !n.hasInput(1) || !n.Inputs[1]->Const || n.inDType(0) != DType::F32 ||
+      n.inDType(1) != DType::F32 || n.hasAttr("mlcc.panel") || !n.Outputs[0] ||
+      n.Outputs[0]->Type.numel() == 0)
+    return std::nullopt;
+  const Shape &w = n.inShape(1), &y = n.Outputs[0]->Type.Dims;
+  if (w.size() != 4 || y.size() != 4 || w[2] != 3 || w[3] != 3 || n.attrInt("group", 1) != 1 ||
+      n.attrInts("strides", {1, 1}) != std::vector<int64_t>{1, 1} ||
+      n.attrInts("dilations", {1, 1}) != std::vector<int64_t>{1, 1} || w[0] < 16 ||
+      w[1] < kMinWinogradChannels)
+    return std::nullopt;
+  auto p = winogradBlocks(t, 2, y[2], y[3], w[1], w[0]);
+  if (p && p->Cost <= kMaxWinogradWaste)
+    return p;
+  return std::nullopt;
 }
 
 /// The tile attributes of a contraction (read back by ops::packedOperand).
@@ -364,7 +386,7 @@ void packWeights(ir::Graph &g, const kir::ScheduleTarget &target,
       // The transformed kernel (folded), read as the broadcast operand of
       // the products: rows output channels, columns tiles.
       ir::Value *u = addNode(g, nodes, n->Name, "WinogradWeights", "mlcc", {n->Inputs[1]},
-                             {{"tile", 2}});
+                             {{"tile", wp->Tile}});
       int64_t M = n->inShape(1)[0], C = n->inShape(1)[1];
       kir::ContractionTile tile =
           kir::chooseContractionTile(target, M, wp->Rows * wp->Pitch, true, C);
@@ -373,7 +395,7 @@ void packWeights(ir::Graph &g, const kir::ScheduleTarget &target,
       n->Inputs[3] = u;
       setTileAttrs(*n, tile);
       n->Attrs["mlcc.packed_input"] = ir::intAttr(3);
-      n->Attrs["mlcc.winograd"] = ir::intAttr(2);
+      n->Attrs["mlcc.winograd"] = ir::intAttr(wp->Tile);
       n->Attrs["mlcc.winograd_rows"] = ir::intAttr(wp->Rows);
       n->Attrs["mlcc.winograd_pitch"] = ir::intAttr(wp->Pitch);
       nodes.push_back(std::move(n));

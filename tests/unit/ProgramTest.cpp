@@ -260,17 +260,17 @@ TEST_CASE("short-reduction convolutions with pixels as columns equal the definit
 }
 
 TEST_CASE("Winograd F(2x2, 3x3) convolutions equal the definition", "[contraction]") {
-  // Stride-1 3x3 convolutions with 16+ channels run as Winograd products;
-  // the transformed input tiles live in the stack buffer "wv". Odd output
-  // sizes leave partial tiles at the right and bottom edges; a small cache
-  // makes blocks of 2 rows of 8 tiles (one past the width), the last block
-  // shifted back over the one before.
+  // Stride-1 3x3 convolutions with 64+ input channels run as Winograd
+  // products; the transformed input tiles live in the stack buffer "wv".
+  // A 31x31 output leaves partial tiles at the right and bottom edges
+  // (blocks of 4 rows of 16 tiles); a small cache makes blocks of 2 rows of
+  // 8 tiles over 9 rows, the last block shifted back over the one before.
   struct Case {
     Shape X;
     int64_t M, Pad, L2;
   };
-  for (const Case &k : {Case{{1, 16, 9, 11}, 24, 1, 524288}, Case{{1, 20, 12, 10}, 16, 0, 524288},
-                        Case{{1, 32, 14, 14}, 32, 1, 65536}}) {
+  for (const Case &k : {Case{{1, 64, 31, 31}, 24, 1, 524288}, Case{{1, 64, 34, 34}, 16, 0, 524288},
+                        Case{{1, 64, 18, 16}, 32, 1, 131072}}) {
     int64_t oh = k.X[2] + 2 * k.Pad - 2, ow = k.X[3] + 2 * k.Pad - 2;
     INFO("input " << shapeToString(k.X) << ", " << k.M << " outputs, pads " << k.Pad);
     std::string model = oneNodeModel("Conv", k.X, {k.M, k.X[1], 3, 3}, {k.M}, {1, k.M, oh, ow},
