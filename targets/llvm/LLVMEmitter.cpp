@@ -424,35 +424,12 @@ private:
     const unsigned L = (unsigned)first->Value->Lanes;
     // Concatenate all S vectors, then pick lane l of vector k for element
     // l * S + k.
-    std::vector<Value *> parts = values;
-    while (parts.size() > 1) {
-      std::vector<Value *> next;
-      for (size_t p = 0; p < parts.size(); p += 2) {
-        if (p + 1 == parts.size()) {
-          next.push_back(parts[p]);
-          continue;
-        }
-        unsigned n = llvm::cast<llvm::FixedVectorType>(parts[p]->getType())->getNumElements();
-        unsigned m = llvm::cast<llvm::FixedVectorType>(parts[p + 1]->getType())->getNumElements();
-        Value *b = parts[p + 1];
-        if (m < n) {
-          llvm::SmallVector<int, 64> pad;
-          for (unsigned q = 0; q < n; ++q)
-            pad.push_back(q < m ? (int)q : -1);
-          b = B.CreateShuffleVector(b, pad);
-        }
-        llvm::SmallVector<int, 128> cat;
-        for (unsigned q = 0; q < n + m; ++q)
-          cat.push_back((int)q);
-        next.push_back(B.CreateShuffleVector(parts[p], b, cat));
-      }
-      parts = std::move(next);
-    }
+    Value *cat = concatenate(values);
     llvm::SmallVector<int, 128> mask;
     for (unsigned l = 0; l < L; ++l)
       for (unsigned k = 0; k < S; ++k)
         mask.push_back((int)(k * L + l));
-    Value *all = B.CreateShuffleVector(parts[0], mask);
+    Value *all = B.CreateShuffleVector(cat, mask);
     const StmtNode *at = byOffset[0];
     B.CreateAlignedStore(all, address(at->Buf.get(), expr(at->Index)),
                          llvm::Align(dtypeSize(at->Buf->Type)));
@@ -635,19 +612,32 @@ private:
           vt, address(e.Buf.get(), B.CreateAdd(base, llvm::ConstantInt::get(base->getType(), off))),
           llvm::Align(dtypeSize(e.Buf->Type))));
     }
-    // Concatenate pairwise (both halves of a shuffle have one type).
+    Value *cat = concatenate({parts.begin(), parts.end()});
+    // Lane l is element l*S: in part l*S/L, or in the last part.
+    llvm::SmallVector<int, 64> mask;
+    for (int64_t l = 0; l < L; ++l) {
+      int64_t el = l * S;
+      mask.push_back((int)(el < (S - 1) * L ? el : (S - 1) * L + (el - lastOffset)));
+    }
+    return B.CreateShuffleVector(cat, mask);
+  }
+
+  /// The vectors `parts` end to end, concatenated pairwise (both halves of
+  /// a shuffle have one type: a shorter second half is padded with poison
+  /// lanes).
+  Value *concatenate(std::vector<Value *> parts) {
     while (parts.size() > 1) {
-      llvm::SmallVector<Value *, 4> next;
+      std::vector<Value *> next;
       for (size_t i = 0; i < parts.size(); i += 2) {
         Value *a = parts[i];
-        unsigned n = llvm::cast<llvm::FixedVectorType>(a->getType())->getNumElements();
         if (i + 1 == parts.size()) {
           next.push_back(a);
           continue;
         }
+        unsigned n = llvm::cast<llvm::FixedVectorType>(a->getType())->getNumElements();
         Value *b = parts[i + 1];
         unsigned m = llvm::cast<llvm::FixedVectorType>(b->getType())->getNumElements();
-        if (m < n) { // pad the shorter with poison lanes
+        if (m < n) {
           llvm::SmallVector<int, 64> pad;
           for (unsigned k = 0; k < n; ++k)
             pad.push_back(k < m ? (int)k : -1);
@@ -658,15 +648,9 @@ private:
           cat.push_back((int)k); // b's element k - n is operand index k
         next.push_back(B.CreateShuffleVector(a, b, cat));
       }
-      parts = next;
+      parts = std::move(next);
     }
-    // Lane l is element l*S: in part l*S/L, or in the last part.
-    llvm::SmallVector<int, 64> mask;
-    for (int64_t l = 0; l < L; ++l) {
-      int64_t el = l * S;
-      mask.push_back((int)(el < (S - 1) * L ? el : (S - 1) * L + (el - lastOffset)));
-    }
-    return B.CreateShuffleVector(parts[0], mask);
+    return parts[0];
   }
 
   Value *expr(const Expr &e) {
