@@ -86,20 +86,24 @@ void lowerWinogradWeights(LowerCtx &c) {
   const WinogradTransform &t = transformOf(c.node());
   TensorRef w = c.in(0), u = c.out(0);
   int64_t M = w.dim(0), C = w.dim(1), a = t.Alpha;
-  c.b().loops({M, C}, [&](const std::vector<Expr> &i) {
-    // G g G^T: g's columns by G, then its rows (3 x 3 -> a x a), in f64.
-    std::vector<std::vector<Expr>> g(3, std::vector<Expr>(3));
-    for (int64_t k = 0; k < 3; ++k)
-      for (int64_t l = 0; l < 3; ++l)
-        g[k][l] = cast(DType::F64, w.load({i[0], i[1], indexConst(k), indexConst(l)}));
-    std::vector<std::vector<Expr>> gt(a, std::vector<Expr>(3)); // G g
+  KernelBuilder &b = c.b();
+  b.loops({M, C}, [&](const std::vector<Expr> &i) {
+    // G g G^T in f64: g's columns by G into a local (each intermediate
+    // computed once, also when the interpreter folds this), then its rows.
+    std::vector<Expr> g;
+    for (int64_t k = 0; k < 9; ++k)
+      g.push_back(cast(DType::F64, w.load({i[0], i[1], indexConst(k / 3), indexConst(k % 3)})));
+    Local gg = b.local("gg", DType::F64, a * 3); // G g, a x 3
     for (int64_t p = 0; p < a; ++p)
       for (int64_t l = 0; l < 3; ++l)
-        gt[p][l] = linearCombination(t.G[p], {g[0][l], g[1][l], g[2][l]});
-    for (int64_t p = 0; p < a; ++p)
+        b.set(gg, indexConst(p * 3 + l), linearCombination(t.G[p], {g[l], g[3 + l], g[6 + l]}));
+    for (int64_t p = 0; p < a; ++p) {
+      std::vector<Expr> row;
+      for (int64_t l = 0; l < 3; ++l)
+        row.push_back(gg.get(indexConst(p * 3 + l)));
       for (int64_t q = 0; q < a; ++q)
-        u.store({indexConst(p * a + q), i[0], i[1]},
-                cast(DType::F32, linearCombination(t.G[q], gt[p])));
+        u.store({indexConst(p * a + q), i[0], i[1]}, cast(DType::F32, linearCombination(t.G[q], row)));
+    }
   }, "i");
 }
 
