@@ -102,8 +102,11 @@ def main():
         flops = json.load(open(args[2]))["flops"]
         ratio = ops / flops
         print(f"ops: {ops} against {flops} convolution/matrix FLOPs from PyTorch: {ratio:.4f}")
-        if not 1.0 <= ratio <= 1.15:
-            fail("the operation count is not within [1, 1.15] of the model's FLOPs")
+        # Winograd F(2x2, 3x3) does 2.25x fewer multiply-adds for the 3x3
+        # convolutions it takes, so the count of what the kernels execute
+        # may be as low as FLOPs / 2.25, never lower.
+        if not 1 / 2.25 <= ratio <= 1.15:
+            fail("the operation count is not within [1/2.25, 1.15] of the model's FLOPs")
 
 
 main()
