@@ -219,7 +219,7 @@ namespace {
 /// load the span and pick every Stride-th element, which pays up to about
 /// this; strided stores are scattered, or interleaved with the other
 /// stores of the same span (see LLVMEmitter).
-constexpr int64_t kMaxLoadStride = 4;
+constexpr int64_t kMaxStride = 4;
 
 /// Scalar types the emitters vectorize (no helper-function conversions).
 bool vectorType(DType t) {
@@ -317,7 +317,7 @@ public:
     case ExprKind::Load: {
       // Consecutive, or a small constant stride (a strided window).
       auto s = strideOf(e->A, V);
-      return s && *s >= 1 && *s <= kMaxLoadStride && vectorType(e->Buf->Type);
+      return s && *s >= 1 && *s <= kMaxStride && vectorType(e->Buf->Type);
     }
     case ExprKind::Unary:
       return (vectorUnary(e->Un) || expandable(e->Un, e->Type)) && canVectorize(e->A);
@@ -472,16 +472,18 @@ private:
     // a scalar local (its lanes are combined after the loop; float sums are
     // reassociated).
     std::vector<Expr> reduced(stores.size());
+    std::vector<int64_t> strides(stores.size(), 1);
     for (size_t si = 0; si < stores.size(); ++si) {
       const Stmt &st = stores[si];
       if (!vectorType(st->Buf->Type))
         return nullptr;
       auto stride = strideOf(st->Index, s.LoopVar);
+      strides[si] = stride.value_or(1);
       reduced[si] = reductionOperand(st, s.LoopVar);
       if (reduced[si]) {
         if (!lv.canVectorize(reduced[si]))
           return nullptr;
-      } else if (!stride || *stride < 1 || *stride > kMaxLoadStride ||
+      } else if (!stride || *stride < 1 || *stride > kMaxStride ||
                  !lv.canVectorize(st->Value)) {
         return nullptr;
       }
@@ -537,8 +539,7 @@ private:
         value = broadcast(value, lanes);
       vecBody.insert(vecBody.end(), lv.Pre.begin(), lv.Pre.end());
       lv.Pre.clear();
-      vecBody.push_back(store(st->Buf, substitute(st->Index, s.LoopVar, base), value,
-                              *strideOf(st->Index, s.LoopVar)));
+      vecBody.push_back(store(st->Buf, substitute(st->Index, s.LoopVar, base), value, strides[si]));
     }
     // The expansions' temporaries live in one iteration (so that the loop
     // may still become parallel); the reductions' partial sums around it.
