@@ -114,6 +114,29 @@ std::optional<int64_t> constantDifference(const Expr &a, const Expr &b) {
   return cb - ca;
 }
 
+std::optional<std::vector<int64_t>> transposedGroup(const std::vector<Expr> &indices,
+                                                    int64_t stride) {
+  const int64_t g = (int64_t)indices.size();
+  if (g < 2 || g > stride)
+    return std::nullopt;
+  std::vector<int64_t> offsets;
+  for (const Expr &i : indices) {
+    auto d = constantDifference(indices[0], i);
+    if (!d)
+      return std::nullopt;
+    offsets.push_back(*d);
+  }
+  int64_t lowest = *std::min_element(offsets.begin(), offsets.end());
+  std::vector<bool> seen((size_t)g, false);
+  for (int64_t &o : offsets) {
+    o -= lowest;
+    if (o >= g || seen[(size_t)o])
+      return std::nullopt;
+    seen[(size_t)o] = true;
+  }
+  return offsets;
+}
+
 std::optional<int64_t> strideOf(const Expr &e, const Var &v) {
   if (!dependsOn(e, v))
     return 0;
@@ -215,12 +238,6 @@ Kernel scalarize(const Kernel &k) {
 
 namespace {
 
-/// The largest element stride of a vectorized load or store: the emitters
-/// load the span and pick every Stride-th element, which pays up to about
-/// this; strided stores are scattered, or interleaved with the other
-/// stores of the same span (see LLVMEmitter).
-constexpr int64_t kMaxStride = 4;
-
 /// Scalar types the emitters vectorize (no helper-function conversions).
 bool vectorType(DType t) {
   return t == DType::F32 || t == DType::F64 || t == DType::Index ||
@@ -315,9 +332,11 @@ public:
       return false;
     switch (e->Kind) {
     case ExprKind::Load: {
-      // Consecutive, or a small constant stride (a strided window).
+      // Consecutive, a small constant stride (a strided window), or a
+      // larger one when the body's loads form transposed groups (checked
+      // by the caller, see wideLoadsGrouped).
       auto s = strideOf(e->A, V);
-      return s && *s >= 1 && *s <= kMaxStride && vectorType(e->Buf->Type);
+      return s && *s >= 1 && vectorType(e->Buf->Type);
     }
     case ExprKind::Unary:
       return (vectorUnary(e->Un) || expandable(e->Un, e->Type)) && canVectorize(e->A);
@@ -377,6 +396,35 @@ private:
   const Var &V;
   int Lanes;
 };
+
+/// Whether the loads in `values` whose stride along `v` exceeds kMaxStride
+/// form transposed groups: per buffer and stride, their distinct indices
+/// split into sets of constant differences, each a transposedGroup.
+bool wideLoadsGrouped(const std::vector<Expr> &values, const Var &v) {
+  std::map<std::pair<const BufferNode *, int64_t>, std::map<std::string, Expr>> wide;
+  for (const Expr &value : values)
+    visitExprs(value, [&](const Expr &e) {
+      if (e->Kind != ExprKind::Load)
+        return;
+      auto s = strideOf(e->A, v);
+      if (s && *s > kMaxStride)
+        wide[{e->Buf.get(), *s}].emplace(print(e->A), e->A);
+    });
+  for (auto &[key, byText] : wide) {
+    std::vector<Expr> rest;
+    for (auto &kv : byText)
+      rest.push_back(kv.second);
+    while (!rest.empty()) {
+      std::vector<Expr> group, other;
+      for (const Expr &i : rest)
+        (constantDifference(rest[0], i) ? group : other).push_back(i);
+      if (!transposedGroup(group, key.second))
+        return false;
+      rest = std::move(other);
+    }
+  }
+  return true;
+}
 
 /// The stores of a straight-line loop body, or nothing.
 bool collectStores(const Stmt &s, std::vector<Stmt> &out) {
@@ -483,9 +531,16 @@ private:
       if (reduced[si]) {
         if (!lv.canVectorize(reduced[si]))
           return nullptr;
-      } else if (!stride || *stride < 1 || *stride > kMaxStride ||
-                 !lv.canVectorize(st->Value)) {
+      } else if (!stride || *stride < 1 || !lv.canVectorize(st->Value)) {
         return nullptr;
+      } else if (*stride > kMaxStride) {
+        // Only as one of a transposed group of stores.
+        std::vector<Expr> group;
+        for (auto &other : stores)
+          if (other->Buf == st->Buf && strideOf(other->Index, s.LoopVar) == stride)
+            group.push_back(other->Index);
+        if (!transposedGroup(group, *stride))
+          return nullptr;
       }
       // A buffer this body stores to may only be read at the stored index
       // (lane i must not read what lane j writes), and only by its own
@@ -508,6 +563,11 @@ private:
       if (hazard)
         return nullptr;
     }
+    std::vector<Expr> values;
+    for (size_t si = 0; si < stores.size(); ++si)
+      values.push_back(reduced[si] ? reduced[si] : stores[si]->Value);
+    if (!wideLoadsGrouped(values, s.LoopVar))
+      return nullptr;
     int64_t main = n / lanes * lanes;
     Var vo = newVar(s.LoopVar->Name + "v");
     Expr base = indexConst(begin) + varRef(vo) * lanes;

@@ -97,6 +97,21 @@ std::optional<int64_t> strideOf(const Expr &e, const Var &v);
 /// sum of terms), else nothing.
 std::optional<int64_t> constantDifference(const Expr &a, const Expr &b);
 
+/// The largest element stride of a vector load or store that the emitters
+/// read or write as a span (a few full vectors, shuffled); a larger stride
+/// is a transposed group (see transposedGroup), or else a gather/scatter.
+constexpr int64_t kMaxStride = 4;
+
+/// With `indices` the element indices of the first lane of G vector loads
+/// (or stores) of one buffer whose lanes are `stride` elements apart: the
+/// offset of each from the lowest when they are base + 0, ..., base + G - 1
+/// in some order with 2 <= G <= stride, else nothing. Such a group reads
+/// (writes) G consecutive elements per lane: a G x lanes block that the
+/// emitters move with contiguous accesses of G elements and a transpose
+/// in registers (the stores of a tile whose columns are the output's rows).
+std::optional<std::vector<int64_t>> transposedGroup(const std::vector<Expr> &indices,
+                                                    int64_t stride);
+
 /// Element operations one run of `s` performs, at least (loops with bounds
 /// that are not constants count once).
 int64_t workOf(const Stmt &s);

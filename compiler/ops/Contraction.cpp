@@ -352,14 +352,28 @@ void lowerTiledContraction(LowerCtx &c, const TiledContraction &t) {
     // A constant trip count when every panel is full (the loop vectorizes).
     Expr cols = direct || t.Cols % VM == 0 ? indexConst(VM)
                                            : min(indexConst(VM), indexConst(t.Cols) - p * VM);
-    if (t.RowsContiguous)
-      b.loop("j", indexConst(0), cols, [&](Expr j) {
-        b.loop("r", RW, [&](Expr r) { t.Store(r0 + r, c0 + j, sum(r, j)); });
-      });
-    else
+    if (t.RowsContiguous) {
+      // Along the columns, the tile's rows written out in the body: the
+      // loop vectorizes along the columns, with one store per row strided
+      // by the rows' pitch, a group that the emitters transpose into runs
+      // of RW contiguous elements per column. The last, partial panel has
+      // a loop of its own (a constant trip count).
+      auto columns = [&](int64_t n) {
+        b.loop("j", n, [&](Expr j) {
+          for (int64_t r = 0; r < RW; ++r)
+            t.Store(r0 + r, c0 + j, sum(indexConst(r), j));
+        });
+      };
+      if (direct || t.Cols % VM == 0)
+        columns(VM);
+      else
+        b.ifThen(lt(p, indexConst(panels - 1)), [&] { columns(VM); },
+                 [&] { columns(t.Cols - (panels - 1) * VM); });
+    } else {
       b.loop("r", RW, [&](Expr r) {
         b.loop("j", indexConst(0), cols, [&](Expr j) { t.Store(r0 + r, c0 + j, sum(r, j)); });
       });
+    }
   };
   // The first row of row tile `rt` (edge tiles are shifted back).
   auto firstRow = [&](const Expr &rt) { return min(rt * RW, indexConst(t.Rows - RW)); };

@@ -420,18 +420,26 @@ void lowerDepthwise(LowerCtx &c, const ConvShape &s) {
   // loop over the whole grid vectorizes with full vectors however narrow
   // the image (the grid's columns past the output width are computed and
   // dropped); the outputs are then copied out row by row.
+  // With a stride, the flat grid computes stride x more outputs than it
+  // keeps (every row of the plane is a row of the grid): then, when that
+  // takes fewer vectors, the grid's rows are output rows, each rounded up
+  // to whole vectors (a loop per row).
   PaddedInput whole(c, s, x, /*scratch=*/false);
   if (whole.Padded && whole.Hp * whole.Wp <= kMaxPaddedPlane) {
     const int64_t Wp = whole.Wp, OH = w.Out[0], OW = w.Out[1];
-    const bool flat = w.Strides[0] == w.Strides[1];
     const int64_t st = w.Strides[1];
+    const int64_t rowPitch = (OW + kGridRound - 1) / kGridRound * kGridRound;
+    const bool flat = w.Strides[0] == w.Strides[1] &&
+                      (OH * Wp + kGridRound - 1) / kGridRound <= OH * (rowPitch / kGridRound);
+    const bool rows = !flat && w.Strides[0] == w.Strides[1];
     // The grid, rounded up to whole vectors of the widest targets (a few
     // more dropped outputs instead of narrower vectors for the remainder),
     // the furthest plane element it reads, and the plane's size.
-    const int64_t gridSize = (OH * Wp + kGridRound - 1) / kGridRound * kGridRound;
-    int64_t last = (gridSize - 1) * st + (w.Kernel[0] - 1) * w.Dilations[0] * Wp +
-                   (w.Kernel[1] - 1) * w.Dilations[1];
-    int64_t planeSize = flat ? std::max(whole.Hp * Wp, last + 1) : whole.Hp * Wp;
+    const int64_t gridSize = rows ? OH * rowPitch
+                                  : (OH * Wp + kGridRound - 1) / kGridRound * kGridRound;
+    int64_t last = (rows ? (OH - 1) * st * Wp + (rowPitch - 1) * st : (gridSize - 1) * st) +
+                   (w.Kernel[0] - 1) * w.Dilations[0] * Wp + (w.Kernel[1] - 1) * w.Dilations[1];
+    int64_t planeSize = flat || rows ? std::max(whole.Hp * Wp, last + 1) : whole.Hp * Wp;
     b.loop("n", s.N, [&](Expr n) {
       b.loop("m", s.M, [&](Expr m) {
         Expr ch = m / mg;
@@ -457,6 +465,18 @@ void lowerDepthwise(LowerCtx &c, const ConvShape &s) {
           b.loop("q", gridSize, [&](Expr q) { b.store(grid.Buf, q, window(q * st)); });
           b.loop("oh", OH, [&](Expr oy) {
             b.loop("ow", OW, [&](Expr ox) { y.store({n, m, oy, ox}, grid.get(oy * Wp + ox)); });
+          });
+          return;
+        }
+        if (rows) {
+          Local grid = b.local("grid", t, gridSize);
+          b.loop("oh", OH, [&](Expr oy) {
+            b.loop("ow", rowPitch, [&](Expr ox) {
+              b.store(grid.Buf, oy * rowPitch + ox, window((oy * Wp + ox) * st));
+            });
+          });
+          b.loop("oh", OH, [&](Expr oy) {
+            b.loop("ow", OW, [&](Expr ox) { y.store({n, m, oy, ox}, grid.get(oy * rowPitch + ox)); });
           });
           return;
         }

@@ -22,6 +22,8 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include <map>
+#include <set>
+#include <tuple>
 
 namespace mlcc::llvmgen {
 
@@ -309,15 +311,35 @@ public:
 
   void stmt(const Stmt &s) {
     switch (s->Kind) {
-    case StmtKind::Block:
+    case StmtKind::Block: {
+      // The loads ahead stand for their expressions in this block only (an
+      // unrolled loop emits it again with other indices).
+      std::vector<const ExprNode *> ahead = loadTransposedGroups(s->Body);
+      std::vector<StoreGroup> groups = transposedStoreGroups(s->Body);
+      std::map<const StmtNode *, std::pair<StoreGroup *, size_t>> member;
+      for (auto &g : groups)
+        for (size_t k = 0; k < g.Members.size(); ++k)
+          member[g.Members[k]] = {&g, k};
       for (size_t i = 0; i < s->Body.size();) {
+        auto m = member.find(s->Body[i].get());
+        if (m != member.end()) {
+          // Evaluated in program order; stored once the last is known.
+          StoreGroup &g = *m->second.first;
+          g.Values[m->second.second] = expr(s->Body[i++]->Value);
+          if (++g.Evaluated == g.Members.size())
+            storeTransposed(g);
+          continue;
+        }
         if (size_t n = interleavedStores(s->Body, i)) {
           i += n;
           continue;
         }
         stmt(s->Body[i++]);
       }
+      for (const ExprNode *e : ahead)
+        Transposed.erase(e);
       return;
+    }
     case StmtKind::For:
       forLoop(*s);
       return;
@@ -434,6 +456,141 @@ private:
     B.CreateAlignedStore(all, address(at->Buf.get(), expr(at->Index)),
                          llvm::Align(dtypeSize(at->Buf->Type)));
     return S;
+  }
+
+  /// Vector stores of one buffer whose lanes are Stride > kMaxStride
+  /// apart, at base + 0, ..., base + G - 1 (kir::transposedGroup); Members
+  /// and Values by offset.
+  struct StoreGroup {
+    std::vector<const StmtNode *> Members;
+    std::vector<Value *> Values;
+    size_t Evaluated = 0;
+  };
+
+  /// The transposed store groups among the statements of `body`: stores
+  /// of one buffer, stride and width whose indices form a transposed group
+  /// and whose values read nothing of that buffer (each value is then
+  /// computed where its store stands, and the group stored after the last).
+  std::vector<StoreGroup> transposedStoreGroups(const std::vector<Stmt> &body) {
+    std::map<std::tuple<const BufferNode *, int64_t, int>, std::vector<const StmtNode *>> wide;
+    std::set<const BufferNode *> read;
+    for (const Stmt &st : body) {
+      if (st->Kind != StmtKind::Store)
+        continue;
+      kir::visitExprs(st->Value, [&](const Expr &e) {
+        if (e->Kind == ExprKind::Load)
+          read.insert(e->Buf.get());
+      });
+      if (st->Stride > kir::kMaxStride && st->Value->Lanes > 1 && st->Buf->Type != DType::Bool)
+        wide[{st->Buf.get(), st->Stride, st->Value->Lanes}].push_back(st.get());
+    }
+    std::vector<StoreGroup> groups;
+    for (auto &[key, stores] : wide) {
+      if (read.count(std::get<0>(key)))
+        continue;
+      std::vector<const StmtNode *> rest = stores;
+      while (!rest.empty()) {
+        std::vector<const StmtNode *> group, other;
+        for (const StmtNode *st : rest)
+          (kir::constantDifference(rest[0]->Index, st->Index) ? group : other).push_back(st);
+        std::vector<Expr> indices;
+        for (const StmtNode *st : group)
+          indices.push_back(st->Index);
+        if (auto offsets = kir::transposedGroup(indices, std::get<1>(key))) {
+          StoreGroup g;
+          g.Members.resize(group.size());
+          g.Values.resize(group.size());
+          for (size_t k = 0; k < group.size(); ++k)
+            g.Members[(size_t)(*offsets)[k]] = group[k];
+          groups.push_back(std::move(g));
+        }
+        rest = std::move(other);
+      }
+    }
+    return groups;
+  }
+
+  /// Stores a transposed group: the G vectors of L lanes become L runs of
+  /// G consecutive elements, one at each lane's index.
+  void storeTransposed(const StoreGroup &g) {
+    const StmtNode &at = *g.Members[0];
+    const unsigned G = (unsigned)g.Members.size(), L = (unsigned)at.Value->Lanes;
+    Value *cat = concatenate(g.Values);
+    Value *base = expr(at.Index);
+    for (unsigned l = 0; l < L; ++l) {
+      llvm::SmallVector<int, 16> mask;
+      for (unsigned k = 0; k < G; ++k)
+        mask.push_back((int)(k * L + l));
+      Value *run = B.CreateShuffleVector(cat, mask);
+      Value *index = B.CreateAdd(base, llvm::ConstantInt::get(base->getType(), l * at.Stride));
+      B.CreateAlignedStore(run, address(at.Buf.get(), index),
+                           llvm::Align(dtypeSize(at.Buf->Type)));
+    }
+  }
+
+  /// Loads the transposed groups of vector loads in the values of the
+  /// statements of `body` (lanes Stride > kMaxStride apart, indices base +
+  /// 0, ..., base + G - 1): L runs of G consecutive elements, transposed
+  /// into the G vectors, which the loads' expressions then stand for. The
+  /// body is straight-line and reads no buffer it writes at another index
+  /// (the vectorizer's rule), so reading ahead is safe. Returns the loads.
+  std::vector<const ExprNode *> loadTransposedGroups(const std::vector<Stmt> &body) {
+    std::vector<const ExprNode *> ahead;
+    std::map<std::tuple<const BufferNode *, int64_t, int>, std::vector<const ExprNode *>> wide;
+    std::set<const ExprNode *> seen;
+    for (const Stmt &st : body) {
+      if (st->Kind != StmtKind::Store)
+        continue;
+      kir::visitExprs(st->Value, [&](const Expr &e) {
+        if (e->Kind == ExprKind::Load && e->Lanes > 1 && e->Stride > kir::kMaxStride &&
+            e->Buf->Type != DType::Bool && !Transposed.count(e.get()) && seen.insert(e.get()).second)
+          wide[{e->Buf.get(), e->Stride, e->Lanes}].push_back(e.get());
+      });
+    }
+    for (auto &[key, loads] : wide) {
+      std::vector<const ExprNode *> rest = loads;
+      while (!rest.empty()) {
+        std::vector<const ExprNode *> group, other;
+        for (const ExprNode *e : rest)
+          (kir::constantDifference(rest[0]->A, e->A) ? group : other).push_back(e);
+        rest = std::move(other);
+        // Loads of one index may repeat: the group is of distinct offsets.
+        std::map<int64_t, std::vector<const ExprNode *>> byOffset;
+        for (const ExprNode *e : group)
+          byOffset[*kir::constantDifference(group[0]->A, e->A)].push_back(e);
+        std::vector<Expr> indices;
+        for (auto &[d, es] : byOffset)
+          indices.push_back(es[0]->A);
+        auto offsets = kir::transposedGroup(indices, std::get<1>(key));
+        if (!offsets)
+          continue; // gathered one by one
+        const ExprNode &first = *byOffset.begin()->second[0];
+        const unsigned G = (unsigned)indices.size(), L = (unsigned)first.Lanes;
+        // byOffset is ordered: the lowest offset comes first.
+        Value *base = expr(first.A);
+        auto *run = llvm::FixedVectorType::get(ME.memoryType(first.Buf->Type), G);
+        std::vector<Value *> runs;
+        for (unsigned l = 0; l < L; ++l) {
+          Value *index = B.CreateAdd(base, llvm::ConstantInt::get(base->getType(), l * first.Stride));
+          runs.push_back(B.CreateAlignedLoad(run, address(first.Buf.get(), index),
+                                             llvm::Align(dtypeSize(first.Buf->Type))));
+        }
+        Value *cat = concatenate(runs);
+        size_t k = 0;
+        for (auto &[d, es] : byOffset) {
+          llvm::SmallVector<int, 64> mask;
+          for (unsigned l = 0; l < L; ++l)
+            mask.push_back((int)(l * G + k));
+          Value *v = B.CreateShuffleVector(cat, mask);
+          for (const ExprNode *e : es) {
+            Transposed[e] = v;
+            ahead.push_back(e);
+          }
+          ++k;
+        }
+      }
+    }
+    return ahead;
   }
 
   Value *address(const BufferNode *buf, Value *index) {
@@ -596,6 +753,19 @@ private:
     }
   }
 
+  /// A vector load of Lanes elements Stride apart, element by element.
+  Value *gather(const ExprNode &e) {
+    auto *vt = llvm::FixedVectorType::get(ME.memoryType(e.Buf->Type), (unsigned)e.Lanes);
+    Value *base = expr(e.A);
+    llvm::SmallVector<llvm::Constant *, 64> offs;
+    for (int64_t l = 0; l < e.Lanes; ++l)
+      offs.push_back(llvm::ConstantInt::get(base->getType(), (uint64_t)(l * e.Stride)));
+    Value *idx = B.CreateAdd(B.CreateVectorSplat((unsigned)e.Lanes, base),
+                             llvm::ConstantVector::get(offs));
+    return B.CreateMaskedGather(vt, address(e.Buf.get(), idx),
+                                llvm::Align(dtypeSize(e.Buf->Type)));
+  }
+
   /// A vector load of Lanes elements Stride apart: Stride full vectors
   /// that cover the span from the first to the last lane's element (the
   /// last one ends exactly there, so nothing past the buffer is read),
@@ -663,6 +833,10 @@ private:
       return it->second;
     }
     case ExprKind::Load: {
+      if (auto t = Transposed.find(e.get()); t != Transposed.end())
+        return t->second;
+      if (e->Lanes > 1 && e->Stride > kir::kMaxStride)
+        return gather(*e);
       if (e->Lanes > 1 && e->Stride == 1)
         return B.CreateAlignedLoad(
             llvm::FixedVectorType::get(ME.memoryType(e->Buf->Type), (unsigned)e->Lanes),
@@ -950,6 +1124,8 @@ private:
   llvm::BasicBlock *Entry;
   std::map<const BufferNode *, Value *> Buffers;
   std::map<const VarNode *, Value *> Vars;
+  /// The loads of transposed groups, loaded ahead (loadTransposedGroups).
+  std::map<const ExprNode *, Value *> Transposed;
   Value *Opts = nullptr;
 };
 
