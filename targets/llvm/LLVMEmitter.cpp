@@ -510,20 +510,127 @@ private:
     return groups;
   }
 
+  static bool powerOfTwo(unsigned n) { return n && !(n & (n - 1)); }
+  static unsigned ceilPowerOfTwo(unsigned n) {
+    unsigned p = 1;
+    while (p < n)
+      p *= 2;
+    return p;
+  }
+
+  /// The P x L matrix of `rows` (P vectors of L lanes, powers of two, P <=
+  /// L) transposed by P log2 P two-vector shuffles: vector j of the result
+  /// holds lanes j L/P, ..., (j + 1) L/P - 1, each as its P elements in
+  /// row order. (The two halves of the rows are transposed, then each
+  /// pair of their vectors, which cover the same lanes, is interleaved
+  /// group by group into two.)
+  std::vector<Value *> transposeRows(const std::vector<Value *> &rows, unsigned L) {
+    const unsigned P = (unsigned)rows.size();
+    if (P == 1)
+      return rows;
+    std::vector<Value *> left = transposeRows({rows.begin(), rows.begin() + P / 2}, L),
+                         right = transposeRows({rows.begin() + P / 2, rows.end()}, L);
+    const unsigned m = 2 * L / P, h = P / 2; // lanes per vector, group size
+    std::vector<Value *> out;
+    for (size_t j = 0; j < left.size(); ++j)
+      for (unsigned half = 0; half < 2; ++half) {
+        llvm::SmallVector<int, 64> mask;
+        for (unsigned t = half * m / 2; t < (half + 1) * m / 2; ++t)
+          for (unsigned side = 0; side < 2; ++side)
+            for (unsigned e = 0; e < h; ++e)
+              mask.push_back((int)(side * L + t * h + e));
+        out.push_back(B.CreateShuffleVector(left[j], right[j], mask));
+      }
+    return out;
+  }
+
+  /// The inverse of transposeRows: from P vectors of lanes' groups back to
+  /// the P rows.
+  std::vector<Value *> untransposeRows(const std::vector<Value *> &groups, unsigned L) {
+    const unsigned P = (unsigned)groups.size();
+    if (P == 1)
+      return groups;
+    const unsigned m = 2 * L / P, h = P / 2;
+    std::vector<Value *> left, right;
+    for (size_t j = 0; j < P; j += 2)
+      for (unsigned side = 0; side < 2; ++side) {
+        llvm::SmallVector<int, 64> mask;
+        for (unsigned t = 0; t < m; ++t)
+          for (unsigned e = 0; e < h; ++e)
+            mask.push_back((int)((t < m / 2 ? 0 : L) + (t % (m / 2)) * P + side * h + e));
+        (side ? right : left).push_back(B.CreateShuffleVector(groups[j], groups[j + 1], mask));
+      }
+    std::vector<Value *> rows = untransposeRows(left, L), rest = untransposeRows(right, L);
+    rows.insert(rows.end(), rest.begin(), rest.end());
+    return rows;
+  }
+
+  /// The runs of a transposed group: from G vectors of L lanes, L vectors
+  /// of G elements (lane l's elements in row order).
+  std::vector<Value *> rowsToRuns(std::vector<Value *> rows, unsigned L) {
+    const unsigned G = (unsigned)rows.size(), P = ceilPowerOfTwo(G);
+    std::vector<Value *> runs;
+    llvm::SmallVector<int, 64> mask;
+    if (powerOfTwo(L) && P <= L) {
+      rows.resize(P, llvm::PoisonValue::get(rows[0]->getType()));
+      std::vector<Value *> groups = transposeRows(rows, L);
+      for (unsigned l = 0; l < L; ++l) {
+        mask.clear();
+        for (unsigned k = 0; k < G; ++k)
+          mask.push_back((int)(l % (L / P) * P + k));
+        runs.push_back(B.CreateShuffleVector(groups[l / (L / P)], mask));
+      }
+      return runs;
+    }
+    Value *cat = concatenate(rows); // element k L + l is row k, lane l
+    for (unsigned l = 0; l < L; ++l) {
+      mask.clear();
+      for (unsigned k = 0; k < G; ++k)
+        mask.push_back((int)(k * L + l));
+      runs.push_back(B.CreateShuffleVector(cat, mask));
+    }
+    return runs;
+  }
+
+  /// The inverse of rowsToRuns: from L runs of G elements, the G rows.
+  std::vector<Value *> runsToRows(const std::vector<Value *> &runs, unsigned G) {
+    const unsigned L = (unsigned)runs.size(), P = ceilPowerOfTwo(G);
+    llvm::SmallVector<int, 64> mask;
+    std::vector<Value *> rows;
+    if (powerOfTwo(L) && P <= L) {
+      for (unsigned k = 0; k < P; ++k)
+        mask.push_back(k < G ? (int)k : -1);
+      std::vector<Value *> groups;
+      for (unsigned j = 0; j < P; ++j) {
+        std::vector<Value *> part;
+        for (unsigned l = j * (L / P); l < (j + 1) * (L / P); ++l)
+          part.push_back(P == G ? runs[l] : B.CreateShuffleVector(runs[l], mask));
+        groups.push_back(concatenate(part));
+      }
+      rows = untransposeRows(groups, L);
+      rows.resize(G);
+      return rows;
+    }
+    Value *cat = concatenate(runs); // element l G + k is lane l of row k
+    for (unsigned k = 0; k < G; ++k) {
+      mask.clear();
+      for (unsigned l = 0; l < L; ++l)
+        mask.push_back((int)(l * G + k));
+      rows.push_back(B.CreateShuffleVector(cat, mask));
+    }
+    return rows;
+  }
+
   /// Stores a transposed group: the G vectors of L lanes become L runs of
   /// G consecutive elements, one at each lane's index.
   void storeTransposed(const StoreGroup &g) {
     const StmtNode &at = *g.Members[0];
-    const unsigned G = (unsigned)g.Members.size(), L = (unsigned)at.Value->Lanes;
-    Value *cat = concatenate(g.Values);
+    const unsigned L = (unsigned)at.Value->Lanes;
+    std::vector<Value *> runs = rowsToRuns(g.Values, L);
     Value *base = expr(at.Index);
     for (unsigned l = 0; l < L; ++l) {
-      llvm::SmallVector<int, 16> mask;
-      for (unsigned k = 0; k < G; ++k)
-        mask.push_back((int)(k * L + l));
-      Value *run = B.CreateShuffleVector(cat, mask);
       Value *index = B.CreateAdd(base, llvm::ConstantInt::get(base->getType(), l * at.Stride));
-      B.CreateAlignedStore(run, address(at.Buf.get(), index),
+      B.CreateAlignedStore(runs[l], address(at.Buf.get(), index),
                            llvm::Align(dtypeSize(at.Buf->Type)));
     }
   }
@@ -575,13 +682,10 @@ private:
           runs.push_back(B.CreateAlignedLoad(run, address(first.Buf.get(), index),
                                              llvm::Align(dtypeSize(first.Buf->Type))));
         }
-        Value *cat = concatenate(runs);
+        std::vector<Value *> rows = runsToRows(runs, G);
         size_t k = 0;
         for (auto &[d, es] : byOffset) {
-          llvm::SmallVector<int, 64> mask;
-          for (unsigned l = 0; l < L; ++l)
-            mask.push_back((int)(l * G + k));
-          Value *v = B.CreateShuffleVector(cat, mask);
+          Value *v = rows[k];
           for (const ExprNode *e : es) {
             Transposed[e] = v;
             ahead.push_back(e);

@@ -82,6 +82,48 @@ TEST_CASE("vectorize leaves large strides and gathers scalar", "[schedule]") {
   CHECK_FALSE(hasVectors(vectorize(k, avx2()).Body));
 }
 
+TEST_CASE("vectorize stores and loads transposed groups", "[schedule]") {
+  // A 6 x 20 tile stored column by column into rows of a 20 x 13 output
+  // (each column's 6 values contiguous, columns 13 apart) plus a residual
+  // read the same way: the loop over columns vectorizes, with stride-13
+  // stores and loads that form complete groups of offsets 0..5.
+  KernelBuilder b("transposed");
+  Buffer tile = b.param("tile", DType::F32, 120), res = b.param("res", DType::F32, 260),
+         y = b.param("y", DType::F32, 260);
+  b.loop("j", 20, [&](Expr j) {
+    for (int64_t r = 0; r < 6; ++r)
+      b.store(y, j * 13 + 4 + r, load(tile, j + r * 20) + load(res, j * 13 + 4 + r));
+  });
+  Kernel k = b.finish();
+  Kernel v = vectorize(k, avx2());
+  int wideStores = 0, wideLoads = 0;
+  visitStmts(v.Body, [&](const Stmt &s) {
+    wideStores += s->Kind == StmtKind::Store && s->Stride == 13 && s->Value->Lanes > 1;
+  });
+  visitExprs(v.Body, [&](const Expr &e) {
+    wideLoads += e->Kind == ExprKind::Load && e->Stride == 13 && e->Lanes > 1;
+  });
+  CHECK(wideStores == 12); // a loop over vectors of 8 columns, then one of 4
+  CHECK(wideLoads == 12);
+  std::vector<float> t(120), r(260), y0(260, -1.0f), y1(260, -1.0f);
+  for (size_t i = 0; i < t.size(); ++i)
+    t[i] = (float)i * 0.25f;
+  for (size_t i = 0; i < r.size(); ++i)
+    r[i] = (float)i * -0.5f;
+  interpret(k, {t.data(), r.data(), y0.data()});
+  interpret(v, {t.data(), r.data(), y1.data()});
+  CHECK(y0 == y1);
+
+  // Offsets 0, 1 and 3: not a group, the loop stays scalar.
+  KernelBuilder g("gap");
+  Buffer a = g.param("a", DType::F32, 64), z = g.param("z", DType::F32, 256);
+  g.loop("j", 16, [&](Expr j) {
+    for (int64_t r : {0, 1, 3})
+      g.store(z, j * 13 + r, load(a, j + r * 16));
+  });
+  CHECK_FALSE(hasVectors(vectorize(g.finish(), avx2()).Body));
+}
+
 TEST_CASE("vectorized erf stays within a few ulp of libm", "[schedule]") {
   const int64_t n = 4096;
   KernelBuilder b("erf");
