@@ -65,10 +65,17 @@ ContractionTile chooseContractionTile(const ScheduleTarget &t, int64_t rows,
         best = {lanes, panel, rw};
         best.Score = score;
         if (blocked) {
-          // Half the L1 cache for the slice of the B panel, a quarter for
-          // the partial sums of a row block.
+          // Half the L1 cache for the slice of the B panel; the partial
+          // sums of all the rows when they take at most a quarter of the L2
+          // cache (each row block reads the whole B panel again, from
+          // memory when it is this large: a 7x7 map with 512 channels in
+          // two blocks read 9.4 MB of weights twice), else a quarter of the
+          // L1 cache's worth of rows.
           best.ReduceBlock = std::max<int64_t>(1, t.L1Bytes / 2 / (panel * 4));
-          best.RowBlock = std::max<int64_t>(1, t.L1Bytes / 4 / (panel * 4) / rw) * rw;
+          int64_t allRows = (rows + rw - 1) / rw * rw;
+          best.RowBlock = allRows * panel * 4 <= t.CacheBytes / 4
+                              ? allRows
+                              : std::max<int64_t>(1, t.L1Bytes / 4 / (panel * 4) / rw) * rw;
         }
       }
     }
