@@ -121,6 +121,20 @@ std::optional<int64_t> constantDifference(const Expr &a, const Expr &b) {
   return cb - ca;
 }
 
+std::vector<std::vector<size_t>> constantDifferenceClasses(const std::vector<Expr> &indices) {
+  std::vector<std::vector<size_t>> classes;
+  for (size_t i = 0; i < indices.size(); ++i) {
+    auto c = std::find_if(classes.begin(), classes.end(), [&](const std::vector<size_t> &k) {
+      return constantDifference(indices[k[0]], indices[i]).has_value();
+    });
+    if (c == classes.end())
+      classes.push_back({i});
+    else
+      c->push_back(i);
+  }
+  return classes;
+}
+
 std::optional<std::vector<int64_t>> transposedGroup(const std::vector<Expr> &indices,
                                                     int64_t stride) {
   const int64_t g = (int64_t)indices.size();
@@ -418,16 +432,15 @@ bool wideLoadsGrouped(const std::vector<Expr> &values, const Var &v) {
         wide[{e->Buf.get(), *s}].emplace(print(e->A), e->A);
     });
   for (auto &[key, byText] : wide) {
-    std::vector<Expr> rest;
+    std::vector<Expr> indices;
     for (auto &kv : byText)
-      rest.push_back(kv.second);
-    while (!rest.empty()) {
-      std::vector<Expr> group, other;
-      for (const Expr &i : rest)
-        (constantDifference(rest[0], i) ? group : other).push_back(i);
+      indices.push_back(kv.second);
+    for (const std::vector<size_t> &members : constantDifferenceClasses(indices)) {
+      std::vector<Expr> group;
+      for (size_t i : members)
+        group.push_back(indices[i]);
       if (!transposedGroup(group, key.second))
         return false;
-      rest = std::move(other);
     }
   }
   return true;

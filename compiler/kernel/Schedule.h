@@ -97,6 +97,10 @@ std::optional<int64_t> strideOf(const Expr &e, const Var &v);
 /// sum of terms), else nothing.
 std::optional<int64_t> constantDifference(const Expr &a, const Expr &b);
 
+/// The positions of `indices` in classes of expressions that differ by
+/// constants, each class in the order of `indices`.
+std::vector<std::vector<size_t>> constantDifferenceClasses(const std::vector<Expr> &indices);
+
 /// The largest element stride of a vector load or store that the emitters
 /// read or write as a span (a few full vectors, shuffled); a larger stride
 /// is a transposed group (see transposedGroup), or else a gather/scatter.

@@ -488,14 +488,16 @@ private:
     for (auto &[key, stores] : wide) {
       if (read.count(std::get<0>(key)))
         continue;
-      std::vector<const StmtNode *> rest = stores;
-      while (!rest.empty()) {
-        std::vector<const StmtNode *> group, other;
-        for (const StmtNode *st : rest)
-          (kir::constantDifference(rest[0]->Index, st->Index) ? group : other).push_back(st);
+      std::vector<Expr> all;
+      for (const StmtNode *st : stores)
+        all.push_back(st->Index);
+      for (const std::vector<size_t> &members : kir::constantDifferenceClasses(all)) {
+        std::vector<const StmtNode *> group;
         std::vector<Expr> indices;
-        for (const StmtNode *st : group)
-          indices.push_back(st->Index);
+        for (size_t i : members) {
+          group.push_back(stores[i]);
+          indices.push_back(all[i]);
+        }
         if (auto offsets = kir::transposedGroup(indices, std::get<1>(key))) {
           StoreGroup g;
           g.Members.resize(group.size());
@@ -504,7 +506,6 @@ private:
             g.Members[(size_t)(*offsets)[k]] = group[k];
           groups.push_back(std::move(g));
         }
-        rest = std::move(other);
       }
     }
     return groups;
@@ -569,35 +570,41 @@ private:
   /// of G elements (lane l's elements in row order).
   std::vector<Value *> rowsToRuns(std::vector<Value *> rows, unsigned L) {
     const unsigned G = (unsigned)rows.size(), P = ceilPowerOfTwo(G);
-    std::vector<Value *> runs;
-    llvm::SmallVector<int, 64> mask;
     if (powerOfTwo(L) && P <= L) {
       rows.resize(P, llvm::PoisonValue::get(rows[0]->getType()));
-      std::vector<Value *> groups = transposeRows(rows, L);
+      std::vector<Value *> groups = transposeRows(rows, L), runs;
       for (unsigned l = 0; l < L; ++l) {
-        mask.clear();
+        llvm::SmallVector<int, 16> mask;
         for (unsigned k = 0; k < G; ++k)
           mask.push_back((int)(l % (L / P) * P + k));
         runs.push_back(B.CreateShuffleVector(groups[l / (L / P)], mask));
       }
       return runs;
     }
-    Value *cat = concatenate(rows); // element k L + l is row k, lane l
-    for (unsigned l = 0; l < L; ++l) {
-      mask.clear();
-      for (unsigned k = 0; k < G; ++k)
-        mask.push_back((int)(k * L + l));
-      runs.push_back(B.CreateShuffleVector(cat, mask));
+    return transposeConcatenated(rows);
+  }
+
+  /// The n x m matrix of `vs` (n vectors of m elements) transposed: m
+  /// vectors of n elements, each one shuffle of all of them concatenated.
+  std::vector<Value *> transposeConcatenated(const std::vector<Value *> &vs) {
+    const unsigned n = (unsigned)vs.size(),
+                   m = llvm::cast<llvm::FixedVectorType>(vs[0]->getType())->getNumElements();
+    Value *cat = concatenate(vs); // element i m + j is element j of vs[i]
+    std::vector<Value *> out;
+    for (unsigned j = 0; j < m; ++j) {
+      llvm::SmallVector<int, 64> mask;
+      for (unsigned i = 0; i < n; ++i)
+        mask.push_back((int)(i * m + j));
+      out.push_back(B.CreateShuffleVector(cat, mask));
     }
-    return runs;
+    return out;
   }
 
   /// The inverse of rowsToRuns: from L runs of G elements, the G rows.
   std::vector<Value *> runsToRows(const std::vector<Value *> &runs, unsigned G) {
     const unsigned L = (unsigned)runs.size(), P = ceilPowerOfTwo(G);
-    llvm::SmallVector<int, 64> mask;
-    std::vector<Value *> rows;
     if (powerOfTwo(L) && P <= L) {
+      llvm::SmallVector<int, 16> mask;
       for (unsigned k = 0; k < P; ++k)
         mask.push_back(k < G ? (int)k : -1);
       std::vector<Value *> groups;
@@ -607,18 +614,11 @@ private:
           part.push_back(P == G ? runs[l] : B.CreateShuffleVector(runs[l], mask));
         groups.push_back(concatenate(part));
       }
-      rows = untransposeRows(groups, L);
+      std::vector<Value *> rows = untransposeRows(groups, L);
       rows.resize(G);
       return rows;
     }
-    Value *cat = concatenate(runs); // element l G + k is lane l of row k
-    for (unsigned k = 0; k < G; ++k) {
-      mask.clear();
-      for (unsigned l = 0; l < L; ++l)
-        mask.push_back((int)(l * G + k));
-      rows.push_back(B.CreateShuffleVector(cat, mask));
-    }
-    return rows;
+    return transposeConcatenated(runs);
   }
 
   /// Stores a transposed group: the G vectors of L lanes become L runs of
@@ -643,28 +643,34 @@ private:
   /// (the vectorizer's rule), so reading ahead is safe. Returns the loads.
   std::vector<const ExprNode *> loadTransposedGroups(const std::vector<Stmt> &body) {
     std::vector<const ExprNode *> ahead;
-    std::map<std::tuple<const BufferNode *, int64_t, int>, std::vector<const ExprNode *>> wide;
+    // By buffer, stride and width, in the order of first appearance (the
+    // code does not depend on where buffers happen to be allocated).
+    using Key = std::tuple<const BufferNode *, int64_t, int>;
+    std::vector<std::pair<Key, std::vector<const ExprNode *>>> wide;
     std::set<const ExprNode *> seen;
     for (const Stmt &st : body) {
       if (st->Kind != StmtKind::Store)
         continue;
       kir::visitExprs(st->Value, [&](const Expr &e) {
-        if (e->Kind == ExprKind::Load && e->Lanes > 1 && e->Stride > kir::kMaxStride &&
-            e->Buf->Type != DType::Bool && !Transposed.count(e.get()) && seen.insert(e.get()).second)
-          wide[{e->Buf.get(), e->Stride, e->Lanes}].push_back(e.get());
+        if (e->Kind != ExprKind::Load || e->Lanes < 2 || e->Stride <= kir::kMaxStride ||
+            e->Buf->Type == DType::Bool || Transposed.count(e.get()) || !seen.insert(e.get()).second)
+          return;
+        Key key{e->Buf.get(), e->Stride, e->Lanes};
+        auto it = std::find_if(wide.begin(), wide.end(), [&](auto &w) { return w.first == key; });
+        if (it == wide.end())
+          it = wide.insert(wide.end(), {key, {}});
+        it->second.push_back(e.get());
       });
     }
     for (auto &[key, loads] : wide) {
-      std::vector<const ExprNode *> rest = loads;
-      while (!rest.empty()) {
-        std::vector<const ExprNode *> group, other;
-        for (const ExprNode *e : rest)
-          (kir::constantDifference(rest[0]->A, e->A) ? group : other).push_back(e);
-        rest = std::move(other);
+      std::vector<Expr> all;
+      for (const ExprNode *e : loads)
+        all.push_back(e->A);
+      for (const std::vector<size_t> &members : kir::constantDifferenceClasses(all)) {
         // Loads of one index may repeat: the group is of distinct offsets.
         std::map<int64_t, std::vector<const ExprNode *>> byOffset;
-        for (const ExprNode *e : group)
-          byOffset[*kir::constantDifference(group[0]->A, e->A)].push_back(e);
+        for (size_t i : members)
+          byOffset[*kir::constantDifference(all[members[0]], all[i])].push_back(loads[i]);
         std::vector<Expr> indices;
         for (auto &[d, es] : byOffset)
           indices.push_back(es[0]->A);
