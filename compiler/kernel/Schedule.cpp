@@ -121,41 +121,35 @@ std::optional<int64_t> constantDifference(const Expr &a, const Expr &b) {
   return cb - ca;
 }
 
-std::vector<std::vector<size_t>> constantDifferenceClasses(const std::vector<Expr> &indices) {
-  std::vector<std::vector<size_t>> classes;
+std::vector<std::vector<size_t>> strideGroups(const std::vector<Expr> &indices, int64_t stride) {
+  // Classes of indices that differ by constants, each with its offsets
+  // from its first member.
+  std::vector<std::vector<std::pair<int64_t, size_t>>> classes;
   for (size_t i = 0; i < indices.size(); ++i) {
-    auto c = std::find_if(classes.begin(), classes.end(), [&](const std::vector<size_t> &k) {
-      return constantDifference(indices[k[0]], indices[i]).has_value();
-    });
-    if (c == classes.end())
-      classes.push_back({i});
-    else
-      c->push_back(i);
+    bool placed = false;
+    for (auto &c : classes)
+      if (auto d = constantDifference(indices[c[0].second], indices[i])) {
+        c.push_back({*d, i});
+        placed = true;
+        break;
+      }
+    if (!placed)
+      classes.push_back({{0, i}});
   }
-  return classes;
-}
-
-std::optional<std::vector<int64_t>> transposedGroup(const std::vector<Expr> &indices,
-                                                    int64_t stride) {
-  const int64_t g = (int64_t)indices.size();
-  if (g < 2 || g > stride)
-    return std::nullopt;
-  std::vector<int64_t> offsets;
-  for (const Expr &i : indices) {
-    auto d = constantDifference(indices[0], i);
-    if (!d)
-      return std::nullopt;
-    offsets.push_back(*d);
+  // Each class in order of offset, cut into runs of consecutive offsets of
+  // at most `stride` elements.
+  std::vector<std::vector<size_t>> groups;
+  for (auto &c : classes) {
+    std::stable_sort(c.begin(), c.end());
+    int64_t last = 0;
+    for (size_t k = 0; k < c.size(); ++k) {
+      if (k == 0 || c[k].first != last + 1 || (int64_t)groups.back().size() == stride)
+        groups.emplace_back();
+      groups.back().push_back(c[k].second);
+      last = c[k].first;
+    }
   }
-  int64_t lowest = *std::min_element(offsets.begin(), offsets.end());
-  std::vector<bool> seen((size_t)g, false);
-  for (int64_t &o : offsets) {
-    o -= lowest;
-    if (o >= g || seen[(size_t)o])
-      return std::nullopt;
-    seen[(size_t)o] = true;
-  }
-  return offsets;
+  return groups;
 }
 
 std::optional<int64_t> strideOf(const Expr &e, const Var &v) {
@@ -419,8 +413,8 @@ private:
 };
 
 /// Whether the loads in `values` whose stride along `v` exceeds kMaxStride
-/// form transposed groups: per buffer and stride, their distinct indices
-/// split into sets of constant differences, each a transposedGroup.
+/// are all in groups of two or more (per buffer and stride, their distinct
+/// indices in strideGroups).
 bool wideLoadsGrouped(const std::vector<Expr> &values, const Var &v) {
   std::map<std::pair<const BufferNode *, int64_t>, std::map<std::string, Expr>> wide;
   for (const Expr &value : values)
@@ -435,13 +429,9 @@ bool wideLoadsGrouped(const std::vector<Expr> &values, const Var &v) {
     std::vector<Expr> indices;
     for (auto &kv : byText)
       indices.push_back(kv.second);
-    for (const std::vector<size_t> &members : constantDifferenceClasses(indices)) {
-      std::vector<Expr> group;
-      for (size_t i : members)
-        group.push_back(indices[i]);
-      if (!transposedGroup(group, key.second))
+    for (const std::vector<size_t> &g : strideGroups(indices, key.second))
+      if (g.size() < 2)
         return false;
-    }
   }
   return true;
 }
@@ -554,13 +544,14 @@ private:
       } else if (!stride || *stride < 1 || !lv.canVectorize(st->Value)) {
         return nullptr;
       } else if (*stride > kMaxStride) {
-        // Only as one of a transposed group of stores.
-        std::vector<Expr> group;
+        // Only as one of a group of stores (see strideGroups).
+        std::vector<Expr> indices = {st->Index};
         for (auto &other : stores)
-          if (other->Buf == st->Buf && strideOf(other->Index, s.LoopVar) == stride)
-            group.push_back(other->Index);
-        if (!transposedGroup(group, *stride))
-          return nullptr;
+          if (other != st && other->Buf == st->Buf && strideOf(other->Index, s.LoopVar) == stride)
+            indices.push_back(other->Index);
+        for (const std::vector<size_t> &g : strideGroups(indices, *stride))
+          if (g.size() < 2 && g[0] == 0)
+            return nullptr;
       }
       // A buffer this body stores to may only be read at the stored index
       // (lane i must not read what lane j writes), and only by its own

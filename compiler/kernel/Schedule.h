@@ -97,24 +97,21 @@ std::optional<int64_t> strideOf(const Expr &e, const Var &v);
 /// sum of terms), else nothing.
 std::optional<int64_t> constantDifference(const Expr &a, const Expr &b);
 
-/// The positions of `indices` in classes of expressions that differ by
-/// constants, each class in the order of `indices`.
-std::vector<std::vector<size_t>> constantDifferenceClasses(const std::vector<Expr> &indices);
-
 /// The largest element stride of a vector load or store that the emitters
 /// read or write as a span (a few full vectors, shuffled); a larger stride
-/// is a transposed group (see transposedGroup), or else a gather/scatter.
+/// takes a group (see strideGroups), or else a gather/scatter.
 constexpr int64_t kMaxStride = 4;
 
-/// With `indices` the element indices of the first lane of G vector loads
-/// (or stores) of one buffer whose lanes are `stride` elements apart: the
-/// offset of each from the lowest when they are base + 0, ..., base + G - 1
-/// in some order with 2 <= G <= stride, else nothing. Such a group reads
-/// (writes) G consecutive elements per lane: a G x lanes block that the
-/// emitters move with contiguous accesses of G elements and a transpose
-/// in registers (the stores of a tile whose columns are the output's rows).
-std::optional<std::vector<int64_t>> transposedGroup(const std::vector<Expr> &indices,
-                                                    int64_t stride);
+/// With `indices` the element indices of the first lanes of vector loads
+/// (or stores) of one buffer whose lanes are `stride` elements apart: their
+/// positions in groups, each the indices base + 0, ..., base + G - 1 with
+/// G <= stride (positions in that order). A group of G >= 2 moves G
+/// consecutive elements per lane, which the emitters do with G-element
+/// runs and a transpose in registers (the stores of a tile whose columns
+/// are the output's rows), or, when G == stride, with contiguous vectors
+/// (the interleaved outputs of a strided window). An index with no such
+/// neighbour (or a repeated one) is a group of its own.
+std::vector<std::vector<size_t>> strideGroups(const std::vector<Expr> &indices, int64_t stride);
 
 /// Element operations one run of `s` performs, at least (loops with bounds
 /// that are not constants count once).

@@ -349,31 +349,32 @@ void lowerTiledContraction(LowerCtx &c, const TiledContraction &t) {
   // reads its element (row r, column j).
   auto storeTile = [&](const Expr &p, const Expr &c0, const Expr &r0,
                        const std::function<Expr(const Expr &r, const Expr &j)> &sum) {
-    // A constant trip count when every panel is full (the loop vectorizes).
-    Expr cols = direct || t.Cols % VM == 0 ? indexConst(VM)
-                                           : min(indexConst(VM), indexConst(t.Cols) - p * VM);
-    if (t.RowsContiguous) {
+    // The columns that exist: a constant trip count per panel (the loops
+    // vectorize), the last, partial panel in a branch of its own.
+    auto overColumns = [&](const std::function<void(int64_t)> &emit) {
+      if (direct || t.Cols % VM == 0)
+        emit(VM);
+      else
+        b.ifThen(lt(p, indexConst(panels - 1)), [&] { emit(VM); },
+                 [&] { emit(t.Cols - (panels - 1) * VM); });
+    };
+    if (t.RowsContiguous)
       // Along the columns, the tile's rows written out in the body: the
       // loop vectorizes along the columns, with one store per row strided
       // by the rows' pitch, a group that the emitters transpose into runs
-      // of RW contiguous elements per column. The last, partial panel has
-      // a loop of its own (a constant trip count).
-      auto columns = [&](int64_t n) {
+      // of RW contiguous elements per column.
+      overColumns([&](int64_t n) {
         b.loop("j", n, [&](Expr j) {
           for (int64_t r = 0; r < RW; ++r)
             t.Store(r0 + r, c0 + j, sum(indexConst(r), j));
         });
-      };
-      if (direct || t.Cols % VM == 0)
-        columns(VM);
-      else
-        b.ifThen(lt(p, indexConst(panels - 1)), [&] { columns(VM); },
-                 [&] { columns(t.Cols - (panels - 1) * VM); });
-    } else {
-      b.loop("r", RW, [&](Expr r) {
-        b.loop("j", indexConst(0), cols, [&](Expr j) { t.Store(r0 + r, c0 + j, sum(r, j)); });
       });
-    }
+    else
+      overColumns([&](int64_t n) {
+        b.loop("r", RW, [&](Expr r) {
+          b.loop("j", n, [&](Expr j) { t.Store(r0 + r, c0 + j, sum(r, j)); });
+        });
+      });
   };
   // The first row of row tile `rt` (edge tiles are shifted back).
   auto firstRow = [&](const Expr &rt) { return min(rt * RW, indexConst(t.Rows - RW)); };

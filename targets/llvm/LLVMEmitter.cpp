@@ -19,6 +19,7 @@
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
+#include <llvm/Support/MathExtras.h>
 #include <llvm/Support/raw_ostream.h>
 
 #include <map>
@@ -315,7 +316,7 @@ public:
       // The loads ahead stand for their expressions in this block only (an
       // unrolled loop emits it again with other indices).
       std::vector<const ExprNode *> ahead = loadTransposedGroups(s->Body);
-      std::vector<StoreGroup> groups = transposedStoreGroups(s->Body);
+      std::vector<StoreGroup> groups = storeGroups(s->Body);
       std::map<const StmtNode *, std::pair<StoreGroup *, size_t>> member;
       for (auto &g : groups)
         for (size_t k = 0; k < g.Members.size(); ++k)
@@ -327,11 +328,7 @@ public:
           StoreGroup &g = *m->second.first;
           g.Values[m->second.second] = expr(s->Body[i++]->Value);
           if (++g.Evaluated == g.Members.size())
-            storeTransposed(g);
-          continue;
-        }
-        if (size_t n = interleavedStores(s->Body, i)) {
-          i += n;
+            storeGroup(g);
           continue;
         }
         stmt(s->Body[i++]);
@@ -402,121 +399,56 @@ public:
   IRBuilder<> &builder() { return B; }
 
 private:
-  /// Stores body[i..i+S) when they are S vector stores to one buffer with
-  /// stride S whose indices are base + 0, ..., base + S - 1 in some order
-  /// (the interleaved outputs of a tile): their lanes are interleaved into
-  /// one contiguous vector store. Returns S, or 0 when they are not.
-  size_t interleavedStores(const std::vector<Stmt> &body, size_t i) {
-    const Stmt &first = body[i];
-    if (first->Kind != StmtKind::Store || first->Stride < 2 ||
-        first->Buf->Type == DType::Bool || i + (size_t)first->Stride > body.size())
-      return 0;
-    const size_t S = (size_t)first->Stride;
-    std::vector<int64_t> diff(S);
-    for (size_t j = 0; j < S; ++j) {
-      const Stmt &st = body[i + j];
-      if (st->Kind != StmtKind::Store || st->Buf != first->Buf ||
-          st->Stride != first->Stride || st->Value->Lanes != first->Value->Lanes)
-        return 0;
-      auto d = kir::constantDifference(first->Index, st->Index);
-      if (!d)
-        return 0;
-      diff[j] = *d;
-      bool reads = false; // of the stored buffer: then the order matters
-      kir::visitExprs(st->Value, [&](const Expr &e) {
-        reads |= e->Kind == ExprKind::Load && e->Buf == first->Buf;
-      });
-      if (reads)
-        return 0;
-    }
-    int64_t lowest = *std::min_element(diff.begin(), diff.end());
-    std::vector<const StmtNode *> byOffset(S, nullptr);
-    for (size_t j = 0; j < S; ++j) {
-      int64_t k = diff[j] - lowest;
-      if (k >= (int64_t)S || byOffset[(size_t)k])
-        return 0;
-      byOffset[(size_t)k] = body[i + j].get();
-    }
-    // Evaluate in program order (their values may share loads), then store.
-    std::vector<Value *> values(S);
-    for (size_t j = 0; j < S; ++j)
-      for (size_t k = 0; k < S; ++k)
-        if (byOffset[k] == body[i + j].get())
-          values[k] = expr(byOffset[k]->Value);
-    const unsigned L = (unsigned)first->Value->Lanes;
-    // Concatenate all S vectors, then pick lane l of vector k for element
-    // l * S + k.
-    Value *cat = concatenate(values);
-    llvm::SmallVector<int, 128> mask;
-    for (unsigned l = 0; l < L; ++l)
-      for (unsigned k = 0; k < S; ++k)
-        mask.push_back((int)(k * L + l));
-    Value *all = B.CreateShuffleVector(cat, mask);
-    const StmtNode *at = byOffset[0];
-    B.CreateAlignedStore(all, address(at->Buf.get(), expr(at->Index)),
-                         llvm::Align(dtypeSize(at->Buf->Type)));
-    return S;
-  }
-
-  /// Vector stores of one buffer whose lanes are Stride > kMaxStride
-  /// apart, at base + 0, ..., base + G - 1 (kir::transposedGroup); Members
-  /// and Values by offset.
+  /// Vector stores of one buffer whose lanes are Stride apart, at base +
+  /// 0, ..., base + G - 1 (kir::strideGroups); Members and Values by
+  /// offset. With G == Stride they are interleaved (the outputs of a tile
+  /// with a strided window), else transposed (a tile stored column by
+  /// column into rows of the output).
   struct StoreGroup {
     std::vector<const StmtNode *> Members;
     std::vector<Value *> Values;
     size_t Evaluated = 0;
   };
 
-  /// The transposed store groups among the statements of `body`: stores
-  /// of one buffer, stride and width whose indices form a transposed group
-  /// and whose values read nothing of that buffer (each value is then
+  /// The store groups among the statements of `body`: strided stores of
+  /// one buffer, stride and width whose indices form a group, of a buffer
+  /// that nothing else in the body reads or writes (each value is then
   /// computed where its store stands, and the group stored after the last).
-  std::vector<StoreGroup> transposedStoreGroups(const std::vector<Stmt> &body) {
+  /// Strided stores outside a group are scattered.
+  std::vector<StoreGroup> storeGroups(const std::vector<Stmt> &body) {
     std::map<std::tuple<const BufferNode *, int64_t, int>, std::vector<const StmtNode *>> wide;
-    std::set<const BufferNode *> read;
+    std::set<const BufferNode *> touched; // read, or written other than strided
     for (const Stmt &st : body) {
-      if (st->Kind != StmtKind::Store)
-        continue;
-      kir::visitExprs(st->Value, [&](const Expr &e) {
+      kir::visitExprs(st, [&](const Expr &e) {
         if (e->Kind == ExprKind::Load)
-          read.insert(e->Buf.get());
+          touched.insert(e->Buf.get());
       });
-      if (st->Stride > kir::kMaxStride && st->Value->Lanes > 1 && st->Buf->Type != DType::Bool)
+      if (st->Kind == StmtKind::Store && st->Stride > 1 && st->Buf->Type != DType::Bool)
         wide[{st->Buf.get(), st->Stride, st->Value->Lanes}].push_back(st.get());
+      else
+        kir::visitStmts(st, [&](const Stmt &x) {
+          if (x->Kind == StmtKind::Store)
+            touched.insert(x->Buf.get());
+        });
     }
     std::vector<StoreGroup> groups;
     for (auto &[key, stores] : wide) {
-      if (read.count(std::get<0>(key)))
+      if (touched.count(std::get<0>(key)))
         continue;
-      std::vector<Expr> all;
+      std::vector<Expr> indices;
       for (const StmtNode *st : stores)
-        all.push_back(st->Index);
-      for (const std::vector<size_t> &members : kir::constantDifferenceClasses(all)) {
-        std::vector<const StmtNode *> group;
-        std::vector<Expr> indices;
-        for (size_t i : members) {
-          group.push_back(stores[i]);
-          indices.push_back(all[i]);
-        }
-        if (auto offsets = kir::transposedGroup(indices, std::get<1>(key))) {
-          StoreGroup g;
-          g.Members.resize(group.size());
-          g.Values.resize(group.size());
-          for (size_t k = 0; k < group.size(); ++k)
-            g.Members[(size_t)(*offsets)[k]] = group[k];
-          groups.push_back(std::move(g));
-        }
+        indices.push_back(st->Index);
+      for (const std::vector<size_t> &members : kir::strideGroups(indices, std::get<1>(key))) {
+        if (members.size() < 2)
+          continue; // scattered
+        StoreGroup g;
+        for (size_t i : members)
+          g.Members.push_back(stores[i]);
+        g.Values.resize(members.size());
+        groups.push_back(std::move(g));
       }
     }
     return groups;
-  }
-
-  static bool powerOfTwo(unsigned n) { return n && !(n & (n - 1)); }
-  static unsigned ceilPowerOfTwo(unsigned n) {
-    unsigned p = 1;
-    while (p < n)
-      p *= 2;
-    return p;
   }
 
   /// The P x L matrix of `rows` (P vectors of L lanes, powers of two, P <=
@@ -569,8 +501,8 @@ private:
   /// The runs of a transposed group: from G vectors of L lanes, L vectors
   /// of G elements (lane l's elements in row order).
   std::vector<Value *> rowsToRuns(std::vector<Value *> rows, unsigned L) {
-    const unsigned G = (unsigned)rows.size(), P = ceilPowerOfTwo(G);
-    if (powerOfTwo(L) && P <= L) {
+    const unsigned G = (unsigned)rows.size(), P = (unsigned)llvm::PowerOf2Ceil(G);
+    if (llvm::isPowerOf2_32(L) && P <= L) {
       rows.resize(P, llvm::PoisonValue::get(rows[0]->getType()));
       std::vector<Value *> groups = transposeRows(rows, L), runs;
       for (unsigned l = 0; l < L; ++l) {
@@ -602,8 +534,8 @@ private:
 
   /// The inverse of rowsToRuns: from L runs of G elements, the G rows.
   std::vector<Value *> runsToRows(const std::vector<Value *> &runs, unsigned G) {
-    const unsigned L = (unsigned)runs.size(), P = ceilPowerOfTwo(G);
-    if (powerOfTwo(L) && P <= L) {
+    const unsigned L = (unsigned)runs.size(), P = (unsigned)llvm::PowerOf2Ceil(G);
+    if (llvm::isPowerOf2_32(L) && P <= L) {
       llvm::SmallVector<int, 16> mask;
       for (unsigned k = 0; k < P; ++k)
         mask.push_back(k < G ? (int)k : -1);
@@ -621,17 +553,27 @@ private:
     return transposeConcatenated(runs);
   }
 
-  /// Stores a transposed group: the G vectors of L lanes become L runs of
-  /// G consecutive elements, one at each lane's index.
-  void storeTransposed(const StoreGroup &g) {
+  /// Stores a group: the G vectors of L lanes become L runs of G
+  /// consecutive elements, one at each lane's index; interleaved (G ==
+  /// Stride), the runs are one contiguous vector, one shuffle of all G.
+  void storeGroup(const StoreGroup &g) {
     const StmtNode &at = *g.Members[0];
-    const unsigned L = (unsigned)at.Value->Lanes;
-    std::vector<Value *> runs = rowsToRuns(g.Values, L);
+    const unsigned G = (unsigned)g.Members.size(), L = (unsigned)at.Value->Lanes;
+    const llvm::Align align(dtypeSize(at.Buf->Type));
     Value *base = expr(at.Index);
+    if (G == (unsigned)at.Stride) {
+      llvm::SmallVector<int, 128> mask; // element l G + k is lane l of row k
+      for (unsigned l = 0; l < L; ++l)
+        for (unsigned k = 0; k < G; ++k)
+          mask.push_back((int)(k * L + l));
+      B.CreateAlignedStore(B.CreateShuffleVector(concatenate(g.Values), mask),
+                           address(at.Buf.get(), base), align);
+      return;
+    }
+    std::vector<Value *> runs = rowsToRuns(g.Values, L);
     for (unsigned l = 0; l < L; ++l) {
       Value *index = B.CreateAdd(base, llvm::ConstantInt::get(base->getType(), l * at.Stride));
-      B.CreateAlignedStore(runs[l], address(at.Buf.get(), index),
-                           llvm::Align(dtypeSize(at.Buf->Type)));
+      B.CreateAlignedStore(runs[l], address(at.Buf.get(), index), align);
     }
   }
 
@@ -663,23 +605,24 @@ private:
       });
     }
     for (auto &[key, loads] : wide) {
-      std::vector<Expr> all;
-      for (const ExprNode *e : loads)
-        all.push_back(e->A);
-      for (const std::vector<size_t> &members : kir::constantDifferenceClasses(all)) {
-        // Loads of one index may repeat: the group is of distinct offsets.
-        std::map<int64_t, std::vector<const ExprNode *>> byOffset;
-        for (size_t i : members)
-          byOffset[*kir::constantDifference(all[members[0]], all[i])].push_back(loads[i]);
-        std::vector<Expr> indices;
-        for (auto &[d, es] : byOffset)
-          indices.push_back(es[0]->A);
-        auto offsets = kir::transposedGroup(indices, std::get<1>(key));
-        if (!offsets)
-          continue; // gathered one by one
-        const ExprNode &first = *byOffset.begin()->second[0];
-        const unsigned G = (unsigned)indices.size(), L = (unsigned)first.Lanes;
-        // byOffset is ordered: the lowest offset comes first.
+      // Loads of one index may repeat: the groups are of distinct indices.
+      std::vector<Expr> indices;
+      std::vector<std::vector<const ExprNode *>> same;
+      for (const ExprNode *e : loads) {
+        auto it = std::find_if(indices.begin(), indices.end(),
+                               [&](const Expr &i) { return kir::constantDifference(i, e->A) == 0; });
+        if (it == indices.end()) {
+          indices.push_back(e->A);
+          same.push_back({e});
+        } else {
+          same[(size_t)(it - indices.begin())].push_back(e);
+        }
+      }
+      for (const std::vector<size_t> &members : kir::strideGroups(indices, std::get<1>(key))) {
+        if (members.size() < 2)
+          continue; // gathered
+        const ExprNode &first = *same[members[0]][0];
+        const unsigned G = (unsigned)members.size(), L = (unsigned)first.Lanes;
         Value *base = expr(first.A);
         auto *run = llvm::FixedVectorType::get(ME.memoryType(first.Buf->Type), G);
         std::vector<Value *> runs;
@@ -689,15 +632,11 @@ private:
                                              llvm::Align(dtypeSize(first.Buf->Type))));
         }
         std::vector<Value *> rows = runsToRows(runs, G);
-        size_t k = 0;
-        for (auto &[d, es] : byOffset) {
-          Value *v = rows[k];
-          for (const ExprNode *e : es) {
-            Transposed[e] = v;
+        for (size_t k = 0; k < G; ++k)
+          for (const ExprNode *e : same[members[k]]) {
+            Transposed[e] = rows[k];
             ahead.push_back(e);
           }
-          ++k;
-        }
       }
     }
     return ahead;
