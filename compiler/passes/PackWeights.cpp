@@ -46,12 +46,19 @@ struct Plan {
   bool PixelColumns = false; ///< pixels as columns: no packing, see above
 };
 
+/// Whether `n` is a standard-domain f32 node with constant f32 weights
+/// (input 1), not yet planned, with a non-empty output: what packing and
+/// Winograd both start from.
+bool constantF32Weights(const ir::Node &n) {
+  return n.Domain == "" && n.hasInput(1) && n.Inputs[1]->Const && n.inDType(0) == DType::F32 &&
+         n.inDType(1) == DType::F32 && !n.hasAttr("mlcc.panel") && n.Outputs[0] &&
+         n.Outputs[0]->Type.numel() > 0;
+}
+
 /// Whether and how to pack `n`'s weights for vectors of `lanes` f32 and an
 /// L2 cache of `cacheBytes` (0: none to plan for).
 std::optional<Plan> planFor(const ir::Node &n, int64_t lanes, int64_t cacheBytes) {
-  if (n.Domain != "" || !n.hasInput(1) || !n.Inputs[1]->Const ||
-      n.inDType(0) != DType::F32 || n.inDType(1) != DType::F32 ||
-      n.hasAttr("mlcc.panel") || !n.Outputs[0] || n.Outputs[0]->Type.numel() == 0)
+  if (!constantF32Weights(n))
     return std::nullopt;
   const Shape &w = n.inShape(1), &y = n.Outputs[0]->Type.Dims;
   if (n.OpType == "Conv") {
@@ -160,10 +167,7 @@ std::optional<WinogradPlan> winogradBlocks(const kir::ScheduleTarget &t, int64_t
 /// panels), then the largest, if it computes at most kMaxWinogradWaste
 /// times the output's tiles.
 std::optional<WinogradPlan> winogradPlan(const ir::Node &n, const kir::ScheduleTarget &t) {
-  if (n.Domain != "" || n.OpType != "Conv" || t.VectorBytes == 0 || t.CacheBytes == 0 ||
-      !n.hasInput(1) || !n.Inputs[1]->Const || n.inDType(0) != DType::F32 ||
-      n.inDType(1) != DType::F32 || n.hasAttr("mlcc.panel") || !n.Outputs[0] ||
-      n.Outputs[0]->Type.numel() == 0)
+  if (n.OpType != "Conv" || t.VectorBytes == 0 || t.CacheBytes == 0 || !constantF32Weights(n))
     return std::nullopt;
   const Shape &w = n.inShape(1), &y = n.Outputs[0]->Type.Dims;
   if (w.size() != 4 || y.size() != 4 || w[2] != 3 || w[3] != 3 || n.attrInt("group", 1) != 1 ||
