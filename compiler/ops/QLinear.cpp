@@ -661,6 +661,113 @@ void lowerIntWindow(LowerCtx &c, const ConvShape &s, const kir::Buffer &src,
   });
 }
 
+/// Whether lowerIntTapQuads computes convolution `s`: 2-D, depthwise (one
+/// input and one output channel per group) and at least a vector of
+/// outputs per channel.
+bool tapQuadsFit(const ConvShape &s) {
+  return s.W.rank() == 2 && s.Group == s.C && s.M == s.C && s.N > 0 &&
+         numElements(s.W.Out) >= kTilePixels;
+}
+
+/// A 2-D depthwise convolution of uint8 data by int8 weights (zero point 0)
+/// on the int8 dot product, over `src` ([N, C, Hp, Wp], every window inside
+/// it). Per channel (the parallel loop), the image is first rewritten as
+/// tap quads: T[u, py, i, ox] holds, as the four bytes of an int32, the
+/// inputs that taps 4u..4u+3 of one kernel row multiply for output column
+/// ox on padded input row iy = sh * i + py,
+///   T[u, py, i, ox] = sum_t src[iy, sw * ox + (4u + t) dw] << 8t  (t < KW),
+/// so that one dot4 with the quad of those taps' weights does four of a
+/// row's multiply-adds. The rows are split by phase py = iy % sh, which
+/// makes the input of output q = oy * ow + ox for kernel row kh the affine
+///   T[u, (kh dh) % sh, oy + (kh dh) / sh, ox] = plane + q + (kh dh / sh) ow,
+/// so that tiles of consecutive outputs of the dense output (any width, no
+/// grid columns to skip) read whole vectors and store whole vectors. Tiles
+/// of up to 4 vectors of outputs keep their int32 sums in registers (the
+/// last tile shifted back to overlap).
+void lowerIntTapQuads(LowerCtx &c, const ConvShape &s, const TensorRef &src, int64_t Hp,
+                      int64_t Wp, const TensorRef &w,
+                      const std::function<Expr(const Expr &)> &init, const TensorRef &y,
+                      const std::function<Expr(Expr, Expr)> &finish) {
+  KernelBuilder &b = c.b();
+  const DType acc = DType::I32;
+  const int64_t L = kTilePixels;
+  const Window &win = s.W;
+  const int64_t C = s.C, KH = win.Kernel[0], KW = win.Kernel[1], oh = win.Out[0],
+                ow = win.Out[1], sh = win.Strides[0], sw = win.Strides[1],
+                dh = win.Dilations[0], dw = win.Dilations[1];
+  const int64_t U = (KW + 3) / 4, Hq = (Hp + sh - 1) / sh, Q = oh * ow;
+  // Vectors per tile: the fewest computed outputs, a tile costing its
+  // vectors plus about one and a half for its loads and epilogue.
+  int64_t NV = 1;
+  double best = 0;
+  for (int64_t nv = 1; nv <= 4 && nv * L <= Q; ++nv) {
+    double cost = (double)((Q + nv * L - 1) / (nv * L)) * ((double)nv + 1.5);
+    if (nv == 1 || cost < best)
+      NV = nv, best = cost;
+  }
+  const int64_t P = NV * L, tiles = (Q + P - 1) / P;
+  TensorRef T = c.scratch("tapquads", acc, {C, U, sh, Hq, ow});
+  auto fin = [&](const Expr &v, const Expr &m) { return finish ? finish(v, m) : v; };
+  b.loop("n", s.N, [&](Expr n) {
+    b.loop("c", C, [&](Expr ch) {
+      // The channel's tap quads.
+      for (int64_t u = 0; u < U; ++u) {
+        b.loop("iy", Hp, [&](Expr iy) {
+          Expr row = sh == 1 ? ((ch * U + u) * Hq + iy) * ow
+                             : (((ch * U + u) * sh + iy % indexConst(sh)) * Hq +
+                                iy / indexConst(sh)) * ow;
+          b.loop("ox", ow, [&](Expr ox) {
+            Expr v = constantInt(acc, 0);
+            for (int64_t t = 0; t < std::min<int64_t>(4, KW - 4 * u); ++t) {
+              Expr byte = cast(acc, src.load({n, ch, iy, ox * sw + (4 * u + t) * dw}));
+              v = t == 0 ? byte : binary(BinOp::BitOr, v, binary(BinOp::Shl, byte, constantInt(acc, 8 * t)));
+            }
+            T.storeFlat(row + ox, v);
+          });
+        });
+      }
+      // The weight quads of the channel's kernel rows.
+      Local wq = b.local("wquads", acc, KH * U);
+      for (int64_t kh = 0; kh < KH; ++kh)
+        for (int64_t u = 0; u < U; ++u) {
+          Expr v = constantInt(acc, 0);
+          for (int64_t t = 0; t < std::min<int64_t>(4, KW - 4 * u); ++t) {
+            Expr byte = binary(BinOp::BitAnd, cast(acc, w.load({ch, indexConst(0), indexConst(kh),
+                                                                 indexConst(4 * u + t)})),
+                               constantInt(acc, 0xff));
+            v = t == 0 ? byte : binary(BinOp::BitOr, v, binary(BinOp::Shl, byte, constantInt(acc, 8 * t)));
+          }
+          b.set(wq, indexConst(kh * U + u), v);
+        }
+      Expr first = init ? init(ch) : constantInt(acc, 0);
+      b.loop("pt", tiles, [&](Expr pt) {
+        Expr q0 = min(pt * P, indexConst(Q - P));
+        Local t = b.local("acc", acc, P);
+        for (int64_t v = 0; v < NV; ++v)
+          b.store(t.Buf, indexConst(v * L), broadcast(first, L));
+        for (int64_t kh = 0; kh < KH; ++kh)
+          for (int64_t u = 0; u < U; ++u) {
+            Expr plane = (((ch * U + u) * sh + (kh * dh) % sh) * Hq + (kh * dh) / sh) * ow;
+            Expr wv = broadcast(wq.get(indexConst(kh * U + u)), L);
+            for (int64_t v = 0; v < NV; ++v) {
+              Expr at = indexConst(v * L);
+              b.store(t.Buf, at,
+                      vload(t.Buf, at, L) +
+                          binary(BinOp::Dot4, vload(T.buffer(), plane + q0 + v * L, L), wv));
+            }
+          }
+        Local done = b.local("done", acc, P);
+        for (int64_t v = 0; v < NV; ++v)
+          b.store(done.Buf, indexConst(v * L),
+                  cast(acc, fin(vload(t.Buf, indexConst(v * L), L), ch)));
+        b.loop("j", P, [&](Expr j) {
+          y.storeFlat((n * C + ch) * Q + q0 + j, done.get(j));
+        });
+      });
+    }, LoopKind::Parallel);
+  });
+}
+
 /// A 2-D convolution on the int8 dot product (kernel IR dot4, x86 VNNI
 /// vpdpbusd: 4 bytes x 4 bytes summed into each int32 lane), chosen by
 /// pack-weights (attribute mlcc.dot4 = the vector lanes) for int8 weights
@@ -902,10 +1009,15 @@ void lowerIntConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx,
     lowerIntPointwise(c, s, x, w, wz, first, y, finish);
     return;
   }
-  // The register-tiled path reads whole windows: it needs the bordered
+  // Taps on dot4 (pack-weights' mlcc.dot4_taps): uint8 data, int8 weights
+  // with a zero point of 0.
+  const bool tapDot = c.node().hasAttr("mlcc.dot4_taps") && !wzp &&
+                      x.dtype() == DType::U8 && w.dtype() == DType::I8;
+  const bool tapQuads = tapDot && tapQuadsFit(s);
+  // The register-tiled paths read whole windows: they need the bordered
   // copy whenever a window reaches outside x (bordered with 0 without x_zp).
-  bool window = isIntWindow(s, outside ? padded.back() : s.InSpatial.back()) &&
-                (outside || x.buffer());
+  bool window = tapQuads || (isIntWindow(s, outside ? padded.back() : s.InSpatial.back()) &&
+                             (outside || x.buffer()));
   if ((xzp || window) && outside && numElements(s.W.Out) > 0) {
     src = c.scratch("xpad", x.dtype(), padded);
     Expr fill = xzp ? cast(src.computeType(), xzp->loadFlat(indexConst(0)))
@@ -925,11 +1037,11 @@ void lowerIntConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx,
     geo.W.PadBegin.assign(r, 0);
     geo.W.PadEnd.assign(r, 0);
   }
+  if (tapQuads) {
+    lowerIntTapQuads(c, s, src, geo.InSpatial[0], geo.InSpatial[1], w, first, y, finish);
+    return;
+  }
   if (window) {
-    // Taps on dot4 (pack-weights' mlcc.dot4_taps): uint8 data, int8 weights
-    // with a zero point of 0.
-    bool tapDot = c.node().hasAttr("mlcc.dot4_taps") && !wzp &&
-                  src.dtype() == DType::U8 && w.dtype() == DType::I8;
     lowerIntWindow(c, s, src.buffer(), geo.InSpatial[0], geo.InSpatial[1], w, wz, first, y,
                    finish, tapDot);
     return;

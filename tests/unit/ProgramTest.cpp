@@ -414,7 +414,8 @@ std::string qlinearConvModel(const Shape &x, int64_t m, int64_t k, int64_t pad, 
 
 /// Compiles an int8 model for an AVX-512 target with the dot product (dot4)
 /// and without, runs both on `in`: the outputs must be equal and vary.
-void checkDotEqualsPlain(const std::string &model, const std::vector<float> &in) {
+void checkDotEqualsPlain(const std::string &model, const std::vector<float> &in,
+                         const char *path = nullptr) {
   kir::ScheduleTarget dot = avx512(32768, 524288), plain = dot;
   dot.Int8Dot = true;
   std::string text;
@@ -422,6 +423,8 @@ void checkDotEqualsPlain(const std::string &model, const std::vector<float> &in)
   std::vector<float> want = compileAndRun(model, plain, in, nullptr);
   INFO(text.substr(0, 4000));
   CHECK(text.find("dot4") != std::string::npos);
+  if (path)
+    CHECK(text.find(path) != std::string::npos);
   REQUIRE(got.size() == want.size());
   size_t differ = 0, distinct = 0;
   for (size_t i = 0; i < got.size(); ++i) {
@@ -502,14 +505,25 @@ std::string qlinearMatMulModel(int64_t m, int64_t k, int64_t n, int xtype, int64
 
 TEST_CASE("int8 depthwise convolutions with taps on the dot product equal the plain kernels",
           "[contraction][quantization]") {
-  // 6 channels, 6 groups, uint8 input with a zero point, 3x3 taps; rows
-  // (stride 1, 20 wide) and the flattened grid (stride 2).
-  for (int64_t stride : {1, 2}) {
-    INFO("stride " << stride);
-    Shape x = {1, 6, 10, 20};
-    int64_t oh = (10 + 2 - 3) / stride + 1, ow = (20 + 2 - 3) / stride + 1;
-    std::string model = qlinearConvModel(x, 6, 3, 1, stride, 2, 5, {1, 6, oh, ow}, 6);
-    checkDotEqualsPlain(model, randomValues(x, 7));
+  // 6 channels, 6 groups, uint8 input with a zero point (the border),
+  // through the tap-quad images of lowerIntTapQuads: 3x3 taps at strides
+  // 1 and 2 (row phases), outputs narrower than a vector (7x7: tiles of
+  // consecutive outputs across rows), 5x5 taps (two quads per kernel row),
+  // two images, and output counts that leave an overlapping last tile.
+  struct Case {
+    Shape X;
+    int64_t K, Pad, Stride;
+  };
+  for (const Case &k : {Case{{1, 6, 10, 20}, 3, 1, 1}, Case{{1, 6, 10, 20}, 3, 1, 2},
+                        Case{{1, 6, 7, 7}, 3, 1, 1}, Case{{2, 6, 9, 11}, 5, 2, 2},
+                        Case{{1, 6, 6, 13}, 5, 0, 1}}) {
+    int64_t oh = (k.X[2] + 2 * k.Pad - k.K) / k.Stride + 1,
+            ow = (k.X[3] + 2 * k.Pad - k.K) / k.Stride + 1;
+    INFO("x " << k.X[0] << "x" << k.X[2] << "x" << k.X[3] << ", kernel " << k.K << ", stride "
+              << k.Stride);
+    std::string model =
+        qlinearConvModel(k.X, 6, k.K, k.Pad, k.Stride, 2, 5, {k.X[0], 6, oh, ow}, 6);
+    checkDotEqualsPlain(model, randomValues(k.X, 7), "tapquads");
   }
 }
 
