@@ -768,26 +768,6 @@ void lowerIntTapQuads(LowerCtx &c, const ConvShape &s, const TensorRef &src, int
   });
 }
 
-/// A 2-D convolution on the int8 dot product (kernel IR dot4, x86 VNNI
-/// vpdpbusd: 4 bytes x 4 bytes summed into each int32 lane), chosen by
-/// pack-weights (attribute mlcc.dot4 = the vector lanes) for int8 weights
-/// with a zero point of 0 and one group. The weights come packed as int32
-/// quads of four consecutive input channels (mlcc.PackQuads, input
-/// `packed`), with their per-channel sums (input `packed` + 1), both
-/// computed at compile time.
-///
-/// The input is copied once per call into an int32 image of channel quads
-/// bordered by the padding, src[n, c / 4, y, x] = the bytes of channels
-/// 4(c/4)..+3 at (y, x), as unsigned values: int8 data is offset by 128
-/// (and so is its zero point) so that vpdpbusd's unsigned x signed product
-/// applies; the border and the channels past C hold the zero point. Then
-///   sum_k (x - x_zp) w = sum over quads dot4(src, w4) - x_zp' sum_k w,
-/// the second term (with the bias) the accumulators' initial value. Tiles of
-/// up to 8 output channels x 2 vectors of output positions (consecutive
-/// outputs of a row, or of a grid as wide as the padded row when rows are
-/// short, as in lowerIntWindow) keep their int32 sums in registers; each
-/// reduction step loads a vector of input quads per position vector and
-/// broadcasts one weight quad per channel.
 /// Stores `value` into the border of `planes` planes of Hp x Wp elements
 /// (flat in `buf`) around an image of H x W whose first element is at
 /// (top, left): the rows above and below, and the columns left and right of
@@ -812,17 +792,57 @@ void fillBorder(KernelBuilder &b, const TensorRef &buf, int64_t planes, int64_t 
   });
 }
 
+/// A 2-D convolution on the int8 dot product (kernel IR dot4, x86 VNNI
+/// vpdpbusd: 4 bytes x 4 bytes summed into each int32 lane), chosen by
+/// pack-weights (attribute mlcc.dot4 = the vector lanes) for int8 weights
+/// with a zero point of 0 and one group. The weights come packed as int32
+/// quads of four consecutive input channels (mlcc.PackQuads, input
+/// `packed`: [M, C/4, KH, KW]), with their per-channel sums (input
+/// `packed` + 1), both computed at compile time.
+///
+/// The input is rewritten once per call as an int32 image of channel quads,
+/// one copy per kernel column kw and row phase py = iy % sh:
+///   X[n, c/4, kw, py, i, ox] = the bytes of channels 4(c/4)..+3 at input
+///   row sh * i + py - pad_top, column sw * ox + kw dw - pad_left,
+/// as unsigned values (int8 data offset by 128, and its zero point too, so
+/// that vpdpbusd's unsigned x signed product applies); the padding and the
+/// channels past C hold the zero point. The input of output q = oy * ow + ox
+/// for tap (kh, kw) is then
+///   X[n, c/4, kw, (kh dh) % sh, oy + (kh dh) / sh, ox] = plane + q,
+/// affine in q over the whole dense output: register tiles of R output
+/// channels x NV vectors of consecutive outputs (rows of any width, any
+/// stride) load whole vectors of quads, broadcast one weight quad per
+/// channel and store whole vectors, with
+///   sum_k (x - x_zp) w = sum over quads dot4(X, w4) - x_zp' sum_k w,
+/// the second term (with the bias) the accumulators' initial value. R and
+/// NV come from chooseDotTile; the last tiles of rows and outputs are
+/// shifted back to overlap.
+
 /// Whether lowerIntDotConv handles convolution `s` with vectors of `lanes`.
 bool dotConvFits(const ConvShape &s, int64_t lanes) {
-  const Window &win = s.W;
-  if (win.rank() != 2 || s.Group != 1 || numElements(win.Out) == 0 || s.M <= 0 || s.N <= 0)
-    return false;
-  int64_t ow = win.Out[1], oh = win.Out[0], sh = win.Strides[0], sw = win.Strides[1];
-  if (ow >= lanes)
-    return true;
-  int64_t Wp = std::max(s.InSpatial[1] + win.PadBegin[1] + win.PadEnd[1],
-                        (ow - 1) * sw + (win.Kernel[1] - 1) * win.Dilations[1] + 1);
-  return (sh * Wp) % sw == 0 && (oh - 1) * (sh * Wp / sw) + ow >= lanes;
+  return s.W.rank() == 2 && s.Group == 1 && s.M > 0 && s.N > 0 &&
+         numElements(s.W.Out) >= lanes;
+}
+
+/// The register tile of lowerIntDotConv: R output channels x NV vectors of
+/// `lanes` outputs, for M channels, Q outputs per channel and `steps`
+/// reduction steps (quads x taps). Estimated cycles per tile step: the
+/// dot products (two per cycle), the loads (NV vectors and R broadcasts,
+/// two per cycle with some lost to split cache lines) or the dot product's
+/// latency (one per accumulator per step), whichever bounds; plus the
+/// epilogue per tile; times the tiles, edge tiles computed whole.
+std::pair<int64_t, int64_t> chooseDotTile(int64_t M, int64_t Q, int64_t steps, int64_t lanes) {
+  std::pair<int64_t, int64_t> best{1, 1};
+  double bestCost = -1;
+  for (int64_t nv = 1; nv <= 4 && nv * lanes <= Q; ++nv)
+    for (int64_t r = 1; r <= std::min<int64_t>(M, 24) && r * nv <= 24; ++r) {
+      double step = std::max({(double)(r * nv) / 2, (double)(r + nv) * 0.6, 5.0});
+      double tile = (double)steps * step + 3.0 * (double)(r * nv);
+      double tiles = (double)((M + r - 1) / r) * (double)((Q + nv * lanes - 1) / (nv * lanes));
+      if (bestCost < 0 || tiles * tile < bestCost)
+        bestCost = tiles * tile, best = {r, nv};
+    }
+  return best;
 }
 
 void lowerIntDotConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx, size_t biasIdx,
@@ -835,15 +855,14 @@ void lowerIntDotConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx, size_
   if (biasIdx && c.hasIn(biasIdx))
     bias = c.in(biasIdx);
   const DType acc = DType::I32;
-  const int L = (int)node.attrInt("mlcc.dot4", 16);
+  const int64_t L = node.attrInt("mlcc.dot4", 16);
   const bool signedX = x.dtype() == DType::I8;
   const Window &win = s.W;
   const int64_t H = s.InSpatial[0], W = s.InSpatial[1], C = s.C, Cq = (C + 3) / 4;
   const int64_t KH = win.Kernel[0], KW = win.Kernel[1], oh = win.Out[0], ow = win.Out[1];
-  const int64_t sh = win.Strides[0], sw = win.Strides[1];
-  int64_t Hp = H + win.PadBegin[0] + win.PadEnd[0], Wp = W + win.PadBegin[1] + win.PadEnd[1];
-  Hp = std::max(Hp, (oh - 1) * sh + (KH - 1) * win.Dilations[0] + 1);
-  Wp = std::max(Wp, (ow - 1) * sw + (KW - 1) * win.Dilations[1] + 1);
+  const int64_t sh = win.Strides[0], sw = win.Strides[1], dh = win.Dilations[0],
+                dw = win.Dilations[1], top = win.PadBegin[0], left = win.PadBegin[1];
+  const int64_t Hq = oh + (KH - 1) * dh / sh, Q = oh * ow;
 
   // The zero point in the unsigned domain, as a byte and as a quad.
   Expr xz = xzp ? cast(acc, xzp->loadFlat(indexConst(0))) : constantInt(acc, 0);
@@ -858,86 +877,118 @@ void lowerIntDotConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx, size_
     init.storeFlat(m, bias ? cast(acc, bias->load({m})) + v : v);
   });
 
-  // The bordered image of channel quads.
-  TensorRef src = c.scratch("xquads", acc, {s.N, Cq, Hp, Wp});
-  fillBorder(b, src, s.N * Cq, Hp, Wp, win.PadBegin[0], win.PadBegin[1], H, W, zq.get());
-  b.loops({s.N, Cq, H, W}, [&](const std::vector<Expr> &i) {
+  // The quad images, one per kernel column and used row phase. Rows and
+  // columns in the padding are split off at compile time, so that the
+  // copy of the interior reads whole vectors of x.
+  TensorRef X = c.scratch("xquads", acc, {s.N, Cq, KW, sh, Hq, ow});
+  std::vector<bool> phaseUsed((size_t)sh, false);
+  for (int64_t kh = 0; kh < KH; ++kh)
+    phaseUsed[(size_t)((kh * dh) % sh)] = true;
+  auto quad = [&](const Expr &n, const Expr &cq, const Expr &iy, const Expr &ix) {
     Expr v = constantInt(acc, 0);
     for (int64_t j = 0; j < 4; ++j) {
-      Expr ch = i[1] * 4 + j;
-      Expr byte = cast(acc, x.load({i[0], min(ch, indexConst(C - 1)), i[2], i[3]}));
+      Expr ch = cq * 4 + j;
+      Expr byte = cast(acc, x.load({n, min(ch, indexConst(C - 1)), iy, ix}));
       if (signedX)
         byte = byte + constantInt(acc, 128);
       if (C % 4 != 0)
         byte = select(lt(ch, indexConst(C)), byte, xz);
-      v = binary(BinOp::BitOr, v, binary(BinOp::Shl, byte, constantInt(acc, 8 * j)));
+      v = j == 0 ? byte : binary(BinOp::BitOr, v, binary(BinOp::Shl, byte, constantInt(acc, 8 * j)));
     }
-    src.store({i[0], i[1], i[2] + win.PadBegin[0], i[3] + win.PadBegin[1]}, v);
-  }, "xq");
+    return v;
+  };
+  // [lo, hi) of i in [0, n) with lo <= a * i + o < lim (a > 0).
+  auto inside = [](int64_t n, int64_t a, int64_t o, int64_t lim) {
+    int64_t lo = o >= 0 ? 0 : (-o + a - 1) / a;
+    int64_t hi = lim - o <= 0 ? 0 : (lim - o - 1) / a + 1;
+    lo = std::min(lo, n);
+    return std::pair<int64_t, int64_t>{lo, std::max(lo, std::min(hi, n))};
+  };
+  b.loop("n", s.N, [&](Expr n) {
+    b.loop("cq", Cq, [&](Expr cq) {
+      for (int64_t kw = 0; kw < KW; ++kw)
+        for (int64_t py = 0; py < sh; ++py) {
+          if (!phaseUsed[(size_t)py])
+            continue;
+          auto [r0, r1] = inside(Hq, sh, py - top, H);
+          auto [c0, c1] = inside(ow, sw, kw * dw - left, W);
+          Expr plane = (((n * Cq + cq) * KW + kw) * sh + py) * (Hq * ow);
+          auto fill = [&](int64_t from, int64_t to) {
+            if (to > from)
+              b.loop("i", to - from, [&](Expr i) { X.storeFlat(plane + from + i, zq.get()); });
+          };
+          fill(0, r0 * ow);
+          if (r1 > r0)
+            b.loop("i", r1 - r0, [&](Expr i) {
+              Expr row = plane + (i + r0) * ow, iy = (i + r0) * sh + (py - top);
+              if (c0 > 0)
+                b.loop("ox", c0, [&](Expr ox) { X.storeFlat(row + ox, zq.get()); });
+              if (c1 > c0)
+                b.loop("ox", c1 - c0, [&](Expr ox) {
+                  X.storeFlat(row + c0 + ox,
+                              quad(n, cq, iy, (ox + c0) * sw + (kw * dw - left)));
+                });
+              if (ow > c1)
+                b.loop("ox", ow - c1, [&](Expr ox) { X.storeFlat(row + c1 + ox, zq.get()); });
+            });
+          fill(r1 * ow, Hq * ow);
+        }
+    });
+  });
 
-  const int64_t rows = std::min<int64_t>(8, s.M), rowTiles = (s.M + rows - 1) / rows;
-  const bool rowMode = ow >= L;
-  const int64_t V = rowMode ? 0 : sh * Wp / sw, Q = rowMode ? 0 : (oh - 1) * V + ow;
-  MLCC_CHECK(rowMode || (sh * Wp) % sw == 0, "dot4 convolution grid for stride " << sw);
-  const int64_t positions = rowMode ? ow : Q;
-  const int64_t NV = positions >= 2 * L ? 2 : 1, P = NV * L;
-  MLCC_CHECK(positions >= L, "dot4 convolution with " << positions << " positions");
+  const int64_t steps = Cq * KH * KW;
+  auto [R, NV] = chooseDotTile(s.M, Q, steps, L);
+  const int64_t P = NV * L, rowTiles = (s.M + R - 1) / R, posTiles = (Q + P - 1) / P;
   auto at = [&](int64_t r, int64_t v) { return indexConst((r * NV + v) * L); };
   auto fin = [&](const Expr &v, const Expr &m) { return finish ? finish(v, m) : v; };
-  auto tile = [&](const Expr &n, const Expr &m0, const Expr &xoff0,
-                  const std::function<void(const Expr &m, const Expr &j, const Expr &v)> &store) {
-    Local t = b.local("acc", acc, rows * P);
-    for (int64_t r = 0; r < rows; ++r)
+  auto tile = [&](const Expr &n, const Expr &rt, const Expr &pt) {
+    Expr m0 = min(rt * R, indexConst(s.M - R)), q0 = min(pt * P, indexConst(Q - P));
+    Local t = b.local("acc", acc, R * P);
+    for (int64_t r = 0; r < R; ++r)
       for (int64_t v = 0; v < NV; ++v)
         b.store(t.Buf, at(r, v), broadcast(init.load({m0 + r}), L));
     b.loop("cq", Cq, [&](Expr cq) {
-      Expr plane = (n * Cq + cq) * (Hp * Wp) + xoff0;
       b.loop("kh", KH, [&](Expr kh) {
         b.loop("kw", KW, [&](Expr kw) {
-          Expr tap = plane + kh * (win.Dilations[0] * Wp) + kw * win.Dilations[1];
+          Expr khd = kh * dh;
+          Expr row = sh == 1 ? khd : khd / indexConst(sh);
+          Expr py = sh == 1 ? indexConst(0) : khd % indexConst(sh);
+          Expr base = ((((n * Cq + cq) * KW + kw) * sh + py) * Hq + row) * ow + q0;
           std::vector<Expr> xv;
           for (int64_t v = 0; v < NV; ++v)
-            xv.push_back(vload(src.buffer(), tap + v * L * sw, L, sw));
-          for (int64_t r = 0; r < rows; ++r) {
-            Expr wq = broadcast(w4.loadFlat((((m0 + r) * Cq + cq) * KH + kh) * KW + kw), L);
+            xv.push_back(vload(X.buffer(), base + v * L, (int)L));
+          for (int64_t r = 0; r < R; ++r) {
+            Expr wq = broadcast(w4.loadFlat((((m0 + r) * Cq + cq) * KH + kh) * KW + kw), (int)L);
             for (int64_t v = 0; v < NV; ++v)
-              b.store(t.Buf, at(r, v), vload(t.Buf, at(r, v), L) + binary(BinOp::Dot4, xv[v], wq));
+              b.store(t.Buf, at(r, v),
+                      vload(t.Buf, at(r, v), (int)L) + binary(BinOp::Dot4, xv[v], wq));
           }
         });
       });
     });
-    Local done = b.local("done", acc, rows * P);
-    for (int64_t r = 0; r < rows; ++r)
+    Local done = b.local("done", acc, R * P);
+    for (int64_t r = 0; r < R; ++r)
       for (int64_t v = 0; v < NV; ++v)
-        b.store(done.Buf, at(r, v), cast(acc, fin(vload(t.Buf, at(r, v), L), m0 + r)));
-    for (int64_t r = 0; r < rows; ++r)
-      b.loop("j", P, [&](Expr j) { store(m0 + r, j, done.get(at(r, 0) + j)); });
-  };
-  b.loop("n", s.N, [&](Expr n) {
-    b.loop("rt", rowTiles, [&](Expr rt) {
-      Expr m0 = min(rt * rows, indexConst(s.M - rows));
-      if (rowMode) {
-        b.loop("oy", oh, [&](Expr oy) {
-          b.loop("pt", (ow + P - 1) / P, [&](Expr pt) {
-            Expr ox0 = min(pt * P, indexConst(ow - P));
-            tile(n, m0, oy * (sh * Wp) + ox0 * sw,
-                 [&](const Expr &m, const Expr &j, const Expr &v) {
-                   y.storeFlat(((n * s.M + m) * oh + oy) * ow + ox0 + j, v);
-                 });
-          });
-        });
-        return;
-      }
-      b.loop("pt", (Q + P - 1) / P, [&](Expr pt) {
-        Expr q0 = min(pt * P, indexConst(Q - P));
-        tile(n, m0, q0 * sw, [&](const Expr &m, const Expr &j, const Expr &v) {
-          Expr q = q0 + j, oy = q / V, ox = q % V;
-          b.ifThen(lt(ox, indexConst(ow)), [&] {
-            y.storeFlat(((n * s.M + m) * oh + oy) * ow + ox, v);
-          });
-        });
+        b.store(done.Buf, at(r, v), cast(acc, fin(vload(t.Buf, at(r, v), (int)L), m0 + r)));
+    for (int64_t r = 0; r < R; ++r)
+      b.loop("j", P, [&](Expr j) {
+        y.storeFlat((n * s.M + m0 + r) * Q + q0 + j, done.get(at(r, 0) + j));
       });
-    }, LoopKind::Parallel);
+  };
+  // The outer loop (parallel) runs over the operand whose re-reading by
+  // the inner loop would cost more: row tiles outside when the weights
+  // outweigh the quad images (each row tile's weights then stay cached
+  // while every output tile reads them), output tiles outside otherwise.
+  const bool rowsOuter = s.M * steps >= Cq * KW * sh * Hq * ow;
+  b.loop("n", s.N, [&](Expr n) {
+    if (rowsOuter)
+      b.loop("rt", rowTiles, [&](Expr rt) {
+        b.loop("pt", posTiles, [&](Expr pt) { tile(n, rt, pt); });
+      }, LoopKind::Parallel);
+    else
+      b.loop("pt", posTiles, [&](Expr pt) {
+        b.loop("rt", rowTiles, [&](Expr rt) { tile(n, rt, pt); });
+      }, LoopKind::Parallel);
   });
 }
 
