@@ -826,21 +826,35 @@ bool dotConvFits(const ConvShape &s, int64_t lanes) {
 
 /// The register tile of lowerIntDotConv: R output channels x NV vectors of
 /// `lanes` outputs, for M channels, Q outputs per channel and `steps`
-/// reduction steps (quads x taps). Estimated cycles per tile step: the
-/// dot products (two per cycle), the loads (NV vectors and R broadcasts,
-/// two per cycle with some lost to split cache lines) or the dot product's
-/// latency (one per accumulator per step), whichever bounds; plus the
-/// epilogue per tile; times the tiles, edge tiles computed whole.
-std::pair<int64_t, int64_t> chooseDotTile(int64_t M, int64_t Q, int64_t steps, int64_t lanes) {
-  std::pair<int64_t, int64_t> best{1, 1};
+/// reduction steps (quads x taps); the outputs past the last whole tile
+/// run in one tail tile of as few vectors as cover them (tailVectors).
+/// Estimated cycles per tile step: the dot products (two per cycle), the
+/// loads (NV vectors and R broadcasts, two per cycle with some lost to
+/// split cache lines) or the dot product's latency (one per accumulator
+/// per step), whichever bounds; plus the epilogue per tile; times the
+/// tiles, edge tiles computed whole.
+struct DotTile {
+  int64_t R = 1, NV = 1;
+};
+
+int64_t tailVectors(int64_t Q, int64_t P, int64_t lanes) {
+  return (Q % P + lanes - 1) / lanes;
+}
+
+DotTile chooseDotTile(int64_t M, int64_t Q, int64_t steps, int64_t lanes) {
+  auto tileCost = [&](int64_t r, int64_t nv) {
+    double step = std::max({(double)(r * nv) / 2, (double)(r + nv) * 0.6, 5.0});
+    return (double)steps * step + 3.0 * (double)(r * nv);
+  };
+  DotTile best;
   double bestCost = -1;
   for (int64_t nv = 1; nv <= 4 && nv * lanes <= Q; ++nv)
     for (int64_t r = 1; r <= std::min<int64_t>(M, 24) && r * nv <= 24; ++r) {
-      double step = std::max({(double)(r * nv) / 2, (double)(r + nv) * 0.6, 5.0});
-      double tile = (double)steps * step + 3.0 * (double)(r * nv);
-      double tiles = (double)((M + r - 1) / r) * (double)((Q + nv * lanes - 1) / (nv * lanes));
-      if (bestCost < 0 || tiles * tile < bestCost)
-        bestCost = tiles * tile, best = {r, nv};
+      int64_t tail = tailVectors(Q, nv * lanes, lanes);
+      double perRows = (double)(Q / (nv * lanes)) * tileCost(r, nv) + (tail ? tileCost(r, tail) : 0);
+      double cost = (double)((M + r - 1) / r) * perRows;
+      if (bestCost < 0 || cost < bestCost)
+        bestCost = cost, best = {r, nv};
     }
   return best;
 }
@@ -937,16 +951,17 @@ void lowerIntDotConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx, size_
   });
 
   const int64_t steps = Cq * KH * KW;
-  auto [R, NV] = chooseDotTile(s.M, Q, steps, L);
-  const int64_t P = NV * L, rowTiles = (s.M + R - 1) / R, posTiles = (Q + P - 1) / P;
-  auto at = [&](int64_t r, int64_t v) { return indexConst((r * NV + v) * L); };
+  const auto [R, NV] = chooseDotTile(s.M, Q, steps, L);
+  const int64_t P = NV * L, rowTiles = (s.M + R - 1) / R, wholeTiles = Q / P,
+                tail = tailVectors(Q, P, L);
   auto fin = [&](const Expr &v, const Expr &m) { return finish ? finish(v, m) : v; };
-  auto tile = [&](const Expr &n, const Expr &rt, const Expr &pt) {
-    Expr m0 = min(rt * R, indexConst(s.M - R)), q0 = min(pt * P, indexConst(Q - P));
-    Local t = b.local("acc", acc, R * P);
+  // One tile of nv vectors from output q0 (rows from m0).
+  auto tile = [&](const Expr &n, const Expr &m0, const Expr &q0, int64_t nv) {
+    auto at = [&](int64_t r, int64_t v) { return indexConst((r * nv + v) * L); };
+    Local t = b.local("acc", acc, R * nv * L);
     for (int64_t r = 0; r < R; ++r)
-      for (int64_t v = 0; v < NV; ++v)
-        b.store(t.Buf, at(r, v), broadcast(init.load({m0 + r}), L));
+      for (int64_t v = 0; v < nv; ++v)
+        b.store(t.Buf, at(r, v), broadcast(init.load({m0 + r}), (int)L));
     b.loop("cq", Cq, [&](Expr cq) {
       b.loop("kh", KH, [&](Expr kh) {
         b.loop("kw", KW, [&](Expr kw) {
@@ -955,25 +970,32 @@ void lowerIntDotConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx, size_
           Expr py = sh == 1 ? indexConst(0) : khd % indexConst(sh);
           Expr base = ((((n * Cq + cq) * KW + kw) * sh + py) * Hq + row) * ow + q0;
           std::vector<Expr> xv;
-          for (int64_t v = 0; v < NV; ++v)
+          for (int64_t v = 0; v < nv; ++v)
             xv.push_back(vload(X.buffer(), base + v * L, (int)L));
           for (int64_t r = 0; r < R; ++r) {
             Expr wq = broadcast(w4.loadFlat((((m0 + r) * Cq + cq) * KH + kh) * KW + kw), (int)L);
-            for (int64_t v = 0; v < NV; ++v)
+            for (int64_t v = 0; v < nv; ++v)
               b.store(t.Buf, at(r, v),
                       vload(t.Buf, at(r, v), (int)L) + binary(BinOp::Dot4, xv[v], wq));
           }
         });
       });
     });
-    Local done = b.local("done", acc, R * P);
+    Local done = b.local("done", acc, R * nv * L);
     for (int64_t r = 0; r < R; ++r)
-      for (int64_t v = 0; v < NV; ++v)
+      for (int64_t v = 0; v < nv; ++v)
         b.store(done.Buf, at(r, v), cast(acc, fin(vload(t.Buf, at(r, v), (int)L), m0 + r)));
     for (int64_t r = 0; r < R; ++r)
-      b.loop("j", P, [&](Expr j) {
+      b.loop("j", nv * L, [&](Expr j) {
         y.storeFlat((n * s.M + m0 + r) * Q + q0 + j, done.get(at(r, 0) + j));
       });
+  };
+  auto rowStart = [&](const Expr &rt) { return min(rt * R, indexConst(s.M - R)); };
+  auto outputs = [&](const Expr &n, const Expr &m0) {
+    if (wholeTiles > 0)
+      b.loop("pt", wholeTiles, [&](Expr pt) { tile(n, m0, pt * P, NV); });
+    if (tail > 0)
+      tile(n, m0, indexConst(Q - tail * L), tail);
   };
   // The outer loop (parallel) runs over the operand whose re-reading by
   // the inner loop would cost more: row tiles outside when the weights
@@ -981,13 +1003,17 @@ void lowerIntDotConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx, size_
   // while every output tile reads them), output tiles outside otherwise.
   const bool rowsOuter = s.M * steps >= Cq * KW * sh * Hq * ow;
   b.loop("n", s.N, [&](Expr n) {
-    if (rowsOuter)
-      b.loop("rt", rowTiles, [&](Expr rt) {
-        b.loop("pt", posTiles, [&](Expr pt) { tile(n, rt, pt); });
+    if (rowsOuter) {
+      b.loop("rt", rowTiles, [&](Expr rt) { outputs(n, rowStart(rt)); }, LoopKind::Parallel);
+      return;
+    }
+    if (wholeTiles > 0)
+      b.loop("pt", wholeTiles, [&](Expr pt) {
+        b.loop("rt", rowTiles, [&](Expr rt) { tile(n, rowStart(rt), pt * P, NV); });
       }, LoopKind::Parallel);
-    else
-      b.loop("pt", posTiles, [&](Expr pt) {
-        b.loop("rt", rowTiles, [&](Expr rt) { tile(n, rt, pt); });
+    if (tail > 0)
+      b.loop("rt", rowTiles, [&](Expr rt) {
+        tile(n, rowStart(rt), indexConst(Q - tail * L), tail);
       }, LoopKind::Parallel);
   });
 }

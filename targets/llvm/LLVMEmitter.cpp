@@ -1026,6 +1026,15 @@ private:
     return nullptr;
   }
 
+  /// A floating-point constant (scalar or splat) that is not NaN.
+  static bool notNaNConstant(Value *v) {
+    auto *c = llvm::dyn_cast<llvm::Constant>(v);
+    if (c && v->getType()->isVectorTy())
+      c = c->getSplatValue();
+    auto *f = llvm::dyn_cast_or_null<llvm::ConstantFP>(c);
+    return f && !f->isNaN();
+  }
+
   Value *binary(BinOp op, DType t, Value *a, Value *b) {
     if (isFloat(t)) {
       switch (op) {
@@ -1035,9 +1044,17 @@ private:
       case BinOp::Div: return B.CreateFDiv(a, b);
       case BinOp::Rem: return libcall("fmod", t, a, b);
       case BinOp::Pow: return intrinsic(llvm::Intrinsic::pow, a, b);
+      // Min and Max propagate a NaN of either operand. Against a constant
+      // that is not NaN (a clamp's bounds), one ordered comparison with
+      // the constant first does it (a NaN a compares false and is kept):
+      // one minps/maxps on x86 instead of two comparisons and a blend.
       case BinOp::Min:
+        if (notNaNConstant(b))
+          return B.CreateSelect(B.CreateFCmpOLT(b, a), b, a);
         return B.CreateSelect(B.CreateOr(B.CreateFCmpUNO(a, a), B.CreateFCmpOLT(a, b)), a, b);
       case BinOp::Max:
+        if (notNaNConstant(b))
+          return B.CreateSelect(B.CreateFCmpOGT(b, a), b, a);
         return B.CreateSelect(B.CreateOr(B.CreateFCmpUNO(a, a), B.CreateFCmpOGT(a, b)), a, b);
       case BinOp::Eq: return B.CreateFCmpOEQ(a, b);
       case BinOp::Ne: return B.CreateFCmpUNE(a, b);
