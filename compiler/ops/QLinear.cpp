@@ -661,6 +661,15 @@ void lowerIntWindow(LowerCtx &c, const ConvShape &s, const kir::Buffer &src,
   });
 }
 
+/// [lo, hi) of i in [0, n) with lo <= a * i + o < lim (a > 0): the
+/// outputs whose input a * i + o lies inside an image of lim.
+std::pair<int64_t, int64_t> insideRange(int64_t n, int64_t a, int64_t o, int64_t lim) {
+  int64_t lo = o >= 0 ? 0 : (-o + a - 1) / a;
+  int64_t hi = lim - o <= 0 ? 0 : (lim - o - 1) / a + 1;
+  lo = std::min(lo, n);
+  return {lo, std::max(lo, std::min(hi, n))};
+}
+
 /// Whether lowerIntTapQuads computes convolution `s`: 2-D, depthwise (one
 /// input and one output channel per group) and at least a vector of
 /// outputs per channel.
@@ -684,10 +693,9 @@ bool tapQuadsFit(const ConvShape &s) {
 /// grid columns to skip) read whole vectors and store whole vectors. Tiles
 /// of up to 4 vectors of outputs keep their int32 sums in registers (the
 /// last tile shifted back to overlap).
-void lowerIntTapQuads(LowerCtx &c, const ConvShape &s, const TensorRef &src, int64_t Hp,
-                      int64_t Wp, const TensorRef &w,
-                      const std::function<Expr(const Expr &)> &init, const TensorRef &y,
-                      const std::function<Expr(Expr, Expr)> &finish) {
+void lowerIntTapQuads(LowerCtx &c, const ConvShape &s, const TensorRef &x, const Expr &xz,
+                      const TensorRef &w, const std::function<Expr(const Expr &)> &init,
+                      const TensorRef &y, const std::function<Expr(Expr, Expr)> &finish) {
   KernelBuilder &b = c.b();
   const DType acc = DType::I32;
   const int64_t L = kTilePixels;
@@ -695,7 +703,9 @@ void lowerIntTapQuads(LowerCtx &c, const ConvShape &s, const TensorRef &src, int
   const int64_t C = s.C, KH = win.Kernel[0], KW = win.Kernel[1], oh = win.Out[0],
                 ow = win.Out[1], sh = win.Strides[0], sw = win.Strides[1],
                 dh = win.Dilations[0], dw = win.Dilations[1];
-  const int64_t U = (KW + 3) / 4, Hq = (Hp + sh - 1) / sh, Q = oh * ow;
+  const int64_t H = s.InSpatial[0], W = s.InSpatial[1], top = win.PadBegin[0],
+                left = win.PadBegin[1];
+  const int64_t U = (KW + 3) / 4, Hq = oh + (KH - 1) * dh / sh, Q = oh * ow;
   // Vectors per tile: the fewest computed outputs, a tile costing its
   // vectors plus about one and a half for its loads and epilogue.
   int64_t NV = 1;
@@ -710,21 +720,60 @@ void lowerIntTapQuads(LowerCtx &c, const ConvShape &s, const TensorRef &src, int
   auto fin = [&](const Expr &v, const Expr &m) { return finish ? finish(v, m) : v; };
   b.loop("n", s.N, [&](Expr n) {
     b.loop("c", C, [&](Expr ch) {
-      // The channel's tap quads.
+      // The channel's tap quads. Rows and columns whose taps reach into the
+      // padding are split off at compile time (their bytes there are x_zp),
+      // so that the interior reads whole vectors of x.
+      Expr zq = xz * constantInt(acc, 0x01010101);
       for (int64_t u = 0; u < U; ++u) {
-        b.loop("iy", Hp, [&](Expr iy) {
-          Expr row = sh == 1 ? ((ch * U + u) * Hq + iy) * ow
-                             : (((ch * U + u) * sh + iy % indexConst(sh)) * Hq +
-                                iy / indexConst(sh)) * ow;
-          b.loop("ox", ow, [&](Expr ox) {
-            Expr v = constantInt(acc, 0);
-            for (int64_t t = 0; t < std::min<int64_t>(4, KW - 4 * u); ++t) {
-              Expr byte = cast(acc, src.load({n, ch, iy, ox * sw + (4 * u + t) * dw}));
-              v = t == 0 ? byte : binary(BinOp::BitOr, v, binary(BinOp::Shl, byte, constantInt(acc, 8 * t)));
+        const int64_t taps = std::min<int64_t>(4, KW - 4 * u);
+        // Columns where every tap of the quad is inside x.
+        int64_t c0 = 0, c1 = ow;
+        for (int64_t t = 0; t < taps; ++t) {
+          auto [a, z] = insideRange(ow, sw, (4 * u + t) * dw - left, W);
+          c0 = std::max(c0, a), c1 = std::min(c1, z);
+        }
+        c1 = std::max(c0, c1);
+        auto quad = [&](const Expr &iy, const Expr &ox, bool checked) {
+          Expr v = constantInt(acc, 0);
+          for (int64_t t = 0; t < taps; ++t) {
+            Expr ix = ox * sw + ((4 * u + t) * dw - left);
+            Expr byte;
+            if (checked) {
+              Expr in = binary(BinOp::And, ge(ix, indexConst(0)), lt(ix, indexConst(W)));
+              Expr at = min(max(ix, indexConst(0)), indexConst(W - 1));
+              byte = select(in, cast(acc, x.load({n, ch, iy, at})), xz);
+            } else {
+              byte = cast(acc, x.load({n, ch, iy, ix}));
             }
-            T.storeFlat(row + ox, v);
-          });
-        });
+            v = t == 0 ? byte
+                       : binary(BinOp::BitOr, v, binary(BinOp::Shl, byte, constantInt(acc, 8 * t)));
+          }
+          return v;
+        };
+        for (int64_t py = 0; py < sh; ++py) {
+          auto [r0, r1] = insideRange(Hq, sh, py - top, H);
+          Expr plane = ((ch * U + u) * sh + py) * (Hq * ow);
+          auto fill = [&](int64_t from, int64_t to) {
+            if (to > from)
+              b.loop("i", to - from, [&](Expr i) { T.storeFlat(plane + from + i, zq); });
+          };
+          fill(0, r0 * ow);
+          if (r1 > r0)
+            b.loop("i", r1 - r0, [&](Expr i) {
+              Expr row = plane + (i + r0) * ow, iy = (i + r0) * sh + (py - top);
+              if (c0 > 0)
+                b.loop("ox", c0, [&](Expr ox) { T.storeFlat(row + ox, quad(iy, ox, true)); });
+              if (c1 > c0)
+                b.loop("ox", c1 - c0, [&](Expr ox) {
+                  T.storeFlat(row + c0 + ox, quad(iy, ox + c0, false));
+                });
+              if (ow > c1)
+                b.loop("ox", ow - c1, [&](Expr ox) {
+                  T.storeFlat(row + c1 + ox, quad(iy, ox + c1, true));
+                });
+            });
+          fill(r1 * ow, Hq * ow);
+        }
       }
       // The weight quads of the channel's kernel rows.
       Local wq = b.local("wquads", acc, KH * U);
@@ -911,21 +960,14 @@ void lowerIntDotConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx, size_
     }
     return v;
   };
-  // [lo, hi) of i in [0, n) with lo <= a * i + o < lim (a > 0).
-  auto inside = [](int64_t n, int64_t a, int64_t o, int64_t lim) {
-    int64_t lo = o >= 0 ? 0 : (-o + a - 1) / a;
-    int64_t hi = lim - o <= 0 ? 0 : (lim - o - 1) / a + 1;
-    lo = std::min(lo, n);
-    return std::pair<int64_t, int64_t>{lo, std::max(lo, std::min(hi, n))};
-  };
   b.loop("n", s.N, [&](Expr n) {
     b.loop("cq", Cq, [&](Expr cq) {
       for (int64_t kw = 0; kw < KW; ++kw)
         for (int64_t py = 0; py < sh; ++py) {
           if (!phaseUsed[(size_t)py])
             continue;
-          auto [r0, r1] = inside(Hq, sh, py - top, H);
-          auto [c0, c1] = inside(ow, sw, kw * dw - left, W);
+          auto [r0, r1] = insideRange(Hq, sh, py - top, H);
+          auto [c0, c1] = insideRange(ow, sw, kw * dw - left, W);
           Expr plane = (((n * Cq + cq) * KW + kw) * sh + py) * (Hq * ow);
           auto fill = [&](int64_t from, int64_t to) {
             if (to > from)
@@ -1090,11 +1132,16 @@ void lowerIntConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx,
   // with a zero point of 0.
   const bool tapDot = c.node().hasAttr("mlcc.dot4_taps") && !wzp &&
                       x.dtype() == DType::U8 && w.dtype() == DType::I8;
-  const bool tapQuads = tapDot && tapQuadsFit(s);
-  // The register-tiled paths read whole windows: they need the bordered
+  if (tapDot && tapQuadsFit(s)) {
+    // Reads x directly: its tap-quad images hold x_zp in the padding.
+    Expr xz = xzp ? cast(acc, xzp->loadFlat(indexConst(0))) : constantInt(acc, 0);
+    lowerIntTapQuads(c, s, x, xz, w, first, y, finish);
+    return;
+  }
+  // The register-tiled path reads whole windows: it needs the bordered
   // copy whenever a window reaches outside x (bordered with 0 without x_zp).
-  bool window = tapQuads || (isIntWindow(s, outside ? padded.back() : s.InSpatial.back()) &&
-                             (outside || x.buffer()));
+  bool window = isIntWindow(s, outside ? padded.back() : s.InSpatial.back()) &&
+                (outside || x.buffer());
   if ((xzp || window) && outside && numElements(s.W.Out) > 0) {
     src = c.scratch("xpad", x.dtype(), padded);
     Expr fill = xzp ? cast(src.computeType(), xzp->loadFlat(indexConst(0)))
@@ -1113,10 +1160,6 @@ void lowerIntConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx,
     geo.InSpatial.assign(padded.begin() + 2, padded.end());
     geo.W.PadBegin.assign(r, 0);
     geo.W.PadEnd.assign(r, 0);
-  }
-  if (tapQuads) {
-    lowerIntTapQuads(c, s, src, geo.InSpatial[0], geo.InSpatial[1], w, first, y, finish);
-    return;
   }
   if (window) {
     lowerIntWindow(c, s, src.buffer(), geo.InSpatial[0], geo.InSpatial[1], w, wz, first, y,
