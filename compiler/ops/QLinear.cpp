@@ -678,15 +678,16 @@ bool tapQuadsFit(const ConvShape &s) {
          numElements(s.W.Out) >= kTilePixels;
 }
 
-/// A 2-D depthwise convolution of uint8 data by int8 weights (zero point 0)
-/// on the int8 dot product, over `src` ([N, C, Hp, Wp], every window inside
-/// it). Per channel (the parallel loop), the image is first rewritten as
-/// tap quads: T[u, py, i, ox] holds, as the four bytes of an int32, the
-/// inputs that taps 4u..4u+3 of one kernel row multiply for output column
-/// ox on padded input row iy = sh * i + py,
-///   T[u, py, i, ox] = sum_t src[iy, sw * ox + (4u + t) dw] << 8t  (t < KW),
-/// so that one dot4 with the quad of those taps' weights does four of a
-/// row's multiply-adds. The rows are split by phase py = iy % sh, which
+/// A 2-D depthwise convolution of uint8 data x by int8 weights (zero point
+/// 0) on the int8 dot product. Per channel (the parallel loop), x is first
+/// rewritten as tap quads: T[u, py, i, ox] holds, as the four bytes of an
+/// int32, the inputs that taps 4u..4u+3 of one kernel row multiply for
+/// output column ox on padded input row iy = sh * i + py,
+///   T[u, py, i, ox] = sum_t xp[iy, sw * ox + (4u + t) dw] << 8t  (t < KW),
+/// xp being x bordered by the padding, whose bytes are the zero point `xz`
+/// (the rows and columns that reach it are split off at compile time, so
+/// the interior is read in whole vectors), so that one dot4 with the quad
+/// of those taps' weights does four of a row's multiply-adds. The rows are split by phase py = iy % sh, which
 /// makes the input of output q = oy * ow + ox for kernel row kh the affine
 ///   T[u, (kh dh) % sh, oy + (kh dh) / sh, ox] = plane + q + (kh dh / sh) ow,
 /// so that tiles of consecutive outputs of the dense output (any width, no
@@ -841,32 +842,6 @@ void fillBorder(KernelBuilder &b, const TensorRef &buf, int64_t planes, int64_t 
   });
 }
 
-/// A 2-D convolution on the int8 dot product (kernel IR dot4, x86 VNNI
-/// vpdpbusd: 4 bytes x 4 bytes summed into each int32 lane), chosen by
-/// pack-weights (attribute mlcc.dot4 = the vector lanes) for int8 weights
-/// with a zero point of 0 and one group. The weights come packed as int32
-/// quads of four consecutive input channels (mlcc.PackQuads, input
-/// `packed`: [M, C/4, KH, KW]), with their per-channel sums (input
-/// `packed` + 1), both computed at compile time.
-///
-/// The input is rewritten once per call as an int32 image of channel quads,
-/// one copy per kernel column kw and row phase py = iy % sh:
-///   X[n, c/4, kw, py, i, ox] = the bytes of channels 4(c/4)..+3 at input
-///   row sh * i + py - pad_top, column sw * ox + kw dw - pad_left,
-/// as unsigned values (int8 data offset by 128, and its zero point too, so
-/// that vpdpbusd's unsigned x signed product applies); the padding and the
-/// channels past C hold the zero point. The input of output q = oy * ow + ox
-/// for tap (kh, kw) is then
-///   X[n, c/4, kw, (kh dh) % sh, oy + (kh dh) / sh, ox] = plane + q,
-/// affine in q over the whole dense output: register tiles of R output
-/// channels x NV vectors of consecutive outputs (rows of any width, any
-/// stride) load whole vectors of quads, broadcast one weight quad per
-/// channel and store whole vectors, with
-///   sum_k (x - x_zp) w = sum over quads dot4(X, w4) - x_zp' sum_k w,
-/// the second term (with the bias) the accumulators' initial value. R and
-/// NV come from chooseDotTile; the last tiles of rows and outputs are
-/// shifted back to overlap.
-
 /// Whether lowerIntDotConv handles convolution `s` with vectors of `lanes`.
 bool dotConvFits(const ConvShape &s, int64_t lanes) {
   return s.W.rank() == 2 && s.Group == 1 && s.M > 0 && s.N > 0 &&
@@ -908,6 +883,32 @@ DotTile chooseDotTile(int64_t M, int64_t Q, int64_t steps, int64_t lanes) {
   return best;
 }
 
+/// A 2-D convolution on the int8 dot product (kernel IR dot4, x86 VNNI
+/// vpdpbusd: 4 bytes x 4 bytes summed into each int32 lane), chosen by
+/// pack-weights (attribute mlcc.dot4 = the vector lanes) for int8 weights
+/// with a zero point of 0 and one group. The weights come packed as int32
+/// quads of four consecutive input channels (mlcc.PackQuads, input
+/// `packed`: [M, C/4, KH, KW]), with their per-channel sums (input
+/// `packed` + 1), both computed at compile time.
+///
+/// The input is rewritten once per call as an int32 image of channel quads,
+/// one copy per kernel column kw and row phase py = iy % sh:
+///   X[n, c/4, kw, py, i, ox] = the bytes of channels 4(c/4)..+3 at input
+///   row sh * i + py - pad_top, column sw * ox + kw dw - pad_left,
+/// as unsigned values (int8 data offset by 128, and its zero point too, so
+/// that vpdpbusd's unsigned x signed product applies); the padding and the
+/// channels past C hold the zero point. The input of output q = oy * ow + ox
+/// for tap (kh, kw) is then
+///   X[n, c/4, kw, (kh dh) % sh, oy + (kh dh) / sh, ox] = plane + q,
+/// affine in q over the whole dense output: register tiles of R output
+/// channels x NV vectors of consecutive outputs (rows of any width, any
+/// stride) load whole vectors of quads, broadcast one weight quad per
+/// channel and store whole vectors, with
+///   sum_k (x - x_zp) w = sum over quads dot4(X, w4) - x_zp' sum_k w,
+/// the second term (with the bias) the accumulators' initial value. R and
+/// NV come from chooseDotTile; the last row tile is shifted back to
+/// overlap, and the outputs past the last whole tile run in one narrower
+/// tail tile ending at the last output.
 void lowerIntDotConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx, size_t biasIdx,
                      size_t packedIdx, const std::function<Expr(Expr, Expr)> &finish) {
   KernelBuilder &b = c.b();

@@ -441,17 +441,21 @@ TEST_CASE("int8 convolutions on the dot product equal the plain integer kernels"
           "[contraction][quantization]") {
   // 6 input channels (two quads, the second half empty); uint8 and int8
   // inputs with nonzero zero points (int8 data is offset to unsigned);
-  // outputs along rows (stride 1, 20 wide) and on the flattened grid
-  // (stride 2, 5 wide).
+  // 10 output channels (an overlapping row tile); 1x1, 3x3 and 5x5
+  // kernels padded by half their size (quad images per kernel column with
+  // the zero point in the padding) at strides 1 and 2 (row phases): 200 and
+  // 50 outputs (whole tiles and a tail tile).
   for (int xtype : {2, 3})
-    for (int64_t stride : {1, 2}) {
-      INFO("input type " << xtype << ", stride " << stride);
-      Shape x = {1, 6, 10, 20};
-      int64_t oh = (10 + 2 - 3) / stride + 1, ow = (20 + 2 - 3) / stride + 1;
-      std::string model =
-          qlinearConvModel(x, 10, 3, 1, stride, xtype, xtype == 2 ? 3 : -5, {1, 10, oh, ow});
-      checkDotEqualsPlain(model, randomValues(x, 3));
-    }
+    for (int64_t k : {1, 3, 5})
+      for (int64_t stride : {1, 2}) {
+        INFO("input type " << xtype << ", kernel " << k << ", stride " << stride);
+        Shape x = {1, 6, 10, 20};
+        int64_t pad = k / 2, oh = (10 + 2 * pad - k) / stride + 1,
+                ow = (20 + 2 * pad - k) / stride + 1;
+        std::string model = qlinearConvModel(x, 10, k, pad, stride, xtype, xtype == 2 ? 3 : -5,
+                                             {1, 10, oh, ow});
+        checkDotEqualsPlain(model, randomValues(x, 3), "xquads");
+      }
 }
 
 namespace {
