@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/ops/Lowering.h"
+#include "compiler/ops/Quantization.h"
 
 namespace mlcc::ops {
 
@@ -89,16 +90,15 @@ void lowerPackQuads(LowerCtx &c) {
   const Shape &ws = w.shape();
   int64_t m = ws[0], ch = ws[1], cq = (ch + 3) / 4, inner = numElements(ws) / (m * ch);
   c.b().loops({m, cq, inner}, [&](const std::vector<Expr> &i) {
-    Expr v = constantInt(DType::I32, 0);
+    std::vector<Expr> bytes;
     for (int64_t j = 0; j < 4; ++j) {
       Expr channel = i[1] * 4 + j;
       Expr inside = lt(channel, indexConst(ch));
       Expr src = (i[0] * ch + min(channel, indexConst(ch - 1))) * inner + i[2];
       Expr byte = cast(DType::I32, cast(DType::U8, w.loadFlat(src)));
-      byte = select(inside, byte, constantInt(DType::I32, 0));
-      v = binary(BinOp::BitOr, v, binary(BinOp::Shl, byte, constantInt(DType::I32, 8 * j)));
+      bytes.push_back(select(inside, byte, constantInt(DType::I32, 0)));
     }
-    y.storeFlat((i[0] * cq + i[1]) * inner + i[2], v);
+    y.storeFlat((i[0] * cq + i[1]) * inner + i[2], quant::byteQuad(bytes));
   }, "q");
 }
 
@@ -120,15 +120,14 @@ void lowerPackQuadsK(LowerCtx &c) {
   const Shape &ws = w.shape();
   int64_t k = t ? ws[1] : ws[0], cols = t ? ws[0] : ws[1], kq = (k + 3) / 4;
   c.b().loops({kq, cols}, [&](const std::vector<Expr> &i) {
-    Expr v = constantInt(DType::I32, 0);
+    std::vector<Expr> bytes;
     for (int64_t j = 0; j < 4; ++j) {
       Expr r = i[0] * 4 + j;
       Expr rc = min(r, indexConst(k - 1));
       Expr byte = cast(DType::I32, cast(DType::U8, t ? w.load({i[1], rc}) : w.load({rc, i[1]})));
-      byte = select(lt(r, indexConst(k)), byte, constantInt(DType::I32, 0));
-      v = binary(BinOp::BitOr, v, binary(BinOp::Shl, byte, constantInt(DType::I32, 8 * j)));
+      bytes.push_back(select(lt(r, indexConst(k)), byte, constantInt(DType::I32, 0)));
     }
-    y.store(i, v);
+    y.store(i, quant::byteQuad(bytes));
   }, "q");
 }
 

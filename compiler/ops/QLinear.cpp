@@ -670,185 +670,8 @@ std::pair<int64_t, int64_t> insideRange(int64_t n, int64_t a, int64_t o, int64_t
   return {lo, std::max(lo, std::min(hi, n))};
 }
 
-/// Whether lowerIntTapQuads computes convolution `s`: 2-D, depthwise (one
-/// input and one output channel per group) and at least a vector of
-/// outputs per channel.
-bool tapQuadsFit(const ConvShape &s) {
-  return s.W.rank() == 2 && s.Group == s.C && s.M == s.C && s.N > 0 &&
-         numElements(s.W.Out) >= kTilePixels;
-}
-
-/// A 2-D depthwise convolution of uint8 data x by int8 weights (zero point
-/// 0) on the int8 dot product. Per channel (the parallel loop), x is first
-/// rewritten as tap quads: T[u, py, i, ox] holds, as the four bytes of an
-/// int32, the inputs that taps 4u..4u+3 of one kernel row multiply for
-/// output column ox on padded input row iy = sh * i + py,
-///   T[u, py, i, ox] = sum_t xp[iy, sw * ox + (4u + t) dw] << 8t  (t < KW),
-/// xp being x bordered by the padding, whose bytes are the zero point `xz`
-/// (the rows and columns that reach it are split off at compile time, so
-/// the interior is read in whole vectors), so that one dot4 with the quad
-/// of those taps' weights does four of a row's multiply-adds. The rows are split by phase py = iy % sh, which
-/// makes the input of output q = oy * ow + ox for kernel row kh the affine
-///   T[u, (kh dh) % sh, oy + (kh dh) / sh, ox] = plane + q + (kh dh / sh) ow,
-/// so that tiles of consecutive outputs of the dense output (any width, no
-/// grid columns to skip) read whole vectors and store whole vectors. Tiles
-/// of up to 4 vectors of outputs keep their int32 sums in registers (the
-/// last tile shifted back to overlap).
-void lowerIntTapQuads(LowerCtx &c, const ConvShape &s, const TensorRef &x, const Expr &xz,
-                      const TensorRef &w, const std::function<Expr(const Expr &)> &init,
-                      const TensorRef &y, const std::function<Expr(Expr, Expr)> &finish) {
-  KernelBuilder &b = c.b();
-  const DType acc = DType::I32;
-  const int64_t L = kTilePixels;
-  const Window &win = s.W;
-  const int64_t C = s.C, KH = win.Kernel[0], KW = win.Kernel[1], oh = win.Out[0],
-                ow = win.Out[1], sh = win.Strides[0], sw = win.Strides[1],
-                dh = win.Dilations[0], dw = win.Dilations[1];
-  const int64_t H = s.InSpatial[0], W = s.InSpatial[1], top = win.PadBegin[0],
-                left = win.PadBegin[1];
-  const int64_t U = (KW + 3) / 4, Hq = oh + (KH - 1) * dh / sh, Q = oh * ow;
-  // Vectors per tile: the fewest computed outputs, a tile costing its
-  // vectors plus about one and a half for its loads and epilogue.
-  int64_t NV = 1;
-  double best = 0;
-  for (int64_t nv = 1; nv <= 4 && nv * L <= Q; ++nv) {
-    double cost = (double)((Q + nv * L - 1) / (nv * L)) * ((double)nv + 1.5);
-    if (nv == 1 || cost < best)
-      NV = nv, best = cost;
-  }
-  const int64_t P = NV * L, tiles = (Q + P - 1) / P;
-  TensorRef T = c.scratch("tapquads", acc, {C, U, sh, Hq, ow});
-  auto fin = [&](const Expr &v, const Expr &m) { return finish ? finish(v, m) : v; };
-  b.loop("n", s.N, [&](Expr n) {
-    b.loop("c", C, [&](Expr ch) {
-      // The channel's tap quads. Rows and columns whose taps reach into the
-      // padding are split off at compile time (their bytes there are x_zp),
-      // so that the interior reads whole vectors of x.
-      Expr zq = xz * constantInt(acc, 0x01010101);
-      for (int64_t u = 0; u < U; ++u) {
-        const int64_t taps = std::min<int64_t>(4, KW - 4 * u);
-        // Columns where every tap of the quad is inside x.
-        int64_t c0 = 0, c1 = ow;
-        for (int64_t t = 0; t < taps; ++t) {
-          auto [a, z] = insideRange(ow, sw, (4 * u + t) * dw - left, W);
-          c0 = std::max(c0, a), c1 = std::min(c1, z);
-        }
-        c1 = std::max(c0, c1);
-        auto quad = [&](const Expr &iy, const Expr &ox, bool checked) {
-          Expr v = constantInt(acc, 0);
-          for (int64_t t = 0; t < taps; ++t) {
-            Expr ix = ox * sw + ((4 * u + t) * dw - left);
-            Expr byte;
-            if (checked) {
-              Expr in = binary(BinOp::And, ge(ix, indexConst(0)), lt(ix, indexConst(W)));
-              Expr at = min(max(ix, indexConst(0)), indexConst(W - 1));
-              byte = select(in, cast(acc, x.load({n, ch, iy, at})), xz);
-            } else {
-              byte = cast(acc, x.load({n, ch, iy, ix}));
-            }
-            v = t == 0 ? byte
-                       : binary(BinOp::BitOr, v, binary(BinOp::Shl, byte, constantInt(acc, 8 * t)));
-          }
-          return v;
-        };
-        for (int64_t py = 0; py < sh; ++py) {
-          auto [r0, r1] = insideRange(Hq, sh, py - top, H);
-          Expr plane = ((ch * U + u) * sh + py) * (Hq * ow);
-          auto fill = [&](int64_t from, int64_t to) {
-            if (to > from)
-              b.loop("i", to - from, [&](Expr i) { T.storeFlat(plane + from + i, zq); });
-          };
-          fill(0, r0 * ow);
-          if (r1 > r0)
-            b.loop("i", r1 - r0, [&](Expr i) {
-              Expr row = plane + (i + r0) * ow, iy = (i + r0) * sh + (py - top);
-              if (c0 > 0)
-                b.loop("ox", c0, [&](Expr ox) { T.storeFlat(row + ox, quad(iy, ox, true)); });
-              if (c1 > c0)
-                b.loop("ox", c1 - c0, [&](Expr ox) {
-                  T.storeFlat(row + c0 + ox, quad(iy, ox + c0, false));
-                });
-              if (ow > c1)
-                b.loop("ox", ow - c1, [&](Expr ox) {
-                  T.storeFlat(row + c1 + ox, quad(iy, ox + c1, true));
-                });
-            });
-          fill(r1 * ow, Hq * ow);
-        }
-      }
-      // The weight quads of the channel's kernel rows.
-      Local wq = b.local("wquads", acc, KH * U);
-      for (int64_t kh = 0; kh < KH; ++kh)
-        for (int64_t u = 0; u < U; ++u) {
-          Expr v = constantInt(acc, 0);
-          for (int64_t t = 0; t < std::min<int64_t>(4, KW - 4 * u); ++t) {
-            Expr byte = binary(BinOp::BitAnd, cast(acc, w.load({ch, indexConst(0), indexConst(kh),
-                                                                 indexConst(4 * u + t)})),
-                               constantInt(acc, 0xff));
-            v = t == 0 ? byte : binary(BinOp::BitOr, v, binary(BinOp::Shl, byte, constantInt(acc, 8 * t)));
-          }
-          b.set(wq, indexConst(kh * U + u), v);
-        }
-      Expr first = init ? init(ch) : constantInt(acc, 0);
-      b.loop("pt", tiles, [&](Expr pt) {
-        Expr q0 = min(pt * P, indexConst(Q - P));
-        Local t = b.local("acc", acc, P);
-        for (int64_t v = 0; v < NV; ++v)
-          b.store(t.Buf, indexConst(v * L), broadcast(first, L));
-        for (int64_t kh = 0; kh < KH; ++kh)
-          for (int64_t u = 0; u < U; ++u) {
-            Expr plane = (((ch * U + u) * sh + (kh * dh) % sh) * Hq + (kh * dh) / sh) * ow;
-            Expr wv = broadcast(wq.get(indexConst(kh * U + u)), L);
-            for (int64_t v = 0; v < NV; ++v) {
-              Expr at = indexConst(v * L);
-              b.store(t.Buf, at,
-                      vload(t.Buf, at, L) +
-                          binary(BinOp::Dot4, vload(T.buffer(), plane + q0 + v * L, L), wv));
-            }
-          }
-        Local done = b.local("done", acc, P);
-        for (int64_t v = 0; v < NV; ++v)
-          b.store(done.Buf, indexConst(v * L),
-                  cast(acc, fin(vload(t.Buf, indexConst(v * L), L), ch)));
-        b.loop("j", P, [&](Expr j) {
-          y.storeFlat((n * C + ch) * Q + q0 + j, done.get(j));
-        });
-      });
-    }, LoopKind::Parallel);
-  });
-}
-
-/// Stores `value` into the border of `planes` planes of Hp x Wp elements
-/// (flat in `buf`) around an image of H x W whose first element is at
-/// (top, left): the rows above and below, and the columns left and right of
-/// each image row. The image itself is written by the caller.
-void fillBorder(KernelBuilder &b, const TensorRef &buf, int64_t planes, int64_t Hp, int64_t Wp,
-                int64_t top, int64_t left, int64_t H, int64_t W, const Expr &value) {
-  int64_t bottom = Hp - H - top, right = Wp - W - left;
-  b.loop("pl", planes, [&](Expr pl) {
-    Expr plane = pl * (Hp * Wp);
-    if (top > 0)
-      b.loop("i", top * Wp, [&](Expr i) { buf.storeFlat(plane + i, value); });
-    if (left > 0 || right > 0)
-      b.loop("ih", H, [&](Expr ih) {
-        Expr row = plane + (ih + top) * Wp;
-        if (left > 0)
-          b.loop("i", left, [&](Expr i) { buf.storeFlat(row + i, value); });
-        if (right > 0)
-          b.loop("i", right, [&](Expr i) { buf.storeFlat(row + left + W + i, value); });
-      });
-    if (bottom > 0)
-      b.loop("i", bottom * Wp, [&](Expr i) { buf.storeFlat(plane + (top + H) * Wp + i, value); });
-  });
-}
-
-/// Whether lowerIntDotConv handles convolution `s` with vectors of `lanes`.
-bool dotConvFits(const ConvShape &s, int64_t lanes) {
-  return s.W.rank() == 2 && s.Group == 1 && s.M > 0 && s.N > 0 &&
-         numElements(s.W.Out) >= lanes;
-}
-
-/// The register tile of lowerIntDotConv: R output channels x NV vectors of
+/// The register tile of the dot-product convolutions: R output channels (1
+/// for depthwise) x NV vectors of
 /// `lanes` outputs, for M channels, Q outputs per channel and `steps`
 /// reduction steps (quads x taps); the outputs past the last whole tile
 /// run in one tail tile of as few vectors as cover them (tailVectors).
@@ -881,6 +704,184 @@ DotTile chooseDotTile(int64_t M, int64_t Q, int64_t steps, int64_t lanes) {
         bestCost = cost, best = {r, nv};
     }
   return best;
+}
+
+/// Writes a plane of int32 at `plane` of `buf`, `rows` x `cols`, whose
+/// rows [r.first, r.second) are read from the input: their columns
+/// [c.first, c.second) as value(i, ox, false) (every read inside it: the
+/// loop reads whole vectors), their other columns as value(i, ox, true);
+/// the other rows hold `border`. The splits are compile-time constants
+/// (from insideRange), so no interior element tests a bound.
+void writeSplitPlane(KernelBuilder &b, const TensorRef &buf, const Expr &plane, int64_t rows,
+                     int64_t cols, std::pair<int64_t, int64_t> r, std::pair<int64_t, int64_t> c,
+                     const Expr &border,
+                     const std::function<Expr(const Expr &i, const Expr &ox, bool edge)> &value) {
+  auto [r0, r1] = r;
+  auto [c0, c1] = c;
+  auto fill = [&](int64_t from, int64_t to) {
+    if (to > from)
+      b.loop("i", to - from, [&](Expr i) { buf.storeFlat(plane + from + i, border); });
+  };
+  auto columns = [&](const Expr &i, int64_t from, int64_t to, bool edge) {
+    if (to > from)
+      b.loop("ox", to - from, [&](Expr ox) {
+        buf.storeFlat(plane + i * cols + from + ox, value(i, ox + from, edge));
+      });
+  };
+  fill(0, r0 * cols);
+  if (r1 > r0)
+    b.loop("i", r1 - r0, [&](Expr i) {
+      columns(i + r0, 0, c0, true);
+      columns(i + r0, c0, c1, false);
+      columns(i + r0, c1, cols, true);
+    });
+  fill(r1 * cols, rows * cols);
+}
+
+/// Whether lowerIntTapQuads computes convolution `s`: 2-D, depthwise (one
+/// input and one output channel per group) and at least a vector of
+/// outputs per channel.
+bool tapQuadsFit(const ConvShape &s) {
+  return s.W.rank() == 2 && s.Group == s.C && s.M == s.C && s.N > 0 &&
+         numElements(s.W.Out) >= kTilePixels;
+}
+
+/// A 2-D depthwise convolution of uint8 data x by int8 weights (zero point
+/// 0) on the int8 dot product. Per channel (the parallel loop), x is first
+/// rewritten as tap quads: T[u, py, i, ox] holds, as the four bytes of an
+/// int32, the inputs that taps 4u..4u+3 of one kernel row multiply for
+/// output column ox on padded input row iy = sh * i + py,
+///   T[u, py, i, ox] = sum_t xp[iy, sw * ox + (4u + t) dw] << 8t  (t < KW),
+/// xp being x bordered by the padding, whose bytes are the zero point `xz`
+/// (the rows and columns that reach it are split off at compile time, so
+/// the interior is read in whole vectors), so that one dot4 with the quad
+/// of those taps' weights does four of a row's multiply-adds. The rows are split by phase py = iy % sh, which
+/// makes the input of output q = oy * ow + ox for kernel row kh the affine
+///   T[u, (kh dh) % sh, oy + (kh dh) / sh, ox] = plane + q + (kh dh / sh) ow,
+/// so that tiles of consecutive outputs of the dense output (any width, no
+/// grid columns to skip) read whole vectors and store whole vectors. Tiles
+/// of NV vectors of outputs (chooseDotTile with one row) keep their int32
+/// sums in registers; the outputs past the last whole tile run in one
+/// narrower tail tile.
+void lowerIntTapQuads(LowerCtx &c, const ConvShape &s, const TensorRef &x, const Expr &xz,
+                      const TensorRef &w, const std::function<Expr(const Expr &)> &init,
+                      const TensorRef &y, const std::function<Expr(Expr, Expr)> &finish) {
+  KernelBuilder &b = c.b();
+  const DType acc = DType::I32;
+  const int64_t L = kTilePixels;
+  const Window &win = s.W;
+  const int64_t C = s.C, KH = win.Kernel[0], KW = win.Kernel[1], oh = win.Out[0],
+                ow = win.Out[1], sh = win.Strides[0], sw = win.Strides[1],
+                dh = win.Dilations[0], dw = win.Dilations[1];
+  const int64_t H = s.InSpatial[0], W = s.InSpatial[1], top = win.PadBegin[0],
+                left = win.PadBegin[1];
+  const int64_t U = (KW + 3) / 4, Hq = oh + (KH - 1) * dh / sh, Q = oh * ow;
+  const int64_t NV = chooseDotTile(1, Q, KH * U, L).NV, P = NV * L, wholeTiles = Q / P,
+                tail = tailVectors(Q, P, L);
+  TensorRef T = c.scratch("tapquads", acc, {C, U, sh, Hq, ow});
+  auto fin = [&](const Expr &v, const Expr &m) { return finish ? finish(v, m) : v; };
+  const Expr zq = xz * constantInt(acc, 0x01010101);
+  b.loop("n", s.N, [&](Expr n) {
+    b.loop("c", C, [&](Expr ch) {
+      // The channel's tap quads, x_zp in the padding.
+      for (int64_t u = 0; u < U; ++u) {
+        const int64_t taps = std::min<int64_t>(4, KW - 4 * u);
+        // The columns where every tap of the quad is inside x.
+        std::pair<int64_t, int64_t> cols{0, ow};
+        for (int64_t t = 0; t < taps; ++t) {
+          auto [lo, hi] = insideRange(ow, sw, (4 * u + t) * dw - left, W);
+          cols = {std::max(cols.first, lo), std::min(cols.second, hi)};
+        }
+        cols.second = std::max(cols.first, cols.second);
+        for (int64_t py = 0; py < sh; ++py)
+          writeSplitPlane(
+              b, T, ((ch * U + u) * sh + py) * (Hq * ow), Hq, ow,
+              insideRange(Hq, sh, py - top, H), cols, zq,
+              [&](const Expr &i, const Expr &ox, bool edge) {
+                Expr iy = i * sh + (py - top);
+                std::vector<Expr> bytes;
+                for (int64_t t = 0; t < taps; ++t) {
+                  Expr ix = ox * sw + ((4 * u + t) * dw - left);
+                  if (!edge) {
+                    bytes.push_back(cast(acc, x.load({n, ch, iy, ix})));
+                    continue;
+                  }
+                  Expr in = binary(BinOp::And, ge(ix, indexConst(0)), lt(ix, indexConst(W)));
+                  Expr at = min(max(ix, indexConst(0)), indexConst(W - 1));
+                  bytes.push_back(select(in, cast(acc, x.load({n, ch, iy, at})), xz));
+                }
+                return byteQuad(bytes);
+              });
+      }
+      // The weight quads of the channel's kernel rows.
+      Local wq = b.local("wquads", acc, KH * U);
+      for (int64_t kh = 0; kh < KH; ++kh)
+        for (int64_t u = 0; u < U; ++u) {
+          std::vector<Expr> bytes;
+          for (int64_t t = 0; t < std::min<int64_t>(4, KW - 4 * u); ++t)
+            bytes.push_back(cast(acc, cast(DType::U8, w.load({ch, indexConst(0), indexConst(kh),
+                                                              indexConst(4 * u + t)}))));
+          b.set(wq, indexConst(kh * U + u), byteQuad(bytes));
+        }
+      Expr first = init ? init(ch) : constantInt(acc, 0);
+      // One tile of nv vectors of outputs from q0.
+      auto tile = [&](const Expr &q0, int64_t nv) {
+        Local t = b.local("acc", acc, nv * L);
+        for (int64_t v = 0; v < nv; ++v)
+          b.store(t.Buf, indexConst(v * L), broadcast(first, (int)L));
+        for (int64_t kh = 0; kh < KH; ++kh)
+          for (int64_t u = 0; u < U; ++u) {
+            Expr plane = (((ch * U + u) * sh + (kh * dh) % sh) * Hq + (kh * dh) / sh) * ow;
+            Expr wv = broadcast(wq.get(indexConst(kh * U + u)), (int)L);
+            for (int64_t v = 0; v < nv; ++v) {
+              Expr at = indexConst(v * L);
+              b.store(t.Buf, at,
+                      vload(t.Buf, at, (int)L) +
+                          binary(BinOp::Dot4, vload(T.buffer(), plane + q0 + v * L, (int)L), wv));
+            }
+          }
+        Local done = b.local("done", acc, nv * L);
+        for (int64_t v = 0; v < nv; ++v)
+          b.store(done.Buf, indexConst(v * L),
+                  cast(acc, fin(vload(t.Buf, indexConst(v * L), (int)L), ch)));
+        b.loop("j", nv * L, [&](Expr j) { y.storeFlat((n * C + ch) * Q + q0 + j, done.get(j)); });
+      };
+      if (wholeTiles > 0)
+        b.loop("pt", wholeTiles, [&](Expr pt) { tile(pt * P, NV); });
+      if (tail > 0)
+        tile(indexConst(Q - tail * L), tail);
+    }, LoopKind::Parallel);
+  });
+}
+
+/// Stores `value` into the border of `planes` planes of Hp x Wp elements
+/// (flat in `buf`) around an image of H x W whose first element is at
+/// (top, left): the rows above and below, and the columns left and right of
+/// each image row. The image itself is written by the caller.
+void fillBorder(KernelBuilder &b, const TensorRef &buf, int64_t planes, int64_t Hp, int64_t Wp,
+                int64_t top, int64_t left, int64_t H, int64_t W, const Expr &value) {
+  int64_t bottom = Hp - H - top, right = Wp - W - left;
+  b.loop("pl", planes, [&](Expr pl) {
+    Expr plane = pl * (Hp * Wp);
+    if (top > 0)
+      b.loop("i", top * Wp, [&](Expr i) { buf.storeFlat(plane + i, value); });
+    if (left > 0 || right > 0)
+      b.loop("ih", H, [&](Expr ih) {
+        Expr row = plane + (ih + top) * Wp;
+        if (left > 0)
+          b.loop("i", left, [&](Expr i) { buf.storeFlat(row + i, value); });
+        if (right > 0)
+          b.loop("i", right, [&](Expr i) { buf.storeFlat(row + left + W + i, value); });
+      });
+    if (bottom > 0)
+      b.loop("i", bottom * Wp, [&](Expr i) { buf.storeFlat(plane + (top + H) * Wp + i, value); });
+  });
+}
+
+/// Whether lowerIntDotConv handles convolution `s` with vectors of `lanes`.
+bool dotConvFits(const ConvShape &s, int64_t lanes) {
+  return s.W.rank() == 2 && s.Group == 1 && s.M > 0 && s.N > 0 &&
+         numElements(s.W.Out) >= lanes;
 }
 
 /// A 2-D convolution on the int8 dot product (kernel IR dot4, x86 VNNI
@@ -949,17 +950,15 @@ void lowerIntDotConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx, size_
   for (int64_t kh = 0; kh < KH; ++kh)
     phaseUsed[(size_t)((kh * dh) % sh)] = true;
   auto quad = [&](const Expr &n, const Expr &cq, const Expr &iy, const Expr &ix) {
-    Expr v = constantInt(acc, 0);
+    std::vector<Expr> bytes;
     for (int64_t j = 0; j < 4; ++j) {
       Expr ch = cq * 4 + j;
       Expr byte = cast(acc, x.load({n, min(ch, indexConst(C - 1)), iy, ix}));
       if (signedX)
         byte = byte + constantInt(acc, 128);
-      if (C % 4 != 0)
-        byte = select(lt(ch, indexConst(C)), byte, xz);
-      v = j == 0 ? byte : binary(BinOp::BitOr, v, binary(BinOp::Shl, byte, constantInt(acc, 8 * j)));
+      bytes.push_back(C % 4 != 0 ? select(lt(ch, indexConst(C)), byte, xz) : byte);
     }
-    return v;
+    return byteQuad(bytes);
   };
   b.loop("n", s.N, [&](Expr n) {
     b.loop("cq", Cq, [&](Expr cq) {
@@ -967,28 +966,16 @@ void lowerIntDotConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx, size_
         for (int64_t py = 0; py < sh; ++py) {
           if (!phaseUsed[(size_t)py])
             continue;
-          auto [r0, r1] = insideRange(Hq, sh, py - top, H);
-          auto [c0, c1] = insideRange(ow, sw, kw * dw - left, W);
-          Expr plane = (((n * Cq + cq) * KW + kw) * sh + py) * (Hq * ow);
-          auto fill = [&](int64_t from, int64_t to) {
-            if (to > from)
-              b.loop("i", to - from, [&](Expr i) { X.storeFlat(plane + from + i, zq.get()); });
-          };
-          fill(0, r0 * ow);
-          if (r1 > r0)
-            b.loop("i", r1 - r0, [&](Expr i) {
-              Expr row = plane + (i + r0) * ow, iy = (i + r0) * sh + (py - top);
-              if (c0 > 0)
-                b.loop("ox", c0, [&](Expr ox) { X.storeFlat(row + ox, zq.get()); });
-              if (c1 > c0)
-                b.loop("ox", c1 - c0, [&](Expr ox) {
-                  X.storeFlat(row + c0 + ox,
-                              quad(n, cq, iy, (ox + c0) * sw + (kw * dw - left)));
-                });
-              if (ow > c1)
-                b.loop("ox", ow - c1, [&](Expr ox) { X.storeFlat(row + c1 + ox, zq.get()); });
-            });
-          fill(r1 * ow, Hq * ow);
+          writeSplitPlane(b, X, (((n * Cq + cq) * KW + kw) * sh + py) * (Hq * ow), Hq, ow,
+                          insideRange(Hq, sh, py - top, H),
+                          insideRange(ow, sw, kw * dw - left, W), zq.get(),
+                          [&](const Expr &i, const Expr &ox, bool edge) {
+                            // All four channels share a column: an edge
+                            // column is all padding.
+                            return edge ? zq.get()
+                                        : quad(n, cq, i * sh + (py - top),
+                                               ox * sw + (kw * dw - left));
+                          });
         }
     });
   });

@@ -17,6 +17,16 @@ namespace mlcc::ops::quant {
 using kir::Expr;
 using namespace kir;
 
+/// The int32 whose bytes, lowest first, are `bytes` (at most four int32
+/// values in [0, 255]): an operand quad of the kernel IR's dot4.
+inline Expr byteQuad(const std::vector<Expr> &bytes) {
+  Expr v = bytes.at(0);
+  for (size_t j = 1; j < bytes.size(); ++j)
+    v = binary(BinOp::BitOr, v,
+               binary(BinOp::Shl, bytes[j], constantInt(DType::I32, 8 * (int64_t)j)));
+  return v;
+}
+
 /// The representable range of an integer type, for saturation.
 inline std::pair<double, double> intRange(DType t) {
   switch (t) {

@@ -377,8 +377,9 @@ void packWeights(ir::Graph &g, const kir::ScheduleTarget &target,
       changed = true;
       continue;
     }
-    // Grouped (depthwise) int8 convolutions of uint8 data: each tap on dot4
-    // with the weight in one byte (see lowerIntWindow), on 16-lane targets.
+    // Grouped (depthwise) int8 convolutions of uint8 data on dot4, on
+    // 16-lane targets: four taps of a kernel row per quad (lowerIntTapQuads),
+    // or one tap per quad for the shapes it does not take (lowerIntWindow).
     if (target.Int8Dot && target.lanes(DType::I32) == 16 && n->Domain == "" &&
         (n->OpType == "QLinearConv" || n->OpType == "ConvInteger") &&
         n->attrInt("group", 1) > 1 && !n->hasAttr("mlcc.dot4_taps")) {
