@@ -384,8 +384,12 @@ public:
       // Stack slots live in the entry block so that SROA promotes them.
       IRBuilder<> eb(Entry, Entry->begin());
       llvm::Type *t = ME.memoryType(s->Buf->Type);
-      Value *slot = eb.CreateAlloca(t, llvm::ConstantInt::get(ME.IndexTy, s->Buf->Size),
-                                    s->Buf->Name);
+      llvm::AllocaInst *slot = eb.CreateAlloca(
+          t, llvm::ConstantInt::get(ME.IndexTy, s->Buf->Size), s->Buf->Name);
+      // Buffers of a vector or more (panels, tiles) start on a cache line,
+      // so that whole-vector loads from them never split one.
+      if (s->Buf->Size * (int64_t)dtypeSize(s->Buf->Type) >= 64)
+        slot->setAlignment(llvm::Align(64));
       Buffers[s->Buf.get()] = slot;
       stmt(s->Inner);
       Buffers.erase(s->Buf.get());

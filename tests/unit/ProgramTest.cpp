@@ -454,8 +454,20 @@ TEST_CASE("int8 convolutions on the dot product equal the plain integer kernels"
                 ow = (20 + 2 * pad - k) / stride + 1;
         std::string model = qlinearConvModel(x, 10, k, pad, stride, xtype, xtype == 2 ? 3 : -5,
                                              {1, 10, oh, ow});
-        checkDotEqualsPlain(model, randomValues(x, 3), "xquads");
+        checkDotEqualsPlain(model, randomValues(x, 3), k == 1 ? "xquads" : "xpanel");
       }
+  // Weights that outweigh the quad images (40 output channels over 20
+  // input channels, 40 outputs): the panels of every output tile (a whole
+  // tile of 32 outputs and a tail tile of 16 ending at the last) packed
+  // once, the row tiles outside; a pointwise kernel reads its quad image.
+  for (int xtype : {2, 3})
+    for (int64_t k : {1, 3, 5}) {
+      INFO("input type " << xtype << ", kernel " << k << ", weights outside");
+      Shape x = {1, 20, 5, 8};
+      std::string model =
+          qlinearConvModel(x, 40, k, k / 2, 1, xtype, xtype == 2 ? 7 : -2, {1, 40, 5, 8});
+      checkDotEqualsPlain(model, randomValues(x, 4), k == 1 ? "xquads" : "xpanels");
+    }
 }
 
 namespace {
