@@ -686,6 +686,11 @@ struct DotTile {
   int64_t R = 1, NV = 1;
 };
 
+/// The largest panel that a dense dot-product convolution packs on the
+/// stack of the thread that runs an output tile (a step's vectors for
+/// every reduction step; see lowerIntDotConv).
+constexpr int64_t kMaxPanelBytes = 256 * 1024;
+
 /// The parallel groups of row tiles that the tail tile of a dense
 /// dot-product convolution runs in (each group packs its own panel).
 constexpr int64_t kTailGroups = 8;
@@ -694,14 +699,14 @@ int64_t tailVectors(int64_t Q, int64_t P, int64_t lanes) {
   return (Q % P + lanes - 1) / lanes;
 }
 
-DotTile chooseDotTile(int64_t M, int64_t Q, int64_t steps, int64_t lanes) {
+DotTile chooseDotTile(int64_t M, int64_t Q, int64_t steps, int64_t lanes, int64_t maxNV = 4) {
   auto tileCost = [&](int64_t r, int64_t nv) {
     double step = std::max((double)(r * nv) / 2 + (double)(r + nv) * 0.25, 5.0);
     return (double)steps * step + 3.0 * (double)(r * nv);
   };
   DotTile best;
   double bestCost = -1;
-  for (int64_t nv = 1; nv <= 4 && nv * lanes <= Q; ++nv)
+  for (int64_t nv = 1; nv <= maxNV && nv * lanes <= Q; ++nv)
     for (int64_t r = 1; r <= std::min<int64_t>(M, 24) && r * nv <= 24; ++r) {
       int64_t tail = tailVectors(Q, nv * lanes, lanes);
       double perRows = (double)(Q / (nv * lanes)) * tileCost(r, nv) + (tail ? tileCost(r, tail) : 0);
@@ -884,10 +889,19 @@ void fillBorder(KernelBuilder &b, const TensorRef &buf, int64_t planes, int64_t 
   });
 }
 
-/// Whether lowerIntDotConv handles convolution `s` with vectors of `lanes`.
+/// The reduction steps of a dense dot-product convolution: input channel
+/// quads x taps.
+int64_t dotConvSteps(const ConvShape &s) {
+  return (s.C + 3) / 4 * numElements(s.W.Kernel);
+}
+
+/// Whether lowerIntDotConv handles convolution `s` with vectors of `lanes`:
+/// 2-D, one group, a vector of outputs per channel, and (unless pointwise)
+/// a panel of one vector per step within kMaxPanelBytes.
 bool dotConvFits(const ConvShape &s, int64_t lanes) {
   return s.W.rank() == 2 && s.Group == 1 && s.M > 0 && s.N > 0 &&
-         numElements(s.W.Out) >= lanes;
+         numElements(s.W.Out) >= lanes &&
+         (numElements(s.W.Kernel) == 1 || dotConvSteps(s) * lanes * 4 <= kMaxPanelBytes);
 }
 
 /// A 2-D convolution on the int8 dot product (kernel IR dot4, x86 VNNI
@@ -992,8 +1006,13 @@ void lowerIntDotConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx, size_
     });
   });
 
-  const int64_t steps = Cq * KH * KW;
-  const auto [R, NV] = chooseDotTile(s.M, Q, steps, L);
+  // A pointwise convolution's quad image is its own panel: the plane of
+  // each quad holds consecutive outputs (copying them into panels made
+  // mobilenet_v2 about 10% slower).
+  const bool direct = KH * KW == 1;
+  const int64_t steps = dotConvSteps(s);
+  const auto [R, NV] =
+      chooseDotTile(s.M, Q, steps, L, direct ? 4 : kMaxPanelBytes / (steps * L * 4));
   const int64_t P = NV * L, rowTiles = (s.M + R - 1) / R, wholeTiles = Q / P,
                 tail = tailVectors(Q, P, L), tailStart = Q - tail * L;
   auto fin = [&](const Expr &v, const Expr &m) { return finish ? finish(v, m) : v; };
@@ -1004,10 +1023,6 @@ void lowerIntDotConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx, size_
     Expr Base;
     int64_t StepStride;
   };
-  // A pointwise convolution's quad image is its own panel: the plane of
-  // each quad holds consecutive outputs (copying them into panels cost
-  // mobilenet_v2's pointwise layers about 10%).
-  const bool direct = KH * KW == 1;
   const int64_t plane = sh * Hq * ow;
   auto directSource = [&](const Expr &n, const Expr &q0) {
     return QuadSource{X.buffer(), n * (Cq * plane) + q0, plane};
