@@ -895,13 +895,30 @@ int64_t dotConvSteps(const ConvShape &s) {
   return (s.C + 3) / 4 * numElements(s.W.Kernel);
 }
 
+/// The rows of a dense dot-product convolution's quad images: the output
+/// rows plus those the kernel's extra rows reach, per row phase.
+int64_t dotConvQuadRows(const ConvShape &s) {
+  return s.W.Out[0] + (s.W.Kernel[0] - 1) * s.W.Dilations[0] / s.W.Strides[0];
+}
+
+/// Whether its row tiles run outside the output tiles: when the weights
+/// outweigh the quad images of an image (every output tile's panel is then
+/// packed once into the arena; otherwise each output tile packs its panel
+/// on the stack).
+bool dotConvRowsOuter(const ConvShape &s) {
+  return s.M * dotConvSteps(s) >=
+         (s.C + 3) / 4 * s.W.Kernel[1] * s.W.Strides[0] * dotConvQuadRows(s) * s.W.Out[1];
+}
+
 /// Whether lowerIntDotConv handles convolution `s` with vectors of `lanes`:
-/// 2-D, one group, a vector of outputs per channel, and (unless pointwise)
-/// a panel of one vector per step within kMaxPanelBytes.
+/// 2-D, one group, a vector of outputs per channel, and a stack panel (a
+/// convolution that is not pointwise and whose output tiles run outside)
+/// of one vector per step within kMaxPanelBytes.
 bool dotConvFits(const ConvShape &s, int64_t lanes) {
-  return s.W.rank() == 2 && s.Group == 1 && s.M > 0 && s.N > 0 &&
-         numElements(s.W.Out) >= lanes &&
-         (numElements(s.W.Kernel) == 1 || dotConvSteps(s) * lanes * 4 <= kMaxPanelBytes);
+  if (s.W.rank() != 2 || s.Group != 1 || s.M <= 0 || s.N <= 0 || numElements(s.W.Out) < lanes)
+    return false;
+  return numElements(s.W.Kernel) == 1 || dotConvRowsOuter(s) ||
+         dotConvSteps(s) * lanes * 4 <= kMaxPanelBytes;
 }
 
 /// A 2-D convolution on the int8 dot product (kernel IR dot4, x86 VNNI
@@ -953,7 +970,7 @@ void lowerIntDotConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx, size_
   const int64_t KH = win.Kernel[0], KW = win.Kernel[1], oh = win.Out[0], ow = win.Out[1];
   const int64_t sh = win.Strides[0], sw = win.Strides[1], dh = win.Dilations[0],
                 dw = win.Dilations[1], top = win.PadBegin[0], left = win.PadBegin[1];
-  const int64_t Hq = oh + (KH - 1) * dh / sh, Q = oh * ow;
+  const int64_t Hq = dotConvQuadRows(s), Q = oh * ow;
 
   // The zero point in the unsigned domain, as a byte and as a quad.
   Expr xz = xzp ? cast(acc, xzp->loadFlat(indexConst(0))) : constantInt(acc, 0);
@@ -1009,10 +1026,10 @@ void lowerIntDotConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx, size_
   // A pointwise convolution's quad image is its own panel: the plane of
   // each quad holds consecutive outputs (copying them into panels made
   // mobilenet_v2 about 10% slower).
-  const bool direct = KH * KW == 1;
+  const bool direct = KH * KW == 1, rowsOuter = dotConvRowsOuter(s);
   const int64_t steps = dotConvSteps(s);
-  const auto [R, NV] =
-      chooseDotTile(s.M, Q, steps, L, direct ? 4 : kMaxPanelBytes / (steps * L * 4));
+  const auto [R, NV] = chooseDotTile(s.M, Q, steps, L,
+                                     direct || rowsOuter ? 4 : kMaxPanelBytes / (steps * L * 4));
   const int64_t P = NV * L, rowTiles = (s.M + R - 1) / R, wholeTiles = Q / P,
                 tail = tailVectors(Q, P, L), tailStart = Q - tail * L;
   auto fin = [&](const Expr &v, const Expr &m) { return finish ? finish(v, m) : v; };
@@ -1083,7 +1100,6 @@ void lowerIntDotConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx, size_
   // row tile (whose weights stay in the L2 cache); the tail tile's row
   // tiles run in groups, each packing its own panel, so that it too runs
   // in parallel.
-  const bool rowsOuter = s.M * steps >= Cq * KW * plane;
   const int64_t tiles = wholeTiles + (tail > 0 ? 1 : 0);
   b.loop("n", s.N, [&](Expr n) {
     if (rowsOuter) {
