@@ -1,9 +1,11 @@
 #include "compiler/kernel/Builder.h"
 
+#include "compiler/kernel/Mutator.h"
 #include "compiler/support/Error.h"
 
 #include <cmath>
 #include <limits>
+#include <unordered_map>
 
 namespace mlcc::kir {
 
@@ -174,7 +176,41 @@ void KernelBuilder::emit(Stmt s) {
 
 void KernelBuilder::store(const Buffer &buf, const Expr &index,
                           const Expr &value) {
-  emit(kir::store(buf, index, value));
+  DeepestValue = std::max(DeepestValue, value->Depth);
+  emit(kir::store(buf, index, value->Depth > kSplitDepth ? splitDeep(value) : value));
+}
+
+Expr KernelBuilder::splitDeep(const Expr &value) {
+  // Bottom-up over the expression's DAG with an explicit stack (it may be
+  // deeper than any recursion should go): each node is rebuilt on its
+  // rebuilt operands, and one deeper than kSplitPiece is stored into a
+  // scalar temporary of its own type and read back, which is exact.
+  std::unordered_map<const ExprNode *, Expr> done;
+  std::vector<std::pair<Expr, bool>> stack = {{value, false}};
+  while (!stack.empty()) {
+    auto [e, ready] = stack.back();
+    if (done.count(e.get())) {
+      stack.pop_back();
+      continue;
+    }
+    if (!ready) {
+      stack.back().second = true;
+      for (const Expr *op : {&e->A, &e->B, &e->C})
+        if (*op && !done.count(op->get()))
+          stack.push_back({*op, false});
+      continue;
+    }
+    stack.pop_back();
+    auto get = [&](const Expr &x) { return x ? done.at(x.get()) : x; };
+    Expr r = withOperands(e, get(e->A), get(e->B), get(e->C));
+    if (r->Depth > kSplitPiece && r->Lanes == 1 && isStorable(r->Type)) {
+      Local t = local("deep", r->Type);
+      emit(kir::store(t.Buf, indexConst(0), r));
+      r = t.get();
+    }
+    done.emplace(e.get(), r);
+  }
+  return done.at(value.get());
 }
 
 void KernelBuilder::push() { Frames.emplace_back(); }

@@ -119,6 +119,8 @@ public:
 
   /// Appends a statement at the current position.
   void emit(Stmt s);
+  /// Stores `value`; one more than kSplitDepth levels deep is computed in
+  /// pieces first (splitDeep), so that no kernel nears kMaxExprDepth.
   void store(const Buffer &buf, const Expr &index, const Expr &value);
 
   /// for (i = begin; i < end; ++i) body(i)
@@ -150,7 +152,20 @@ public:
   /// Ends the kernel: closes scopes, finalizes and verifies it.
   Kernel finish();
 
+  /// The depth of the deepest value given to store() (before splitting).
+  int deepestValue() const { return DeepestValue; }
+
+  /// Values deeper than this are split by store().
+  static constexpr int kSplitDepth = kMaxExprDepth / 2;
+  /// The depth of each piece of a split value.
+  static constexpr int kSplitPiece = 32;
+
 private:
+  /// `value` with every subexpression more than kSplitPiece levels deep
+  /// stored into a scalar temporary first (emitted before the caller's
+  /// store, in the current scope).
+  Expr splitDeep(const Expr &value);
+
   struct Frame {
     std::vector<Stmt> Stmts;
     std::vector<Buffer> Locals;
@@ -162,6 +177,7 @@ private:
   std::vector<Buffer> Params;
   std::vector<Frame> Frames;
   std::shared_ptr<const GemmCall> Gemm;
+  int DeepestValue = 0;
 };
 
 } // namespace mlcc::kir

@@ -76,6 +76,16 @@ std::shared_ptr<ExprNode> make(ExprKind kind, DType type) {
 
 Scalar scalarOf(const Expr &e) { return Scalar{e->IntValue, e->FloatValue}; }
 
+/// Sets `e`'s Depth from its operands (all set).
+Expr withDepth(std::shared_ptr<ExprNode> e) {
+  int d = 0;
+  for (const Expr *op : {&e->A, &e->B, &e->C})
+    if (*op)
+      d = std::max(d, (*op)->Depth);
+  e->Depth = d + 1;
+  return e;
+}
+
 Expr fromScalar(DType type, Scalar s) {
   auto e = make(ExprKind::Const, type);
   s = normalize(type, s);
@@ -130,7 +140,7 @@ Expr load(const Buffer &buf, Expr index) {
   auto e = make(ExprKind::Load, buf->Type);
   e->Buf = buf;
   e->A = std::move(index);
-  return e;
+  return withDepth(std::move(e));
 }
 
 Expr vload(const Buffer &buf, Expr index, int lanes, int64_t stride) {
@@ -153,7 +163,7 @@ Expr broadcast(Expr a, int lanes) {
   auto e = make(ExprKind::Broadcast, a->Type);
   e->Lanes = lanes;
   e->A = std::move(a);
-  return e;
+  return withDepth(std::move(e));
 }
 
 namespace {
@@ -192,7 +202,7 @@ Expr unary(UnOp op, Expr a) {
   e->Un = op;
   e->Lanes = a->Lanes;
   e->A = std::move(a);
-  return e;
+  return withDepth(std::move(e));
 }
 
 Expr binary(BinOp op, Expr a, Expr b) {
@@ -272,7 +282,7 @@ Expr binary(BinOp op, Expr a, Expr b) {
   e->Lanes = a->Lanes;
   e->A = std::move(a);
   e->B = std::move(b);
-  return e;
+  return withDepth(std::move(e));
 }
 
 Expr select(Expr cond, Expr ifTrue, Expr ifFalse) {
@@ -292,7 +302,7 @@ Expr select(Expr cond, Expr ifTrue, Expr ifFalse) {
   e->A = std::move(cond);
   e->B = std::move(ifTrue);
   e->C = std::move(ifFalse);
-  return e;
+  return withDepth(std::move(e));
 }
 
 Expr cast(DType type, Expr a) {
@@ -305,7 +315,7 @@ Expr cast(DType type, Expr a) {
   auto e = make(ExprKind::Cast, type);
   e->Lanes = a->Lanes;
   e->A = std::move(a);
-  return e;
+  return withDepth(std::move(e));
 }
 
 Expr bitcast(DType type, Expr a) {
@@ -320,7 +330,7 @@ Expr bitcast(DType type, Expr a) {
   auto e = make(ExprKind::BitCast, type);
   e->Lanes = a->Lanes;
   e->A = std::move(a);
-  return e;
+  return withDepth(std::move(e));
 }
 
 // ---------------------------------------------------------------------------
@@ -487,6 +497,9 @@ public:
 
   void expr(const Expr &e) {
     check(e != nullptr, "null expression");
+    check(e->Depth <= kMaxExprDepth, "an expression " + std::to_string(e->Depth) +
+                                         " levels deep (at most " +
+                                         std::to_string(kMaxExprDepth) + ")");
     switch (e->Kind) {
     case ExprKind::Const:
       break;
@@ -548,6 +561,25 @@ void collectWritten(const Stmt &s, std::set<const BufferNode *> &out) {
 }
 
 } // namespace
+
+int maxExprDepth(const Kernel &k) {
+  int depth = 0;
+  std::vector<const StmtNode *> todo = {k.Body.get()};
+  while (!todo.empty()) {
+    const StmtNode *s = todo.back();
+    todo.pop_back();
+    if (!s)
+      continue;
+    for (const Expr *e : {&s->Begin, &s->End, &s->Index, &s->Value, &s->Cond})
+      if (*e)
+        depth = std::max(depth, (*e)->Depth);
+    for (const Stmt &c : s->Body)
+      todo.push_back(c.get());
+    todo.push_back(s->Inner.get());
+    todo.push_back(s->Else.get());
+  }
+  return depth;
+}
 
 void verify(const Kernel &k) {
   Verifier v(k);

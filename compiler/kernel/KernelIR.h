@@ -162,11 +162,28 @@ struct ExprNode {
   Buffer Buf;   ///< Load
   Expr A, B, C; ///< operands: Load index in A; Select cond/true/false in A/B/C;
                 ///< Broadcast: the scalar in A
+  /// Nodes on the longest path from this one to a leaf (1 for a leaf), set
+  /// by the constructors. Every walk over an expression (emitters, printer,
+  /// interpreter, mutators) recurses once per level, so a kernel's depth is
+  /// bounded (kMaxExprDepth) and read here without walking the tree.
+  int Depth = 1;
 
   bool isConst() const { return Kind == ExprKind::Const; }
   /// True for a Const equal to `v` (any numeric type).
   bool isConstValue(double v) const;
 };
+
+/// The deepest expression a kernel may hold (verify() rejects deeper ones).
+/// Walks over expressions recurse once per level, a few hundred bytes of
+/// stack each (a few KiB in sanitized builds), so this bound keeps every
+/// walk within a small part of a default 8 MiB stack. Lowerings stay well
+/// under it: unrolled windows and reductions are bounded by
+/// kMaxUnrolledTerms, fused chains by fuse-ops, and KernelBuilder::store
+/// splits a deeper value into temporaries (see splitDeepExpr).
+constexpr int kMaxExprDepth = 256;
+/// The most terms a lowering combines in one unrolled expression (a
+/// pooling window's taps, a short reduction): beyond it, it loops.
+constexpr int64_t kMaxUnrolledTerms = 64;
 
 // Constructors. They fold constants and trivial identities (x+0, x*1, ...)
 // so that index arithmetic stays readable; they check operand types. Binary
@@ -288,6 +305,10 @@ struct Kernel {
   /// Computes Written and checks the kernel (see verify()).
   void finalize();
 };
+
+/// The deepest expression of `k` (ExprNode::Depth; at most kMaxExprDepth in
+/// a verified kernel).
+int maxExprDepth(const Kernel &k);
 
 /// Checks types and scoping; throws an Internal CompileError naming the
 /// kernel on violation. Emitters may assume a verified kernel.

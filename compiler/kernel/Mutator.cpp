@@ -4,41 +4,34 @@
 
 namespace mlcc::kir {
 
-Expr Mutator::mutate(const Expr &e) {
+Expr withOperands(const Expr &e, const Expr &a, const Expr &b, const Expr &c) {
+  if (a == e->A && b == e->B && c == e->C)
+    return e;
   switch (e->Kind) {
   case ExprKind::Const:
   case ExprKind::VarRef:
     return e;
-  case ExprKind::Load: {
-    Expr a = mutate(e->A);
-    return a == e->A ? e : vload(e->Buf, a, e->Lanes, e->Stride);
-  }
-  case ExprKind::Broadcast: {
-    Expr a = mutate(e->A);
-    return a == e->A ? e : broadcast(a, e->Lanes);
-  }
-  case ExprKind::Unary: {
-    Expr a = mutate(e->A);
-    return a == e->A ? e : unary(e->Un, a);
-  }
-  case ExprKind::Binary: {
-    Expr a = mutate(e->A), b = mutate(e->B);
-    return a == e->A && b == e->B ? e : binary(e->Bin, a, b);
-  }
-  case ExprKind::Select: {
-    Expr a = mutate(e->A), b = mutate(e->B), c = mutate(e->C);
-    return a == e->A && b == e->B && c == e->C ? e : select(a, b, c);
-  }
-  case ExprKind::Cast: {
-    Expr a = mutate(e->A);
-    return a == e->A ? e : cast(e->Type, a);
-  }
-  case ExprKind::BitCast: {
-    Expr a = mutate(e->A);
-    return a == e->A ? e : bitcast(e->Type, a);
-  }
+  case ExprKind::Load:
+    return vload(e->Buf, a, e->Lanes, e->Stride);
+  case ExprKind::Broadcast:
+    return broadcast(a, e->Lanes);
+  case ExprKind::Unary:
+    return unary(e->Un, a);
+  case ExprKind::Binary:
+    return binary(e->Bin, a, b);
+  case ExprKind::Select:
+    return select(a, b, c);
+  case ExprKind::Cast:
+    return cast(e->Type, a);
+  case ExprKind::BitCast:
+    return bitcast(e->Type, a);
   }
   return e;
+}
+
+Expr Mutator::mutate(const Expr &e) {
+  auto sub = [&](const Expr &x) { return x ? mutate(x) : x; };
+  return withOperands(e, sub(e->A), sub(e->B), sub(e->C));
 }
 
 Stmt Mutator::mutate(const Stmt &s) {

@@ -23,6 +23,11 @@ public:
   virtual Stmt mutate(const Stmt &s);
 };
 
+/// `e` with operands `a`, `b`, `c` in place of its A, B, C (null where it
+/// has none), rebuilt through the checked constructors; `e` itself when
+/// they are its own.
+Expr withOperands(const Expr &e, const Expr &a, const Expr &b, const Expr &c);
+
 /// Calls `fn` on every expression of `s` (loads' indices, stored values,
 /// loop bounds, conditions), parents before children.
 void visitExprs(const Stmt &s, const std::function<void(const Expr &)> &fn);

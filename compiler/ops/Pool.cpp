@@ -217,9 +217,13 @@ void lowerPool(LowerCtx &c, PoolKind kind) {
 
   // 2-D max and average pooling without indices: the outputs whose whole
   // window lies inside the input sum or take the maximum of the taps
-  // written out, in the same order, in a loop over the output row that
-  // reads the input with the window's stride (and vectorizes); the border
-  // outputs take the clipped path.
+  // in a loop over the output row that reads the input with the window's
+  // stride (and vectorizes); the border outputs take the clipped path.
+  // A window of at most kMaxUnrolledTerms taps is written out, in order,
+  // as one expression per output; a larger one loops over its taps around
+  // a loop over a block of the row's outputs that accumulates in a local
+  // row (the expression stays shallow, the code small, the outputs still
+  // vectors).
   // (Integer data too for the maximum, int8 models' MaxPool: no rounding.)
   bool interiorPath = r == 2 && !indices && kind != PoolKind::Lp &&
                       (isFloat(t) || kind == PoolKind::Max);
@@ -231,17 +235,50 @@ void lowerPool(LowerCtx &c, PoolKind kind) {
     });
     return;
   }
+  int64_t taps = w.Kernel[0] * w.Kernel[1];
+  auto tap = [&](const Expr &n, const Expr &ch, const Expr &oy, const Expr &ox, const Expr &kh,
+                 const Expr &kw) {
+    return x.load({n, ch, oy * w.Strides[0] + kh * w.Dilations[0] - w.PadBegin[0],
+                   ox * w.Strides[1] + kw * w.Dilations[1] - w.PadBegin[1]});
+  };
+  auto combine = [&](const Expr &acc, const Expr &v) {
+    return kind == PoolKind::Max ? max(acc, v) : acc + v;
+  };
+  auto finish = [&](const Expr &v) {
+    return kind == PoolKind::Average ? v / constant(t, (double)taps) : v;
+  };
   auto interior = [&](const Expr &n, const Expr &ch, const Expr &oy, const Expr &ox) {
     Expr v;
     for (int64_t kh = 0; kh < w.Kernel[0]; ++kh)
       for (int64_t kw = 0; kw < w.Kernel[1]; ++kw) {
-        Expr tap = x.load({n, ch, oy * w.Strides[0] + kh * w.Dilations[0] - w.PadBegin[0],
-                           ox * w.Strides[1] + kw * w.Dilations[1] - w.PadBegin[1]});
-        v = !v ? tap : kind == PoolKind::Max ? max(v, tap) : v + tap;
+        Expr in = tap(n, ch, oy, ox, indexConst(kh), indexConst(kw));
+        v = v ? combine(v, in) : in;
       }
-    if (kind == PoolKind::Average)
-      v = v / constant(t, (double)(w.Kernel[0] * w.Kernel[1]));
-    y.store({n, ch, oy, ox}, v);
+    y.store({n, ch, oy, ox}, finish(v));
+  };
+  // The interior of row oy, [from, to), for a window of many taps.
+  auto interiorLoops = [&](const Expr &n, const Expr &ch, const Expr &oy, int64_t from,
+                           int64_t to) {
+    int64_t width = to - from, blockWidth = std::min(width, kWindowRowBlock);
+    int64_t blocks = (width + blockWidth - 1) / blockWidth;
+    b.loop("ob", blocks, [&](Expr ob) {
+      // The last block is shifted back to end at `to` (its first outputs
+      // are computed twice, to the same values).
+      Expr start = indexConst(from) + (width % blockWidth ? min(ob * blockWidth, indexConst(width - blockWidth))
+                                                          : ob * blockWidth);
+      Local acc = b.local("acc", t, blockWidth);
+      Expr init = kind == PoolKind::Max ? lowestValue(t) : constant(t, 0);
+      b.loop("j", blockWidth, [&](Expr j) { b.set(acc, j, init); });
+      b.loop("kh", w.Kernel[0], [&](Expr kh) {
+        b.loop("kw", w.Kernel[1], [&](Expr kw) {
+          b.loop("j", blockWidth, [&](Expr j) {
+            b.set(acc, j, combine(acc.get(j), tap(n, ch, oy, start + j, kh, kw)));
+          });
+        });
+      });
+      b.loop("j", blockWidth,
+             [&](Expr j) { y.store({n, ch, oy, start + j}, finish(acc.get(j))); });
+    });
   };
   auto borderRows = [&](const Expr &n, const Expr &ch, const Expr &from, const Expr &to) {
     b.loop("oh", from, to, [&](Expr oy) {
@@ -255,7 +292,10 @@ void lowerPool(LowerCtx &c, PoolKind kind) {
       borderRows(n, ch, indexConst(0), rlo);
       b.loop("oh", rlo, rhi, [&](Expr oy) {
         b.loop("ow", indexConst(0), clo, [&](Expr ox) { element(n, ch, {oy, ox}); });
-        b.loop("ow", clo, chi, [&](Expr ox) { interior(n, ch, oy, ox); });
+        if (taps <= kMaxUnrolledTerms)
+          b.loop("ow", clo, chi, [&](Expr ox) { interior(n, ch, oy, ox); });
+        else if (chi->IntValue > clo->IntValue)
+          interiorLoops(n, ch, oy, clo->IntValue, chi->IntValue);
         b.loop("ow", chi, indexConst(w.Out[1]), [&](Expr ox) { element(n, ch, {oy, ox}); });
       });
       borderRows(n, ch, rhi, indexConst(w.Out[0]));

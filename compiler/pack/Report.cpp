@@ -93,6 +93,8 @@ ModelReport buildReport(const kir::Program &p) {
       ops[call.KernelIndex] = kir::countOps(k);
     k2.Ops = ops[call.KernelIndex];
     r.Ops += k2.Ops;
+    k2.ExprDepth = kir::maxExprDepth(k);
+    r.MaxExprDepth = std::max(r.MaxExprDepth, k2.ExprDepth);
     if (firstCall[call.KernelIndex] >= 0)
       k2.SharesCodeWith = firstCall[call.KernelIndex];
     else
@@ -172,6 +174,7 @@ std::string reportJson(const ModelReport &r, const ReportContext &c) {
   field("arena_bytes", num(r.ArenaBytes));
   field("arena_align", num(r.ArenaAlign));
   field("ops", num(r.Ops));
+  field("max_expr_depth", num(r.MaxExprDepth));
   std::string u = "[";
   for (size_t i = 0; i < r.Object.Undefined.size(); ++i)
     u += (i ? ", " : "") + jsonString(r.Object.Undefined[i]);
@@ -194,6 +197,7 @@ std::string reportJson(const ModelReport &r, const ReportContext &c) {
     if (k.SharesCodeWith >= 0)
       j += ", \"shares_code_with_call\": " + num(k.SharesCodeWith);
     j += ", \"weight_bytes\": " + num(k.WeightBytes) + ", \"ops\": " + num(k.Ops) +
+         ", \"expr_depth\": " + num(k.ExprDepth) +
          ", \"arena_live_bytes\": " + num(k.ArenaLiveBytes) +
          ", \"arena_end\": " + num(k.ArenaEnd) + ", \"live_buffers\": [";
     for (size_t b = 0; b < k.LiveBuffers.size(); ++b)

@@ -44,6 +44,7 @@ struct KernelCallReport {
   int64_t SharesCodeWith = -1;
   int64_t WeightBytes = 0; ///< constants no earlier call reads
   int64_t Ops = 0;         ///< element operations (kir::countOps)
+  int64_t ExprDepth = 0;   ///< its deepest expression (kir::maxExprDepth)
   int64_t ArenaLiveBytes = 0; ///< bytes of the arena buffers live during the call
   int64_t ArenaEnd = 0;    ///< highest arena offset they reach (aligned)
   std::vector<size_t> LiveBuffers; ///< indexes into ModelReport::Buffers
@@ -68,6 +69,7 @@ struct ModelReport {
   ObjectStats Object;
   int64_t CodeOutsideKernels = 0; ///< NAME_run, NAME_info, helpers
   int64_t WeightBytes = 0, ArenaBytes = 0, ArenaAlign = 0, Ops = 0;
+  int64_t MaxExprDepth = 0; ///< the deepest expression of any kernel
   std::vector<std::pair<std::string, int64_t>> Constants; ///< name, bytes
   std::vector<int64_t> ConstantFirstCall;                 ///< per constant
   std::vector<std::string> Inputs, Outputs;               ///< model I/O names

@@ -21,11 +21,16 @@
 // The root's lowering must store each element without reading it back: the
 // pass lowers it once with the epilogue attached and keeps the group only
 // when no load of the fused output happened (LowerCtx::epilogueRead).
+// A group stays shallow enough for its stores to be single expressions
+// (kir::KernelBuilder::kSplitDepth, which keeps them vectorizable): a long
+// chain is cut at the longest closed prefix that is (found by bisection),
+// and what follows starts a group of its own.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/ops/Lowering.h"
 #include "compiler/passes/Passes.h"
 
+#include <optional>
 #include <set>
 
 namespace mlcc::passes {
@@ -45,10 +50,13 @@ ir::Value *singleOutput(const ir::Node &n) {
   return out;
 }
 
-/// True when `root`'s lowering stores every element of output `out` without
-/// reading it, so that `chain` can be applied at the store.
-bool lowersWithEpilogue(const ir::Node &root, const ops::OpSchema &schema,
-                        size_t out, const std::vector<const ir::Node *> &chain) {
+/// The depth of the deepest value `root`'s kernel stores with `chain`
+/// applied at the stores of output `out` (before any split), or nothing
+/// when the lowering
+/// reads that output back (or fails: reported when the node is lowered on
+/// its own).
+std::optional<int> epilogueDepth(const ir::Node &root, const ops::OpSchema &schema,
+                                 size_t out, const std::vector<const ir::Node *> &chain) {
   kir::KernelBuilder b("probe_" + root.OpType);
   ops::LowerCtx ctx(root, b);
   ctx.fuseEpilogue(out, chain);
@@ -56,17 +64,21 @@ bool lowersWithEpilogue(const ir::Node &root, const ops::OpSchema &schema,
     schema.Lower(ctx);
     b.finish();
   } catch (const CompileError &) {
-    return false; // reported when the node is lowered on its own
+    return std::nullopt;
   }
-  return !ctx.epilogueRead();
+  if (ctx.epilogueRead())
+    return std::nullopt;
+  return b.deepestValue();
 }
 
 /// The elementwise nodes after output `v` of the root g.Nodes[rootAt] that
 /// can be computed at its stores (see the file comment), in graph order;
-/// empty when none.
+/// empty when none. `closedLengths` gets the lengths of its prefixes that
+/// are closed groups too (ascending; the last is the chain's length).
 std::vector<const ir::Node *> epilogueChain(const ir::Graph &g, size_t rootAt,
                                             const ir::Value *v,
-                                            std::map<const ir::Value *, int> &uses) {
+                                            std::map<const ir::Value *, int> &uses,
+                                            std::vector<size_t> &closedLengths) {
   const ops::OpRegistry &reg = ops::OpRegistry::instance();
   std::set<const ir::Value *> values = {v}; // computed by the group
   std::map<const ir::Value *, int> inside;  // uses by the group's nodes
@@ -79,7 +91,12 @@ std::vector<const ir::Node *> epilogueChain(const ir::Graph &g, size_t rootAt,
     return true;
   };
   int pending = uses[v]; // uses of the group's values by nodes not yet seen
-  for (size_t at = rootAt + 1; at < g.Nodes.size() && pending > 0; ++at) {
+  // Every node of a chain deepens the stores (kSplitDepth bounds them), so
+  // a longer chain is never kept whole; the bound keeps probing linear in
+  // the length of a long chain.
+  constexpr size_t kMaxChain = 2 * kir::KernelBuilder::kSplitDepth;
+  for (size_t at = rootAt + 1; at < g.Nodes.size() && pending > 0 && chain.size() < kMaxChain;
+       ++at) {
     const ir::Node &c = *g.Nodes[at];
     bool reads = false;
     for (const ir::Value *in : c.Inputs)
@@ -99,8 +116,10 @@ std::vector<const ir::Node *> epilogueChain(const ir::Graph &g, size_t rootAt,
       }
     values.insert(cv);
     pending += uses[cv];
-    if (closed(cv))
+    if (closed(cv)) {
       best = chain;
+      closedLengths.push_back(chain.size());
+    }
   }
   return best;
 }
@@ -126,9 +145,30 @@ void fuseOps(ir::Graph &g) {
     while (root.Outputs[outIndex] != v)
       ++outIndex;
 
-    std::vector<const ir::Node *> chain = epilogueChain(g, rootAt, v, uses);
-    if (chain.empty() || !lowersWithEpilogue(root, schema, outIndex, chain))
+    std::vector<size_t> closedLengths;
+    std::vector<const ir::Node *> chain = epilogueChain(g, rootAt, v, uses, closedLengths);
+    if (chain.empty())
       continue;
+    std::optional<int> depth = epilogueDepth(root, schema, outIndex, chain);
+    if (!depth)
+      continue;
+    if (*depth > kir::KernelBuilder::kSplitDepth) {
+      // The longest closed prefix that is shallow enough (depth grows with
+      // the prefix), or none.
+      size_t lo = 0, hi = closedLengths.size() - 1; // closedLengths[hi] is too deep
+      while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        std::vector<const ir::Node *> prefix(chain.begin(), chain.begin() + closedLengths[mid]);
+        std::optional<int> d = epilogueDepth(root, schema, outIndex, prefix);
+        if (d && *d <= kir::KernelBuilder::kSplitDepth)
+          lo = mid + 1;
+        else
+          hi = mid;
+      }
+      if (lo == 0)
+        continue;
+      chain.resize(closedLengths[lo - 1]);
+    }
     root.Group = groups;
     for (const ir::Node *c : chain)
       const_cast<ir::Node *>(c)->Group = groups;

@@ -268,12 +268,17 @@ private:
     if (ctx.epilogueRead())
       n.error(ErrorKind::Internal) << "internal error: the lowering reads a fused output";
     kir::Call call;
+    // The kernel is named after its ops, the first few of a long group.
+    constexpr size_t kMaxNamedOps = 8;
     std::string kernelName;
     for (const ir::Node *m : nodes) {
       call.Label += (call.Label.empty() ? "" : " + ") + m->where();
       call.Nodes.push_back({m->Name, m->OpType});
-      kernelName += (kernelName.empty() ? "" : "_") + m->OpType;
+      if (call.Nodes.size() <= kMaxNamedOps)
+        kernelName += (kernelName.empty() ? "" : "_") + m->OpType;
     }
+    if (nodes.size() > kMaxNamedOps)
+      kernelName += "_and" + std::to_string(nodes.size() - kMaxNamedOps) + "more";
     for (auto &pb : ctx.bindings()) {
       switch (pb.K) {
       case ops::ParamBinding::Input:

@@ -20,7 +20,7 @@ int64_t numElements(const Shape &shape) {
 }
 
 namespace {
-int64_t MaxTensorBytes = int64_t(1) << 34;
+int64_t MaxTensorBytes = int64_t(1) << 32;
 }
 
 int64_t maxTensorBytes() { return MaxTensorBytes; }
@@ -42,7 +42,7 @@ void checkTensorSize(const std::string &what, const Shape &shape, DType dtype) {
   if (bytes > MaxTensorBytes)
     fail(ErrorKind::Invalid) << what << " has shape " << shapeToString(shape)
                              << " (" << bytes << " bytes), more than mlcc's limit of "
-                             << MaxTensorBytes << " bytes per tensor";
+                             << MaxTensorBytes << " bytes per tensor (--max-tensor raises it)";
 }
 
 std::string shapeToString(const Shape &shape) {

@@ -25,7 +25,7 @@ int64_t numElements(const Shape &shape);
 /// "[1,3,224,224]"
 std::string shapeToString(const Shape &shape);
 
-/// The largest tensor mlcc accepts, in bytes: 16 GiB by default. A model
+/// The largest tensor mlcc accepts, in bytes: 4 GiB by default (--max-tensor). A model
 /// file, a --freeze file or a node's inferred output beyond it is a compile
 /// error. The fuzzer lowers it to keep constant folding small.
 int64_t maxTensorBytes();

@@ -94,6 +94,25 @@ std::string readExternal(const pb::Tensor &tp, const TensorContext &ctx,
   return data;
 }
 
+/// The values in the typed field that holds `dtype` (int32_data for the
+/// types of 32 bits or fewer, including the bit patterns of 16- and 8-bit
+/// floats).
+int64_t storedValues(const pb::Tensor &tp, DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return tp.float_data_size();
+  case DType::F64:
+    return tp.double_data_size();
+  case DType::I64:
+    return tp.int64_data_size();
+  case DType::U32:
+  case DType::U64:
+    return tp.uint64_data_size();
+  default:
+    return tp.int32_data_size();
+  }
+}
+
 TensorPtr convertTensor(const pb::Tensor &tp, const TensorContext &ctx) {
   DType dtype = tensorDType(tp.data_type(), ctx);
   Shape dims(tp.dims().begin(), tp.dims().end());
@@ -107,25 +126,27 @@ TensorPtr convertTensor(const pb::Tensor &tp, const TensorContext &ctx) {
   size_t esize = dtypeSize(dtype);
   size_t bytes = (size_t)n * esize;
 
+  // What the model stores is checked against the declared shape before
+  // anything of the declared size is allocated: a tensor that declares
+  // billions of elements and holds one fails at once.
+  if (tp.data_location() != 1) {
+    int64_t have = tp.has_raw_data() ? (int64_t)tp.raw_data().size() : storedValues(tp, dtype);
+    int64_t want = tp.has_raw_data() ? (int64_t)bytes : n;
+    if (have != want)
+      fail(ErrorKind::Invalid) << ctx.What << " (" << dtypeOnnxName(dtype)
+                               << shapeToString(dims) << ") holds " << have
+                               << (tp.has_raw_data() ? " bytes of raw data where "
+                                                     : " values where ")
+                               << want << " are expected";
+  }
   auto out = std::make_shared<Tensor>(dtype, dims);
   std::vector<uint8_t> &data = out->mutableBytes();
-
-  auto sizeMismatch = [&](size_t have) {
-    fail(ErrorKind::Invalid) << ctx.What << " (" << dtypeOnnxName(dtype)
-                             << shapeToString(dims) << ") holds " << have
-                             << " values where " << n << " are expected";
-  };
-
   if (tp.data_location() == 1) {
     std::string raw = readExternal(tp, ctx, bytes);
     std::memcpy(data.data(), raw.data(), bytes);
     return out;
   }
   if (tp.has_raw_data()) {
-    if (tp.raw_data().size() != bytes)
-      fail(ErrorKind::Invalid) << ctx.What << " has " << tp.raw_data().size()
-                               << " bytes of raw data where " << bytes
-                               << " are expected";
     if (bytes)
       std::memcpy(data.data(), tp.raw_data().data(), bytes);
     return out;
@@ -133,35 +154,25 @@ TensorPtr convertTensor(const pb::Tensor &tp, const TensorContext &ctx) {
   // Typed storage fields.
   switch (dtype) {
   case DType::F32:
-    if ((int64_t)tp.float_data_size() != n)
-      sizeMismatch(tp.float_data_size());
     for (int64_t i = 0; i < n; ++i)
       out->setDouble(i, tp.float_data((int)i));
     break;
   case DType::F64:
-    if ((int64_t)tp.double_data_size() != n)
-      sizeMismatch(tp.double_data_size());
     for (int64_t i = 0; i < n; ++i)
       out->setDouble(i, tp.double_data((int)i));
     break;
   case DType::I64:
-    if ((int64_t)tp.int64_data_size() != n)
-      sizeMismatch(tp.int64_data_size());
     for (int64_t i = 0; i < n; ++i)
       out->setInt(i, tp.int64_data((int)i));
     break;
   case DType::U32:
   case DType::U64:
-    if ((int64_t)tp.uint64_data_size() != n)
-      sizeMismatch(tp.uint64_data_size());
     for (int64_t i = 0; i < n; ++i)
       out->setInt(i, (int64_t)tp.uint64_data((int)i));
     break;
   case DType::F16:
   case DType::BF16: {
     // int32_data holds the 16-bit patterns.
-    if ((int64_t)tp.int32_data_size() != n)
-      sizeMismatch(tp.int32_data_size());
     for (int64_t i = 0; i < n; ++i) {
       uint16_t bits = (uint16_t)tp.int32_data((int)i);
       std::memcpy(data.data() + i * 2, &bits, 2);
@@ -174,14 +185,10 @@ TensorPtr convertTensor(const pb::Tensor &tp, const TensorContext &ctx) {
   case DType::F8E5M2FNUZ:
   case DType::F8E8M0:
     // int32_data holds the 8-bit patterns.
-    if ((int64_t)tp.int32_data_size() != n)
-      sizeMismatch(tp.int32_data_size());
     for (int64_t i = 0; i < n; ++i)
       data[(size_t)i] = (uint8_t)tp.int32_data((int)i);
     break;
   default: // int32, int16, int8, uint16, uint8, bool in int32_data
-    if ((int64_t)tp.int32_data_size() != n)
-      sizeMismatch(tp.int32_data_size());
     for (int64_t i = 0; i < n; ++i)
       out->setInt(i, tp.int32_data((int)i));
     break;

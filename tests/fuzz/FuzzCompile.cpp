@@ -77,7 +77,9 @@ private:
 
   /// A value near the edges that break shape arithmetic.
   int64_t edgeInt() {
-    static const int64_t values[] = {0, 1, -1, 2, 3, -2, 7, 64, 1000, -1000,
+    // Window sizes up to thousands of taps (48, 64, 100, 4096: kernels,
+    // dilations and extents past kir::kMaxUnrolledTerms) among the edges.
+    static const int64_t values[] = {0, 1, -1, 2, 3, -2, 7, 48, 64, 100, 1000, -1000, 4096,
                                      INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN,
                                      (int64_t)1 << 31, (int64_t)1 << 40};
     if (coin())
@@ -317,7 +319,7 @@ const llvmgen::TargetSpec &hostTarget() {
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
   // Keep constant folding within the fuzzer's memory limit: a mutated shape
   // may ask for a tensor of any size, which a real compile would reject at
-  // 16 GiB; the fuzzer rejects it at 64 MiB.
+  // 4 GiB (--max-tensor); the fuzzer rejects it at 64 MiB.
   setMaxTensorBytes(int64_t(64) << 20);
   // Debug builds of the generated protobuf code log every string field
   // that is not UTF-8; mlcc escapes such names itself.

@@ -39,6 +39,7 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <sys/resource.h>
 #include <thread>
 
 namespace fs = std::filesystem;
@@ -565,9 +566,22 @@ private:
   std::map<std::string, std::vector<onnx::GraphInputDesc>> InputCache;
 };
 
+/// The compiler runs with the stack a user's shell has (8 MiB, Debian's
+/// default) even where this machine allows more: a larger limit once hid a
+/// stack overflow in the C writer.
+void limitStackToDefault() {
+  const rlim_t kUserStack = rlim_t(8) << 20;
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_STACK, &rl) == 0 && (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > kUserStack)) {
+    rl.rlim_cur = kUserStack;
+    setrlimit(RLIMIT_STACK, &rl);
+  }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
+  limitStackToDefault();
   Options o;
   CLI::App app{"mlcc ONNX backend conformance harness", "mlcc-conformance"};
   app.add_option("--suite", o.Suite, "Folder with node/, simple/, ...")->required();

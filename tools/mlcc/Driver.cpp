@@ -356,6 +356,8 @@ void runDriver(const DriverOptions &o) {
     fail(ErrorKind::Usage) << "-O" << o.OptLevel << " is not an optimization level (0-3)";
   if (!o.ReportHtml.empty())
     pack::OutputFiles::checkWritable(o.ReportHtml);
+  if (!o.MaxTensor.empty())
+    setMaxTensorBytes(pack::parseByteSize(o.MaxTensor, "--max-tensor"));
   pack::Budgets budgets;
   if (!o.MaxArena.empty())
     budgets.MaxArena = pack::parseByteSize(o.MaxArena, "--max-arena");

@@ -24,6 +24,7 @@ struct DriverOptions {
   std::string Report; ///< --report FILE.json
   std::string ReportHtml; ///< --report-html FILE.html
   std::string MaxArena, MaxWeights, MaxCode; ///< budgets ("64k"), empty: none
+  std::string MaxTensor; ///< the per-tensor limit ("4G"), empty: the default
   std::string ProgressMode = "auto"; ///< --progress auto|always|never
   std::string DumpIr, DumpIrDir;
   std::string DumpDot; ///< --dump-dot FILE.dot

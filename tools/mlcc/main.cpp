@@ -101,6 +101,10 @@ int main(int argc, char **argv) {
                  "Fail (exit 5) when the weights exceed BYTES");
   app.add_option("--max-code", o.MaxCode,
                  "Fail (exit 5) when the code exceeds BYTES (object outputs)");
+  app.add_option("--max-tensor", o.MaxTensor,
+                 "The largest tensor a model may declare or compute, in BYTES "
+                 "(default 4G): a larger one is refused (exit 1) before it is "
+                 "allocated");
   app.add_option("--progress", o.ProgressMode,
                  "auto (default): a status line on a terminal when the compile "
                  "takes over a second; always: every step as a line; never")
