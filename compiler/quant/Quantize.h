@@ -37,6 +37,12 @@ struct QuantizeOptions {
   /// scale and zero point go to the header) instead of float converted at
   /// the boundary.
   bool QuantizeIo = false;
+  /// The largest magnitude of a quantized weight: 127, or 63 with
+  /// --reduce-range (7-bit weights, as ONNX Runtime's quantizer's
+  /// reduce_range), so that a u8 x s8 pair sum, at most 2 * 255 * 63, fits
+  /// in int16: x86 kernels without VNNI (vpmaddubsw, which saturates the
+  /// pair sums) then compute the realized model exactly, as mlcc does.
+  int WeightMax = 127;
 };
 
 /// Parses "minmax", "percentile", "percentile=P" or "entropy" (a Usage

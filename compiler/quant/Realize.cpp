@@ -11,7 +11,8 @@
 //    scale and zero point exactly.
 //  - the weights of each int8 Conv, MatMul and Gemm become int8, symmetric
 //    per output channel (scale = max |w| / 127 of the channel, zero point
-//    0, values in [-127, 127]), dequantized by a per-axis DequantizeLinear;
+//    0, values in [-127, 127]; 63 and [-63, 63] with --reduce-range),
+//    dequantized by a per-axis DequantizeLinear;
 //  - their bias becomes int32 at scale x_scale * w_scale of each channel
 //    (zero point 0), dequantized the same way.
 //
@@ -73,7 +74,7 @@ public:
 /// Per-channel symmetric int8 weights along `axis`: the DequantizeLinear
 /// node that gives them back as float, and the scales.
 std::unique_ptr<ir::Node> quantizeWeights(Writer &w, const ir::Value *weights, int64_t axis,
-                                          std::vector<float> &scales) {
+                                          int weightMax, std::vector<float> &scales) {
   const Tensor &t = *weights->Const;
   const Shape &s = t.shape();
   int64_t channels = s[(size_t)axis], inner = 1;
@@ -87,11 +88,11 @@ std::unique_ptr<ir::Node> quantizeWeights(Writer &w, const ir::Value *weights, i
   scales.assign(channels, 1.0f);
   for (int64_t c = 0; c < channels; ++c)
     if (maxAbs[c] > 0)
-      scales[c] = (float)(maxAbs[c] / 127.0);
+      scales[c] = (float)(maxAbs[c] / weightMax);
   std::vector<int64_t> q(n);
   for (int64_t i = 0; i < n; ++i)
-    q[i] = (int64_t)std::clamp(std::nearbyint(t.doubleAt(i) / scales[channelOf(i)]), -127.0,
-                               127.0);
+    q[i] = (int64_t)std::clamp(std::nearbyint(t.doubleAt(i) / scales[channelOf(i)]),
+                               -(double)weightMax, (double)weightMax);
   std::vector<double> sv(scales.begin(), scales.end());
   ir::Value *data = w.constant(Tensor::fromInts(DType::I8, s, q), weights->Name + "_int8");
   ir::Value *scale =
@@ -156,7 +157,7 @@ void realize(ir::Graph &g, const Annotation &a, const std::map<std::string, Rang
       continue;
     int64_t axis = n.OpType == "Conv" ? 0 : (n.OpType == "Gemm" && n.attrInt("transB", 0)) ? 0 : 1;
     std::vector<float> ws;
-    auto wdq = quantizeWeights(w, n.Inputs[1], axis, ws);
+    auto wdq = quantizeWeights(w, n.Inputs[1], axis, options.WeightMax, ws);
     n.Inputs[1] = wdq->Outputs[0];
     before[&n].push_back(std::move(wdq));
     if (n.OpType != "MatMul" && n.hasInput(2)) {

@@ -418,9 +418,11 @@ void runDriver(const DriverOptions &o) {
     samples = quant::loadSamples(*graph, o.Calibrate, numSamples);
     po.Quantize = [&](ir::Graph &g) { quantizeGraph(g, o, lo, samples, numSamples, qo); };
     qo.QuantizeIo = o.QuantizeIo;
-  } else if (!o.Calibrate.empty() || !o.CalibrationMethod.empty() || o.QuantizeIo) {
-    fail(ErrorKind::Usage) << "--calibrate, --calibration-method and --quantize-io need "
-                              "--quantize int8";
+    qo.WeightMax = o.ReduceRange ? 63 : 127;
+  } else if (!o.Calibrate.empty() || !o.CalibrationMethod.empty() || o.QuantizeIo ||
+             o.ReduceRange) {
+    fail(ErrorKind::Usage) << "--calibrate, --calibration-method, --quantize-io and "
+                              "--reduce-range need --quantize int8";
   }
   kir::Program program = runPipeline(*graph, po);
   // Arena and weights are known now: fail before the code generation.

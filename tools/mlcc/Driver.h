@@ -32,6 +32,7 @@ struct DriverOptions {
   std::vector<std::string> Calibrate; ///< NAME=SAMPLES.npy
   std::string CalibrationMethod;      ///< minmax (default), percentile[=P], entropy
   bool QuantizeIo = false;            ///< --quantize-io
+  bool ReduceRange = false;           ///< --reduce-range
   bool TimePasses = false;
   bool Verbose = false;
 };

@@ -66,6 +66,9 @@ int main(int argc, char **argv) {
   app.add_flag("--quantize-io", o.QuantizeIo,
                "With --quantize: the quantized inputs and outputs are uint8 "
                "(their scale and zero point are in the header and NAME_info())");
+  app.add_flag("--reduce-range", o.ReduceRange,
+               "With --quantize: 7-bit weights ([-63, 63]), so that ONNX Runtime on x86 "
+               "without VNNI computes the realized model (-o FILE.onnx) exactly");
   app.add_option("--target", o.Target,
                  "A preset (see --list-targets: host, aarch64-linux, cortex-m4, "
                  "riscv64-linux, ...) or any LLVM triple (default: host)");
