@@ -306,7 +306,7 @@ public:
     B.setFastMathFlags(fmf);
   }
 
-  void bindParam(const BufferNode *buf, Value *ptr) { Buffers[buf] = ptr; }
+  void bindParam(const BufferNode *buf, Value *ptr) { bind(buf, ptr); }
   /// The kernel's `const mlcc_run_options *` (may be null at run time).
   void setOptions(Value *opts) { Opts = opts; }
 
@@ -390,9 +390,9 @@ public:
       // so that whole-vector loads from them never split one.
       if (s->Buf->Size * (int64_t)dtypeSize(s->Buf->Type) >= 64)
         slot->setAlignment(llvm::Align(64));
-      Buffers[s->Buf.get()] = slot;
+      bind(s->Buf.get(), slot);
       stmt(s->Inner);
-      Buffers.erase(s->Buf.get());
+      unbind(s->Buf.get());
       return;
     }
     case StmtKind::Barrier: // its thread loops run one after the other here
@@ -420,16 +420,22 @@ private:
   /// computed where its store stands, and the group stored after the last).
   /// Strided stores outside a group are scattered.
   std::vector<StoreGroup> storeGroups(const std::vector<Stmt> &body) {
-    std::map<std::tuple<const BufferNode *, int64_t, int>, std::vector<const StmtNode *>> wide;
+    // By buffer, stride and width, in the order of first appearance.
+    using Key = std::tuple<const BufferNode *, int64_t, int>;
+    std::vector<std::pair<Key, std::vector<const StmtNode *>>> wide;
     std::set<const BufferNode *> touched; // read, or written other than strided
     for (const Stmt &st : body) {
       kir::visitExprs(st, [&](const Expr &e) {
         if (e->Kind == ExprKind::Load)
           touched.insert(e->Buf.get());
       });
-      if (st->Kind == StmtKind::Store && st->Stride > 1 && st->Buf->Type != DType::Bool)
-        wide[{st->Buf.get(), st->Stride, st->Value->Lanes}].push_back(st.get());
-      else
+      if (st->Kind == StmtKind::Store && st->Stride > 1 && st->Buf->Type != DType::Bool) {
+        Key key{st->Buf.get(), st->Stride, st->Value->Lanes};
+        auto it = std::find_if(wide.begin(), wide.end(), [&](auto &w) { return w.first == key; });
+        if (it == wide.end())
+          it = wide.insert(wide.end(), {key, {}});
+        it->second.push_back(st.get());
+      } else
         kir::visitStmts(st, [&](const Stmt &x) {
           if (x->Kind == StmtKind::Store)
             touched.insert(x->Buf.get());
@@ -663,11 +669,11 @@ private:
     std::vector<const BufferNode *> bufs;
     std::vector<const VarNode *> vars;
     std::vector<llvm::Type *> fields;
-    for (auto &[b, v] : Buffers) {
+    for (const BufferNode *b : BufferOrder) {
       bufs.push_back(b);
       fields.push_back(ME.PtrTy);
     }
-    for (auto &[var, v] : Vars) {
+    for (const VarNode *var : VarOrder) {
       vars.push_back(var);
       fields.push_back(ME.IndexTy);
     }
@@ -703,12 +709,12 @@ private:
       Value *tctx = task->getArg(0);
       unsigned g = 0;
       for (auto *b : bufs)
-        sub.Buffers[b] = tb.CreateLoad(ME.PtrTy, tb.CreateStructGEP(ctxTy, tctx, g++));
+        sub.bind(b, tb.CreateLoad(ME.PtrTy, tb.CreateStructGEP(ctxTy, tctx, g++)));
       for (auto *v : vars)
-        sub.Vars[v] = tb.CreateLoad(ME.IndexTy, tb.CreateStructGEP(ctxTy, tctx, g++));
+        sub.bind(v, tb.CreateLoad(ME.IndexTy, tb.CreateStructGEP(ctxTy, tctx, g++)));
       Value *tbegin = tb.CreateLoad(ME.IndexTy, tb.CreateStructGEP(ctxTy, tctx, g));
-      sub.Vars[s.LoopVar.get()] =
-          tb.CreateAdd(tbegin, tb.CreateSExt(task->getArg(1), ME.IndexTy), s.LoopVar->Name);
+      sub.bind(s.LoopVar.get(),
+               tb.CreateAdd(tbegin, tb.CreateSExt(task->getArg(1), ME.IndexTy), s.LoopVar->Name));
       sub.stmt(s.Inner);
       tb.CreateRetVoid();
       IRBuilder<> eb(entry);
@@ -766,9 +772,9 @@ private:
     i->addIncoming(begin, pre);
     B.CreateCondBr(B.CreateICmpSLT(i, end), body, exit);
     B.SetInsertPoint(body);
-    Vars[s.LoopVar.get()] = i;
+    bind(s.LoopVar.get(), i);
     stmt(s.Inner);
-    Vars.erase(s.LoopVar.get());
+    unbind(s.LoopVar.get());
     Value *next = B.CreateAdd(i, llvm::ConstantInt::get(ME.IndexTy, 1), "", true, true);
     llvm::BranchInst *back = B.CreateBr(header);
     i->addIncoming(next, B.GetInsertBlock());
@@ -1194,6 +1200,32 @@ private:
   llvm::BasicBlock *Entry;
   std::map<const BufferNode *, Value *> Buffers;
   std::map<const VarNode *, Value *> Vars;
+  /// The keys of Buffers and Vars in the order they were bound (scopes
+  /// nest), which a parallel task's context follows: an order of addresses
+  /// would depend on the heap, and the code with it.
+  std::vector<const BufferNode *> BufferOrder;
+  std::vector<const VarNode *> VarOrder;
+
+  void bind(const BufferNode *b, Value *v) {
+    if (Buffers.emplace(b, v).second)
+      BufferOrder.push_back(b);
+    else
+      Buffers[b] = v;
+  }
+  void bind(const VarNode *x, Value *v) {
+    if (Vars.emplace(x, v).second)
+      VarOrder.push_back(x);
+    else
+      Vars[x] = v;
+  }
+  void unbind(const BufferNode *b) {
+    Buffers.erase(b);
+    BufferOrder.erase(std::find(BufferOrder.begin(), BufferOrder.end(), b));
+  }
+  void unbind(const VarNode *x) {
+    Vars.erase(x);
+    VarOrder.erase(std::find(VarOrder.begin(), VarOrder.end(), x));
+  }
   /// The loads of transposed groups, loaded ahead (loadTransposedGroups).
   std::map<const ExprNode *, Value *> Transposed;
   Value *Opts = nullptr;
