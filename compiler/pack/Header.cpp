@@ -151,7 +151,9 @@ std::string writeHeader(const kir::Program &p, const std::string &source, bool c
   if (cuda) {
   os << "/* The CUDA target. Every pointer is device memory the caller owns:\n"
         "   - weights: " << U << "_WEIGHTS_SIZE bytes (aligned to 256, as cudaMalloc\n"
-        "     gives), filled once by " << N << "_load_weights;\n"
+        "     gives), filled once by " << N << "_load_weights from the weights\n"
+        "     image in host memory, " << N << "_weights.o (a member of the library;\n"
+        "     next to " << N << ".cu when the source is written: link it too);\n"
         "   - arena: " << U << "_ARENA_SIZE bytes of scratch aligned to " << U
      << "_ARENA_ALIGN;\n"
         "   - the inputs and outputs in the structs above.\n"

@@ -68,10 +68,11 @@ std::string emitCuda(const Program &p, const std::string &headerName) {
         "#pragma nv_diag_suppress 550\n";
   os << "\n" << cgen::preludeText() << "\n";
 
-  for (auto &c : p.Constants)
-    cgen::writeConstant(os, c, N + "_");
   int64_t weightsSize = 0;
   std::vector<int64_t> offsets = weightsLayout(p, pack::kCudaWeightsAlign, weightsSize);
+  if (!p.Constants.empty())
+    os << "/* The weights image (" << weightsSize << " bytes), defined by " << N
+       << "_weights.o. */\nextern \"C\" const unsigned char " << weightsSymbol(p) << "[];\n\n";
 
   // One __global__ function per launch; kernels that cuBLAS runs have none.
   for (auto &k : p.Kernels) {
@@ -101,11 +102,9 @@ std::string emitCuda(const Program &p, const std::string &headerName) {
        << "  if (weights == NULL)\n    return MLCC_ERR_NULL_ARGUMENT;\n"
        << "  if (weights_size < " << U << "_WEIGHTS_SIZE)\n"
        << "    return MLCC_ERR_WEIGHTS_TOO_SMALL;\n";
-    for (size_t i = 0; i < p.Constants.size(); ++i)
-      os << "  if (cudaMemcpyAsync(w + " << offsets[i] << ", " << N << "_" << p.Constants[i].Name
-         << ", "
-         << p.Constants[i].Bytes.size() << ", cudaMemcpyHostToDevice, s) != cudaSuccess)\n"
-         << "    return MLCC_ERR_DEVICE;\n";
+    os << "  if (cudaMemcpyAsync(w, " << weightsSymbol(p) << ", " << U
+       << "_WEIGHTS_SIZE, cudaMemcpyHostToDevice, s) != cudaSuccess)\n"
+       << "    return MLCC_ERR_DEVICE;\n";
   }
   os << "  return MLCC_OK;\n}\n\n";
 
@@ -153,6 +152,18 @@ std::string emitCuda(const Program &p, const std::string &headerName) {
                      "weights, arena, arena_size, cublas, stream");
   cgen::writeModelInfo(os, p);
   return os.str();
+}
+
+std::string weightsSymbol(const Program &p) { return p.Name + "_weights_image"; }
+
+std::string weightsImage(const Program &p) {
+  int64_t total = 0;
+  std::vector<int64_t> offsets = weightsLayout(p, pack::kCudaWeightsAlign, total);
+  std::string image((size_t)total, '\0');
+  for (size_t i = 0; i < p.Constants.size(); ++i)
+    std::copy(p.Constants[i].Bytes.begin(), p.Constants[i].Bytes.end(),
+              image.begin() + offsets[i]);
+  return image;
 }
 
 } // namespace mlcc::cudagen

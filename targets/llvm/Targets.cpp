@@ -4,7 +4,8 @@
 #include "targets/llvm/LLVMEmitter.h"
 
 #include <llvm/ADT/StringMap.h>
-#include <cstdlib>
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/GlobalVariable.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
@@ -24,6 +25,7 @@
 #include <llvm/TargetParser/Triple.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <mutex>
 #include <map>
 #include <set>
@@ -294,6 +296,35 @@ void optimize(llvm::Module &m, llvm::TargetMachine &tm, const CodegenOptions &o)
   mpm.run(m, mam);
 }
 
+/// Writes `m` as `kind` for `tm`.
+std::string emitFile(llvm::Module &m, llvm::TargetMachine &tm, const TargetSpec &t,
+                     OutputKind kind, const ProgressFn &onProgress) {
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  if (kind == OutputKind::LlvmIr) {
+    m.print(os, nullptr);
+    os.flush();
+    return out;
+  }
+  llvm::SmallVector<char, 0> buffer;
+  llvm::raw_svector_ostream bos(buffer);
+  llvm::legacy::PassManager pm;
+  auto fileType = kind == OutputKind::Object ? llvm::CodeGenFileType::ObjectFile
+                                             : llvm::CodeGenFileType::AssemblyFile;
+  if (tm.addPassesToEmitFile(pm, bos, nullptr, fileType))
+    fail(ErrorKind::Internal) << "internal error: " << t.Triple
+                              << " cannot emit this kind of file";
+  if (onProgress) {
+    size_t total = 0, done = 0;
+    for (auto &f : m)
+      total += !f.isDeclaration();
+    onProgress("code generation", 0, total);
+    pm.add(new CountFunctions([&] { onProgress("code generation", ++done, total); }));
+  }
+  pm.run(m);
+  return std::string(buffer.begin(), buffer.end());
+}
+
 } // namespace
 
 std::string compileProgram(const kir::Program &p, const TargetSpec &t,
@@ -326,33 +357,26 @@ std::string compileProgram(const kir::Program &p, const TargetSpec &t,
     o.OnProgress("optimizing", 0, 0);
   optimize(*m, *tm, o);
 
-  std::string out;
-  llvm::raw_string_ostream os(out);
-  if (kind == OutputKind::LlvmIr) {
-    m->print(os, nullptr);
-    os.flush();
-    return out;
-  }
-  llvm::SmallVector<char, 0> buffer;
-  llvm::raw_svector_ostream bos(buffer);
-  llvm::legacy::PassManager pm;
-  auto fileType = kind == OutputKind::Object ? llvm::CodeGenFileType::ObjectFile
-                                             : llvm::CodeGenFileType::AssemblyFile;
-  if (tm->addPassesToEmitFile(pm, bos, nullptr, fileType))
-    fail(ErrorKind::Internal) << "internal error: " << t.Triple
-                              << " cannot emit this kind of file";
-  if (o.OnProgress) {
-    size_t total = 0, done = 0;
-    for (auto &f : *m)
-      total += !f.isDeclaration();
-    o.OnProgress("code generation", 0, total);
-    pm.add(new CountFunctions([&] {
-      o.OnProgress("code generation", ++done, total);
-    }));
-  }
-  pm.run(*m);
-  return std::string(buffer.begin(), buffer.end());
+  return emitFile(*m, *tm, t, kind, o.OnProgress);
 }
+
+std::string compileData(const std::string &symbol, const std::string &bytes, unsigned align,
+                        const TargetSpec &t) {
+  std::unique_ptr<llvm::TargetMachine> tm = makeMachine(t, CodegenOptions{});
+  llvm::LLVMContext ctx;
+  llvm::Module m(symbol, ctx);
+  m.setTargetTriple(t.Triple);
+  m.setDataLayout(tm->createDataLayout());
+  llvm::Constant *data = llvm::ConstantDataArray::getRaw(
+      bytes.empty() ? llvm::StringRef("\0", 1) : llvm::StringRef(bytes),
+      std::max<uint64_t>(bytes.size(), 1), llvm::Type::getInt8Ty(ctx));
+  auto *g = new llvm::GlobalVariable(m, data->getType(), true, llvm::GlobalValue::ExternalLinkage,
+                                     data, symbol);
+  g->setAlignment(llvm::Align(align));
+  return emitFile(m, *tm, t, OutputKind::Object, nullptr);
+}
+
+
 
 std::string makeArchive(const std::vector<std::pair<std::string, std::string>> &members) {
   initLlvm();

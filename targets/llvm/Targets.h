@@ -44,17 +44,25 @@ kir::ScheduleTarget scheduleTarget(const TargetSpec &t);
 
 enum class OutputKind { Object, Assembly, LlvmIr };
 
+using ProgressFn = std::function<void(const char *what, size_t done, size_t total)>;
+
 struct CodegenOptions {
   int OptLevel = 3; ///< 0..3
   bool SizeOpt = false; ///< -Os
   /// Called as the work goes on: ("optimizing", 0, 0), then
   /// ("code generation", functions done, functions in all). May be empty.
-  std::function<void(const char *what, size_t done, size_t total)> OnProgress;
+  ProgressFn OnProgress;
 };
 
 /// Compiles a program to an object file, assembly text or LLVM IR text.
 std::string compileProgram(const kir::Program &p, const TargetSpec &t,
                            const CodegenOptions &o, OutputKind kind);
+
+/// An object file for target `t` that defines one constant array of bytes,
+/// `symbol` (C linkage, `align`ed): data that does not belong in a source
+/// file (the CUDA target's weights).
+std::string compileData(const std::string &symbol, const std::string &bytes, unsigned align,
+                        const TargetSpec &t);
 
 /// A deterministic GNU archive (ar) of the given members.
 std::string makeArchive(const std::vector<std::pair<std::string, std::string>> &members);

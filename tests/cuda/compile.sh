@@ -18,9 +18,11 @@
 #     is printed.
 #  2. The three models are compiled to libraries by mlcc itself (nvcc, sm_75
 #     and sm_90) and linked into a program; their headers compile with
-#     cc -std=c99 -Wall -Wextra -Werror; their sources are byte-identical
+#     cc -std=c99 -Wall -Wextra -Werror; their sources (kernels only: the
+#     weights are NAME_weights.o) and weights objects are byte-identical
 #     from run to run; resnet18's classifier is a cuBLAS call, and a
-#     generated kernel with --no-library-dispatch.
+#     generated kernel with --no-library-dispatch. The sizes of the source
+#     and the weights object and the time of the library build are printed.
 #
 # Exit status: 0 passed, 1 failed, 77 skipped (no nvcc, or no suite).
 set -uo pipefail
@@ -97,7 +99,9 @@ else
       done < "$list"
       echo '}; printf("%zu\n", sizeof all / sizeof all[0]); return 0; }'
     } > "$list.main.c"
-    if cc -std=gnu99 -w "$list.main.c" "$list.cu.o" "${link_libs[@]}" -o "$list.run" \
+    # Each case's weights image is an object of its own (NAME_weights.o).
+    mapfile -t weights < <(while read -r f; do ls "$(dirname "$f")"/*_weights.o; done < "$list")
+    if cc -std=gnu99 -w "$list.main.c" "$list.cu.o" "${weights[@]}" "${link_libs[@]}" -o "$list.run" \
          > "$list.link.log" 2>&1; then
       compiled=$((compiled + n))
     else
@@ -130,10 +134,12 @@ for m in "${wanted[@]}"; do
   [[ -f $f ]] || continue
   d=$work/built/$m
   rm -rf "$d" && mkdir -p "$d/lib" "$d/src1" "$d/src2" "$d/nolib"
+  t0=$(date +%s.%N)
   if ! "$mlcc" "$f" --target cuda --cuda-arch sm_75,sm_90 -o "$d/lib/lib$m.a" --name "$m" > "$d/lib.log" 2>&1; then
     fail "$m: mlcc --target cuda -o lib$m.a failed:"; tail -5 "$d/lib.log" | sed 's/^/    | /'
     continue
   fi
+  lib_seconds=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}')
   cat > "$d/main.c" <<EOC
 #include "$m.h"
 #include <stdio.h>
@@ -154,8 +160,13 @@ EOC
   "$mlcc" "$f" --target cuda -o "$d/src1/$m.cu" --name "$m" > /dev/null 2>&1 &&
     "$mlcc" "$f" --target cuda -o "$d/src2/$m.cu" --name "$m" > /dev/null 2>&1 ||
     fail "$m: mlcc -o $m.cu failed"
-  cmp -s "$d/src1/$m.cu" "$d/src2/$m.cu" && cmp -s "$d/src1/$m.h" "$d/src2/$m.h" ||
-    fail "$m: the CUDA source differs from run to run"
+  cmp -s "$d/src1/$m.cu" "$d/src2/$m.cu" && cmp -s "$d/src1/$m.h" "$d/src2/$m.h" &&
+    cmp -s "$d/src1/${m}_weights.o" "$d/src2/${m}_weights.o" ||
+    fail "$m: the CUDA source or its weights object differs from run to run"
+  # The weights are an object of their own, never source text for nvcc.
+  echo "cuda: $m: $m.cu $(stat -c %s "$d/src1/$m.cu") bytes, ${m}_weights.o" \
+       "$(stat -c %s "$d/src1/${m}_weights.o") bytes; lib$m.a (nvcc, sm_75 and sm_90) in $lib_seconds s"
+  grep -q 'MLCC_ALIGNED = {' "$d/src1/$m.cu" && fail "$m: the CUDA source holds constant arrays"
   gemms=$(grep -c 'cublasSgemmStridedBatched(h' "$d/src1/$m.cu")
   launches=$(grep -c '<<<' "$d/src1/$m.cu")
   "$mlcc" "$f" --target cuda --no-library-dispatch -o "$d/nolib/$m.cu" --name "$m" > "$d/nolib.log" 2>&1 ||

@@ -85,7 +85,7 @@ if [[ -d $out/cases ]]; then
     local d=$1 k n
     cd "$d" || return
     if ! "$nvcc" -std=c++17 -O3 -arch=native -c m.cu -o m.o > nvcc.log 2>&1 ||
-       ! "$nvcc" -o run m.o "$out/gpu_driver.o" $libs_str > link.log 2>&1; then
+       ! "$nvcc" -o run m.o m_weights.o "$out/gpu_driver.o" $libs_str > link.log 2>&1; then
       echo "fail $d: does not build"; return
     fi
     n=$(/usr/bin/python3 -c 'import json,sys; print(len(json.load(open("meta.json"))["sets"]))')

@@ -211,6 +211,13 @@ std::vector<std::string> cudaArchs(const std::string &list) {
   return archs;
 }
 
+/// The CUDA target's weights image as a host object (NAME_weights.o), so
+/// that the weights never pass through nvcc as source text.
+std::string cudaWeightsObject(const kir::Program &p) {
+  return llvmgen::compileData(cudagen::weightsSymbol(p), cudagen::weightsImage(p),
+                              pack::kCudaWeightsAlign, llvmgen::resolveTarget("host", "", ""));
+}
+
 /// Compiles the generated CUDA with nvcc; returns the object (device code
 /// for every architecture, and the last one's PTX, in a fat binary).
 std::string compileCuda(const std::string &source, const std::string &header,
@@ -484,8 +491,10 @@ void runDriver(const DriverOptions &o) {
     emitText(header);
   } else if (kind == "cuda") {
     emitText(cudagen::emitCuda(program, name + ".h"));
-    if (!toStdout)
+    if (!toStdout) {
       out.write(headerPath, header);
+      out.write(dirOf(o.Output) + name + "_weights.o", cudaWeightsObject(program));
+    }
   } else if (kind == "c") {
     emitText(cgen::emitC(program, name + ".h"));
     if (!toStdout)
@@ -501,7 +510,8 @@ void runDriver(const DriverOptions &o) {
       status.step("compiling the generated CUDA with nvcc");
       return compileCuda(cudagen::emitCuda(program, name + ".h"), header, name, archs);
     });
-    out.write(o.Output, llvmgen::makeArchive({{name + ".o", obj}}));
+    out.write(o.Output, llvmgen::makeArchive(
+                            {{name + ".o", obj}, {name + "_weights.o", cudaWeightsObject(program)}}));
     out.write(headerPath, header);
   } else if (kind == "obj" || kind == "lib") {
     std::string obj = timed("codegen", [&] {
