@@ -73,3 +73,43 @@ TEST_CASE("interpreter copy loops: strided, in loop order, bounds-checked", "[ke
   std::vector<float> ps(8), qs(8);
   CHECK_THROWS_AS(interpret(o, {ps.data(), qs.data()}), CompileError);
 }
+
+TEST_CASE("expressions know their depth; deep values are stored in pieces", "[kernel]") {
+  Expr x = constant(DType::F32, 1.0);
+  CHECK(x->Depth == 1);
+  KernelBuilder b("deep");
+  Buffer in = b.param("x", DType::F32, 4), out = b.param("y", DType::F32, 4);
+  // y[i] = ((x[i] * 0.5 + 1) * 0.5 + 1) ... 1000 times: 2001 levels, far
+  // beyond kMaxExprDepth, as an unrolled window once made.
+  b.loop("i", 4, [&](Expr i) {
+    Expr v = load(in, i);
+    CHECK(v->Depth == 2);
+    for (int k = 0; k < 1000; ++k)
+      v = v * 0.5 + 1.0;
+    CHECK(v->Depth == 2002);
+    b.store(out, i, v);
+  });
+  CHECK(b.deepestValue() == 2002);
+  Kernel k = b.finish(); // verified: within the bound
+  CHECK(maxExprDepth(k) <= KernelBuilder::kSplitDepth);
+  float xs[4] = {0, 1, -3, 100}, ys[4] = {};
+  interpret(k, {xs, ys});
+  for (int i = 0; i < 4; ++i) {
+    float want = xs[i]; // the same f32 operations in the same order
+    for (int r = 0; r < 1000; ++r)
+      want = want * 0.5f + 1.0f;
+    CHECK(ys[i] == want);
+  }
+}
+
+TEST_CASE("verify refuses an expression deeper than kMaxExprDepth", "[kernel]") {
+  auto y = std::make_shared<BufferNode>(BufferNode{"y", DType::F32, 1, BufferKind::Param});
+  Expr v = load(y, indexConst(0));
+  for (int k = 0; k < kMaxExprDepth; ++k)
+    v = unary(UnOp::Neg, unary(UnOp::Abs, v)); // neg(neg(..)) would fold
+  Kernel k;
+  k.Name = "too_deep";
+  k.Params = {y};
+  k.Body = store(y, indexConst(0), v);
+  CHECK_THROWS_AS(k.finalize(), CompileError);
+}
