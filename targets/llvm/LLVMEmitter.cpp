@@ -1351,46 +1351,54 @@ std::unique_ptr<llvm::Module> emitModule(const Program &p, llvm::LLVMContext &ct
       hook = hp;
       hookCtx = hcp;
     }
+    // The calls twice: without the hook, and with it around every call
+    // (one test of the hook, not one per call: a chain of tests is what
+    // the optimizer would thread into these two copies, in time quadratic
+    // in the number of calls).
     auto *hookTy = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptr, i32, ptr, i32}, false);
-    auto callHook = [&](size_t index, Value *name, int phase) {
-      auto *yes = llvm::BasicBlock::Create(ctx, "hook", run);
-      auto *next = llvm::BasicBlock::Create(ctx, "hook.next", run);
-      b.CreateCondBr(isNull(hook), next, yes);
-      b.SetInsertPoint(yes);
-      b.CreateCall(hookTy, hook,
-                   {hookCtx, llvm::ConstantInt::get(i32, index), name,
-                    llvm::ConstantInt::get(i32, phase)});
-      b.CreateBr(next);
-      b.SetInsertPoint(next);
-    };
     std::vector<llvm::GlobalVariable *> kernelNames(p.Kernels.size(), nullptr);
-    for (size_t ci = 0; ci < p.Calls.size(); ++ci) {
-      const Call &c = p.Calls[ci];
-      llvm::GlobalVariable *&name = kernelNames[c.KernelIndex];
-      if (!name) {
-        auto *init = llvm::ConstantDataArray::getString(ctx, p.Kernels[c.KernelIndex].Name, true);
-        name = new llvm::GlobalVariable(*mod, init->getType(), true,
-                                        llvm::GlobalValue::PrivateLinkage, init,
-                                        p.Kernels[c.KernelIndex].Name + ".name");
-      }
-      callHook(ci, name, 0);
-      std::vector<Value *> args;
-      for (auto &s : c.Args) {
-        switch (s.Kind) {
-        case StorageKind::Input: args.push_back(inPtrs[s.Index]); break;
-        case StorageKind::Output: args.push_back(outPtrs[s.Index]); break;
-        case StorageKind::Constant: args.push_back(consts[s.Index]); break;
-        case StorageKind::Arena:
-          args.push_back(b.CreateConstInBoundsGEP1_64(
-              i8, arena, (uint64_t)p.ArenaBuffers[s.Index].Offset));
-          break;
+    auto emitCalls = [&](bool withHook) {
+      for (size_t ci = 0; ci < p.Calls.size(); ++ci) {
+        const Call &c = p.Calls[ci];
+        llvm::GlobalVariable *&name = kernelNames[c.KernelIndex];
+        if (!name) {
+          auto *init = llvm::ConstantDataArray::getString(ctx, p.Kernels[c.KernelIndex].Name, true);
+          name = new llvm::GlobalVariable(*mod, init->getType(), true,
+                                          llvm::GlobalValue::PrivateLinkage, init,
+                                          p.Kernels[c.KernelIndex].Name + ".name");
         }
+        auto callHook = [&](int phase) {
+          if (withHook)
+            b.CreateCall(hookTy, hook,
+                         {hookCtx, llvm::ConstantInt::get(i32, ci), name,
+                          llvm::ConstantInt::get(i32, phase)});
+        };
+        callHook(0);
+        std::vector<Value *> args;
+        for (auto &s : c.Args) {
+          switch (s.Kind) {
+          case StorageKind::Input: args.push_back(inPtrs[s.Index]); break;
+          case StorageKind::Output: args.push_back(outPtrs[s.Index]); break;
+          case StorageKind::Constant: args.push_back(consts[s.Index]); break;
+          case StorageKind::Arena:
+            args.push_back(b.CreateConstInBoundsGEP1_64(
+                i8, arena, (uint64_t)p.ArenaBuffers[s.Index].Offset));
+            break;
+          }
+        }
+        args.push_back(options);
+        b.CreateCall(kernels[c.KernelIndex], args);
+        callHook(1);
       }
-      args.push_back(options);
-      b.CreateCall(kernels[c.KernelIndex], args);
-      callHook(ci, name, 1);
-    }
-    b.CreateRet(llvm::ConstantInt::get(i32, 0));
+      b.CreateRet(llvm::ConstantInt::get(i32, 0));
+    };
+    auto *plain = llvm::BasicBlock::Create(ctx, "calls", run);
+    auto *hooked = llvm::BasicBlock::Create(ctx, "calls.hooked", run);
+    b.CreateCondBr(isNull(hook), plain, hooked);
+    b.SetInsertPoint(plain);
+    emitCalls(false);
+    b.SetInsertPoint(hooked);
+    emitCalls(true);
   }
 
   // NAME_run and NAME_run_ptrs (the structs are arrays of pointers): the
