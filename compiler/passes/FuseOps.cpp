@@ -91,9 +91,10 @@ std::vector<const ir::Node *> epilogueChain(const ir::Graph &g, size_t rootAt,
     return true;
   };
   int pending = uses[v]; // uses of the group's values by nodes not yet seen
-  // Every node of a chain deepens the stores (kSplitDepth bounds them), so
-  // a longer chain is never kept whole; the bound keeps probing linear in
-  // the length of a long chain.
+  // A chain whose nodes each read the previous one's value deepens the
+  // stores by a level or more per node, so one longer than this would be
+  // cut for depth (kSplitDepth) anyway; the bound keeps the probing of a
+  // long chain linear in its length.
   constexpr size_t kMaxChain = 2 * kir::KernelBuilder::kSplitDepth;
   for (size_t at = rootAt + 1; at < g.Nodes.size() && pending > 0 && chain.size() < kMaxChain;
        ++at) {
