@@ -132,8 +132,8 @@ TargetSpec resolveTarget(const std::string &target, const std::string &cpu,
   }
   if (t.Name == "host") {
     // MLCC_HOST_CPU names another x86 CPU for "host" (its LLVM name, e.g.
-    // znver2): the tests run as on that CPU, on any machine that can run its
-    // code (an AVX2 build on an AVX-512 machine).
+    // x86-64-v3 for an AVX2-only one): the tests run as on that CPU, on any
+    // machine that can run its code (an AVX2 build on an AVX-512 machine).
     const char *asCpu = std::getenv("MLCC_HOST_CPU");
     if (asCpu && *asCpu) {
       t.Cpu = asCpu;

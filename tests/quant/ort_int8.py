@@ -15,7 +15,8 @@ The probe runs a MatMulInteger whose every pair of products is
 255 * 127 + 255 * 127 = 64770 in ONNX Runtime (tests/models/ort_run.js,
 onnxruntime-node through NODE_PATH). ORT_PREFIX, split on spaces, is put
 before `node` (e.g. "qemu-x86_64 -cpu EPYC-Rome" runs ORT as on an AVX2-only
-AMD Zen 2 on any x86 host).
+AMD Zen 2 on any x86 host; with MLCC_HOST_CPU=x86-64-v3 for mlcc, the
+int8 tests run as on such a machine).
 """
 import os
 import shutil
