@@ -21,6 +21,8 @@
 # ONNX Runtime is onnxruntime-node 1.30 in $MLCC_CACHE/ort (default
 # REPO/.cache/ort), installed when missing (scripts/lib/ort.sh); when it
 # cannot be, the ONNX Runtime comparisons are left out (exit 77 at the end).
+# ORT_PREFIX runs it under a command, e.g. "qemu-x86_64 -cpu EPYC-Rome" for
+# its AVX2 path (see ort_int8.py).
 #
 # Exit status: 0 all passed, 1 a failure, 2 bad usage, 77 a part was skipped
 # (no python3-onnx, or no ShuffleNet model) and nothing failed.
@@ -40,6 +42,10 @@ else
   skipped+=("the ONNX Runtime comparisons")
 fi
 
+# ORT_PREFIX runs ONNX Runtime under a command (see ort_int8.py).
+read -r -a ort_node <<<"${ORT_PREFIX:-}"
+ort_node+=("$(command -v node || echo node)")
+
 "$cc" -std=c99 -O2 -I "$root/runtime-c" -c "$root/tools/conformance/driver.c" -o "$work/driver.o" || exit 1
 
 # Compiles CASE/model.onnx, runs it on CASE's inputs (and ONNX Runtime when
@@ -57,7 +63,7 @@ run_case() {
      ! "$d/run" "${bins[@]}" -- "$d/mlcc.bin" >"$d/run.log" 2>&1; then
     echo "FAIL: link or run: $(tail -n 1 "$d/link.log" "$d/run.log" | tr '\n' ' ')"; return 1
   fi
-  if ((ort)) && [[ ! -e "$d/no_ort" ]] && ! node "$root/tests/models/ort_run.js" "$d/model.onnx" 0 "$@" -- \
+  if ((ort)) && [[ ! -e "$d/no_ort" ]] && ! "${ort_node[@]}" "$root/tests/models/ort_run.js" "$d/model.onnx" 0 "$@" -- \
        "$d/ort.bin" >"$d/ort.log" 2>&1; then
     echo "FAIL: ONNX Runtime: $(tail -n 1 "$d/ort.log")"; return 1
   fi
