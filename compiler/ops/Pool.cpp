@@ -264,8 +264,10 @@ void lowerPool(LowerCtx &c, PoolKind kind) {
     b.loop("ob", blocks, [&](Expr ob) {
       // The last block is shifted back to end at `to` (its first outputs
       // are computed twice, to the same values).
-      Expr start = indexConst(from) + (width % blockWidth ? min(ob * blockWidth, indexConst(width - blockWidth))
-                                                          : ob * blockWidth);
+      Expr offset = ob * blockWidth;
+      if (width % blockWidth)
+        offset = min(offset, indexConst(width - blockWidth));
+      Expr start = indexConst(from) + offset;
       Local acc = b.local("acc", t, blockWidth);
       Expr init = kind == PoolKind::Max ? lowestValue(t) : constant(t, 0);
       b.loop("j", blockWidth, [&](Expr j) { b.set(acc, j, init); });
