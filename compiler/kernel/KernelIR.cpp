@@ -564,20 +564,11 @@ void collectWritten(const Stmt &s, std::set<const BufferNode *> &out) {
 
 int maxExprDepth(const Kernel &k) {
   int depth = 0;
-  std::vector<const StmtNode *> todo = {k.Body.get()};
-  while (!todo.empty()) {
-    const StmtNode *s = todo.back();
-    todo.pop_back();
-    if (!s)
-      continue;
+  visitStmts(k.Body, [&](const Stmt &s) {
     for (const Expr *e : {&s->Begin, &s->End, &s->Index, &s->Value, &s->Cond})
       if (*e)
         depth = std::max(depth, (*e)->Depth);
-    for (const Stmt &c : s->Body)
-      todo.push_back(c.get());
-    todo.push_back(s->Inner.get());
-    todo.push_back(s->Else.get());
-  }
+  });
   return depth;
 }
 

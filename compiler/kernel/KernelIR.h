@@ -177,13 +177,17 @@ struct ExprNode {
 /// Walks over expressions recurse once per level, a few hundred bytes of
 /// stack each (a few KiB in sanitized builds), so this bound keeps every
 /// walk within a small part of a default 8 MiB stack. Lowerings stay well
-/// under it: unrolled windows and reductions are bounded by
-/// kMaxUnrolledTerms, fused chains by fuse-ops, and KernelBuilder::store
-/// splits a deeper value into temporaries (see splitDeepExpr).
+/// under it: unrolled windows are bounded by kMaxUnrolledTerms, fused chains
+/// by fuse-ops, and KernelBuilder::store computes a deeper value in pieces
+/// (KernelBuilder::splitDeep).
 constexpr int kMaxExprDepth = 256;
 /// The most terms a lowering combines in one unrolled expression (a
-/// pooling window's taps, a short reduction): beyond it, it loops.
+/// pooling window's taps): beyond it, it loops over them.
 constexpr int64_t kMaxUnrolledTerms = 64;
+/// When it loops over the terms of many outputs in a row, the outputs it
+/// keeps partial results of at once (a local array of this many elements,
+/// an inner loop that vectorizes at any lane count up to 64).
+constexpr int64_t kLoopedRowBlock = 64;
 
 // Constructors. They fold constants and trivial identities (x+0, x*1, ...)
 // so that index arithmetic stays readable; they check operand types. Binary

@@ -259,7 +259,7 @@ void lowerPool(LowerCtx &c, PoolKind kind) {
   // The interior of row oy, [from, to), for a window of many taps.
   auto interiorLoops = [&](const Expr &n, const Expr &ch, const Expr &oy, int64_t from,
                            int64_t to) {
-    int64_t width = to - from, blockWidth = std::min(width, kWindowRowBlock);
+    int64_t width = to - from, blockWidth = std::min(width, kLoopedRowBlock);
     int64_t blocks = (width + blockWidth - 1) / blockWidth;
     b.loop("ob", blocks, [&](Expr ob) {
       // The last block is shifted back to end at `to` (its first outputs

@@ -11,11 +11,6 @@
 
 namespace mlcc::ops {
 
-/// Outputs per block of a row when a windowed op loops over its taps around
-/// the row (a window of more than kMaxUnrolledTerms taps): the block's
-/// partial results live in a local array of this many elements.
-constexpr int64_t kWindowRowBlock = 64;
-
 struct Window {
   std::vector<int64_t> Kernel, Strides, Dilations, PadBegin, PadEnd, Out;
   size_t rank() const { return Kernel.size(); }

@@ -79,7 +79,8 @@ ModelReport buildReport(const kir::Program &p) {
   for (auto &io : p.Outputs)
     r.Outputs.push_back(io.Name);
 
-  std::vector<int64_t> ops(p.Kernels.size(), -1), firstCall(p.Kernels.size(), -1);
+  std::vector<int64_t> ops(p.Kernels.size(), -1), depth(p.Kernels.size(), 0),
+      firstCall(p.Kernels.size(), -1);
   std::map<std::pair<int, size_t>, size_t> lastWriter;
   std::set<std::pair<size_t, size_t>> edges;
   for (size_t c = 0; c < p.Calls.size(); ++c) {
@@ -89,11 +90,13 @@ ModelReport buildReport(const kir::Program &p) {
     k2.Kernel = k.Name;
     k2.Nodes = call.Nodes;
     k2.Label = call.Label;
-    if (ops[call.KernelIndex] < 0)
+    if (ops[call.KernelIndex] < 0) {
       ops[call.KernelIndex] = kir::countOps(k);
+      depth[call.KernelIndex] = kir::maxExprDepth(k);
+    }
     k2.Ops = ops[call.KernelIndex];
     r.Ops += k2.Ops;
-    k2.ExprDepth = kir::maxExprDepth(k);
+    k2.ExprDepth = depth[call.KernelIndex];
     r.MaxExprDepth = std::max(r.MaxExprDepth, k2.ExprDepth);
     if (firstCall[call.KernelIndex] >= 0)
       k2.SharesCodeWith = firstCall[call.KernelIndex];

@@ -52,9 +52,8 @@ ir::Value *singleOutput(const ir::Node &n) {
 
 /// The depth of the deepest value `root`'s kernel stores with `chain`
 /// applied at the stores of output `out` (before any split), or nothing
-/// when the lowering
-/// reads that output back (or fails: reported when the node is lowered on
-/// its own).
+/// when the lowering reads that output back (or fails: reported when the
+/// node is lowered on its own).
 std::optional<int> epilogueDepth(const ir::Node &root, const ops::OpSchema &schema,
                                  size_t out, const std::vector<const ir::Node *> &chain) {
   kir::KernelBuilder b("probe_" + root.OpType);
@@ -82,7 +81,7 @@ std::vector<const ir::Node *> epilogueChain(const ir::Graph &g, size_t rootAt,
   const ops::OpRegistry &reg = ops::OpRegistry::instance();
   std::set<const ir::Value *> values = {v}; // computed by the group
   std::map<const ir::Value *, int> inside;  // uses by the group's nodes
-  std::vector<const ir::Node *> chain, best;
+  std::vector<const ir::Node *> chain;
   // Whether only the last value is needed outside the group.
   auto closed = [&](const ir::Value *last) {
     for (const ir::Value *x : values)
@@ -117,12 +116,11 @@ std::vector<const ir::Node *> epilogueChain(const ir::Graph &g, size_t rootAt,
       }
     values.insert(cv);
     pending += uses[cv];
-    if (closed(cv)) {
-      best = chain;
+    if (closed(cv))
       closedLengths.push_back(chain.size());
-    }
   }
-  return best;
+  chain.resize(closedLengths.empty() ? 0 : closedLengths.back());
+  return chain;
 }
 
 } // namespace

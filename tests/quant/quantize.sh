@@ -89,10 +89,6 @@ source "$root/scripts/lib/deps.sh"
 source "$root/scripts/lib/ort.sh"
 have_ort=0
 mlcc_require_ort "$root" && have_ort=1
-# ORT_PREFIX runs ONNX Runtime under a command, e.g. "qemu-x86_64 -cpu
-# EPYC-Rome" for ORT as on an AVX2-only CPU (see ort_int8.py).
-read -r -a ort_node <<<"${ORT_PREFIX:-}"
-ort_node+=("$(command -v node || echo node)")
 
 echo "== digits: the realized int8 model as ONNX (--emit onnx) in ONNX Runtime"
 ort_path=exact

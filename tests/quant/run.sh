@@ -42,10 +42,6 @@ else
   skipped+=("the ONNX Runtime comparisons")
 fi
 
-# ORT_PREFIX runs ONNX Runtime under a command (see ort_int8.py).
-read -r -a ort_node <<<"${ORT_PREFIX:-}"
-ort_node+=("$(command -v node || echo node)")
-
 "$cc" -std=c99 -O2 -I "$root/runtime-c" -c "$root/tools/conformance/driver.c" -o "$work/driver.o" || exit 1
 
 # Compiles CASE/model.onnx, runs it on CASE's inputs (and ONNX Runtime when

@@ -1,6 +1,8 @@
 # setup.sh - the start every tests/quant script shares (sourced):
 #   SCRIPT MLCC WORKDIR
-# sets mlcc, work (created), here, root, cc, python, failed=0, skipped=();
+# sets mlcc, work (created), here, root, cc, python, failed=0, skipped=(),
+# ort_node (the command that runs ONNX Runtime's node: ORT_PREFIX, e.g.
+# "qemu-x86_64 -cpu EPYC-Rome" for its AVX2 path, then node; see ort_int8.py);
 # exits 2 on bad usage and 77 when /usr/bin/python3 lacks onnx or numpy.
 if [[ $# -ne 2 ]]; then
   echo "usage: $0 MLCC WORKDIR (the comment at the top of this script says more)" >&2
@@ -15,6 +17,8 @@ cc="${CC:-cc}"
 python=/usr/bin/python3
 failed=0
 skipped=()
+read -r -a ort_node <<<"${ORT_PREFIX:-}"
+ort_node+=("$(command -v node || echo node)")
 
 if ! "$python" -c 'import onnx, numpy' 2>/dev/null; then
   echo "SKIP: /usr/bin/python3 cannot import onnx and numpy (python3-onnx, python3-numpy)"
