@@ -53,6 +53,13 @@ public:
   /// QuantScale * (q - QuantZeroPoint); 0 when not quantized.
   double QuantScale = 0;
   int64_t QuantZeroPoint = 0;
+  /// For an 8-bit value made by a QuantizeLinear of constant per-tensor
+  /// parameters (recorded by fuse-qdq before it fuses the node away): the
+  /// float tensor it quantizes and how (real = DequantScale * (q -
+  /// DequantZeroPoint)). Only `mlcc check` reads it.
+  std::string QuantizedFrom;
+  double DequantScale = 0;
+  int64_t DequantZeroPoint = 0;
 
   bool isConstant() const { return Const != nullptr; }
 };

@@ -38,11 +38,28 @@ struct NodeRef {
   std::string Name, Op;
 };
 
+/// A graph value a call writes, for `mlcc check`: which parameter holds it,
+/// its ONNX name, type and shape (dense, row-major), and for 8-bit data the
+/// real value it stands for.
+struct CallOutput {
+  size_t Arg = 0; ///< Index into Call::Args.
+  std::string Value;
+  DType Type = DType::F32;
+  Shape Dims;
+  /// Quantized data: real = Scale * (q - ZeroPoint); Scale 0 when not.
+  double Scale = 0;
+  int64_t ZeroPoint = 0;
+  /// The float tensor this one quantizes (its QuantizeLinear's input), when
+  /// it is one; empty otherwise.
+  std::string QuantizedFrom;
+};
+
 struct Call {
   size_t KernelIndex = 0;
   std::vector<Storage> Args; ///< One per kernel parameter.
   std::string Label;         ///< What it computes, for comments ("node 'x' (Conv)").
   std::vector<NodeRef> Nodes; ///< The fused nodes, root first (empty for copies).
+  std::vector<CallOutput> Produces; ///< The graph values it writes.
 };
 
 struct ConstantData {

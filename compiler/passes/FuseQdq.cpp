@@ -444,6 +444,15 @@ private:
 } // namespace
 
 void fuseQdq(ir::Graph &g, const FoldOptions &options) {
+  // What each 8-bit value stands for, before its QuantizeLinear is fused
+  // away (mlcc check compares it with the float tensor).
+  for (auto &n : g.Nodes)
+    if (std::optional<Qp> q = asQ(n.get()); q && n->hasInput(0)) {
+      ir::Value *out = n->Outputs[0];
+      out->QuantizedFrom = n->Inputs[0]->Name;
+      out->DequantScale = scalarOf(q->Scale);
+      out->DequantZeroPoint = zpOf(q->Zp);
+    }
   Fuser(g).run();
   FoldOptions fold = options;
   fold.KeepDequantize = false;

@@ -282,7 +282,12 @@ private:
     for (auto &pb : ctx.bindings()) {
       switch (pb.K) {
       case ops::ParamBinding::Input:
+        call.Args.push_back(storageOf(pb.V));
+        break;
       case ops::ParamBinding::Output:
+        call.Produces.push_back({call.Args.size(), pb.V->Name, pb.V->Type.Type,
+                                 pb.V->Type.Dims, pb.V->DequantScale, pb.V->DequantZeroPoint,
+                                 pb.V->QuantizedFrom});
         call.Args.push_back(storageOf(pb.V));
         break;
       case ops::ParamBinding::Scratch:
@@ -326,6 +331,9 @@ private:
       kir::Call call;
       call.Label = "copy to output '" + v->Name + "'";
       call.Args = {src, dst};
+      call.Produces.push_back(
+          {1, v->Name, v->Type.Type, v->Type.Dims, v->DequantScale, v->DequantZeroPoint,
+           v->QuantizedFrom});
       call.KernelIndex = addKernel(b.finish(), "copy");
       P.Calls.push_back(std::move(call));
     }

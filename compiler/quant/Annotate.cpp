@@ -19,6 +19,9 @@
 // belongs to it: the pair's output is the quantized tensor, and fuse-qdq
 // clamps in the integer epilogue.
 //
+// Nodes the user keeps in float (--keep-float) are neither anchors nor
+// joiners.
+//
 // Every input and output of an int8 node is a quantized tensor; tensors
 // from float nodes and graph inputs get their QuantizeLinear at that
 // boundary, graph outputs and float readers their DequantizeLinear.
@@ -64,8 +67,15 @@ bool isAnchor(const ir::Node &n) {
 
 } // namespace
 
-Annotation annotate(const ir::Graph &g) {
+Annotation annotate(const ir::Graph &g, const std::set<std::string> &keepFloat) {
   Annotation a;
+  std::set<std::string> nodeNames;
+  for (auto &n : g.Nodes)
+    nodeNames.insert(n->Name);
+  for (const std::string &k : keepFloat)
+    if (!nodeNames.count(k))
+      fail(ErrorKind::Usage) << "--keep-float: the model has no node named '" << k
+                             << "' (node names are those of mlcc check's table)";
   std::set<const ir::Value *> quantized, listed;
   std::map<const ir::Value *, int> uses = g.useCounts();
   auto list = [&](const ir::Value *v) {
@@ -87,7 +97,8 @@ Annotation annotate(const ir::Graph &g) {
 
   for (auto &np : g.Nodes) {
     const ir::Node &n = *np;
-    if (absorbed.count(&n) || n.Domain != "" || n.Outputs.size() < 1 || !isF32(n.Outputs[0]))
+    if (absorbed.count(&n) || n.Domain != "" || n.Outputs.size() < 1 ||
+        !isF32(n.Outputs[0]) || keepFloat.count(n.Name))
       continue;
     bool anchor = isAnchor(n);
     bool joins = false;
@@ -124,7 +135,8 @@ Annotation annotate(const ir::Graph &g) {
       auto r = onlyReader.find(out);
       if (r != onlyReader.end() && uses[out] == 1 && !g.isGraphOutput(out) &&
           r->second->Domain == "" && constantBounds(*r->second) &&
-          r->second->Inputs[0] == out && isF32(r->second->Outputs[0])) {
+          r->second->Inputs[0] == out && isF32(r->second->Outputs[0]) &&
+          !keepFloat.count(r->second->Name)) {
         absorbed.insert(r->second);
         a.Nodes.insert(r->second->Name);
         out = r->second->Outputs[0];

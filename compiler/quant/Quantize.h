@@ -43,6 +43,9 @@ struct QuantizeOptions {
   /// in int16: x86 kernels without VNNI (vpmaddubsw, which saturates the
   /// pair sums) then compute the realized model exactly, as mlcc does.
   int WeightMax = 127;
+  /// --keep-float NODE: nodes (by ONNX name) that stay float, e.g. the
+  /// layers `mlcc check` shows losing the most accuracy.
+  std::set<std::string> KeepFloat;
 };
 
 /// Parses "minmax", "percentile", "percentile=P" or "entropy" (a Usage
@@ -66,7 +69,9 @@ struct Annotation {
 
 /// Decides the int8 part of `g` (see Annotate.cpp). Throws a Usage error
 /// when no node can run in int8.
-Annotation annotate(const ir::Graph &g);
+/// Nodes named in `keepFloat` stay float (a Usage error names one the
+/// graph lacks).
+Annotation annotate(const ir::Graph &g, const std::set<std::string> &keepFloat = {});
 
 /// The range [Lo, Hi] of a tensor's values that its quantization covers.
 struct Range {

@@ -4,6 +4,11 @@
 #include "compiler/support/Error.h"
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <vector>
+#include <unistd.h>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -20,6 +25,30 @@ std::string readFile(const std::string &path, const char *what) {
   if (in.bad())
     fail(ErrorKind::Io) << "cannot read " << what << " '" << path << "'";
   return ss.str();
+}
+
+TempDir::TempDir() {
+  std::string tmpl = (std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp");
+  tmpl += "/mlcc-XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back(0);
+  if (!mkdtemp(buf.data()))
+    fail(ErrorKind::Io) << "cannot create a temporary folder in " << tmpl;
+  Path = buf.data();
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(Path, ec);
+}
+
+void TempDir::write(const std::string &name, const std::string &text) const {
+  FILE *f = std::fopen((Path + "/" + name).c_str(), "wb");
+  bool ok = f && std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (f)
+    std::fclose(f);
+  if (!ok)
+    fail(ErrorKind::Io) << "cannot write temporary file " << name;
 }
 
 } // namespace mlcc

@@ -120,33 +120,6 @@ std::string dirOf(const std::string &path) {
   return pos == std::string::npos ? "" : path.substr(0, pos + 1);
 }
 
-/// A private temporary folder, removed on scope exit.
-struct TempDir {
-  std::string Path;
-  TempDir() {
-    std::string tmpl = (std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp");
-    tmpl += "/mlcc-XXXXXX";
-    std::vector<char> buf(tmpl.begin(), tmpl.end());
-    buf.push_back(0);
-    if (!mkdtemp(buf.data()))
-      fail(ErrorKind::Io) << "cannot create a temporary folder in " << tmpl;
-    Path = buf.data();
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(Path, ec);
-  }
-  /// Writes `text` to the file `name` in the folder.
-  void write(const std::string &name, const std::string &text) const {
-    FILE *f = std::fopen((Path + "/" + name).c_str(), "wb");
-    bool ok = f && std::fwrite(text.data(), 1, text.size(), f) == text.size();
-    if (f)
-      std::fclose(f);
-    if (!ok)
-      fail(ErrorKind::Io) << "cannot write temporary file " << name;
-  }
-};
-
 /// Compiles the generated C with the host compiler; returns the object.
 std::string compileC(const std::string &source, const std::string &header,
                      const std::string &name) {
@@ -256,7 +229,7 @@ std::string compileCuda(const std::string &source, const std::string &header,
 void quantizeGraph(ir::Graph &g, const DriverOptions &o, const onnx::LoadOptions &lo,
                    const std::vector<std::vector<uint8_t>> &samples, size_t numSamples,
                    const quant::QuantizeOptions &qo) {
-  quant::Annotation a = quant::annotate(g);
+  quant::Annotation a = quant::annotate(g, qo.KeepFloat);
   std::unique_ptr<ir::Graph> cal = onnx::loadModel(o.Model, lo);
   PipelineOptions cpo;
   cpo.Name = "mlcc_calibration";
@@ -297,6 +270,48 @@ void quantizeGraph(ir::Graph &g, const DriverOptions &o, const onnx::LoadOptions
   std::map<std::string, quant::Range> ranges = quant::calibrate(a, numSamples, run, qo);
   quant::realize(g, a, ranges, qo);
 }
+
+} // namespace
+
+std::unique_ptr<ir::Graph> loadGraph(const DriverOptions &o) {
+  return onnx::loadModel(o.Model, loadOptions(o));
+}
+
+CompiledModel compileModel(const DriverOptions &o, const llvmgen::TargetSpec &target,
+                           PipelineOptions po) {
+  bool cuda = target.Name == "cuda";
+  onnx::LoadOptions lo = loadOptions(o);
+  CompiledModel m;
+  m.Graph = onnx::loadModel(o.Model, lo);
+  ir::Graph *graph = m.Graph.get();
+  if (!cuda)
+    po.Schedule = llvmgen::scheduleTarget(target);
+  po.Gpu = cuda || o.GpuScheduleOnHost;
+  po.LibraryDispatch = !o.NoLibraryDispatch;
+  std::vector<std::vector<uint8_t>> samples;
+  size_t numSamples = 0;
+  quant::QuantizeOptions qo;
+  if (!o.Quantize.empty()) {
+    qo = quant::parseCalibrationMethod(o.CalibrationMethod.empty() ? "minmax"
+                                                                   : o.CalibrationMethod);
+    if (o.Calibrate.empty())
+      fail(ErrorKind::Usage) << "--quantize int8 needs calibration samples: --calibrate "
+                                "INPUT=SAMPLES.npy for each input";
+    samples = quant::loadSamples(*graph, o.Calibrate, numSamples);
+    po.Quantize = [&](ir::Graph &g) { quantizeGraph(g, o, lo, samples, numSamples, qo); };
+    qo.QuantizeIo = o.QuantizeIo;
+    qo.WeightMax = o.ReduceRange ? 63 : 127;
+    qo.KeepFloat.insert(o.KeepFloat.begin(), o.KeepFloat.end());
+  } else if (!o.Calibrate.empty() || !o.CalibrationMethod.empty() || o.QuantizeIo ||
+             o.ReduceRange || !o.KeepFloat.empty()) {
+    fail(ErrorKind::Usage) << "--calibrate, --calibration-method, --quantize-io, "
+                              "--reduce-range and --keep-float need --quantize int8";
+  }
+  m.Program = runPipeline(*graph, po);
+  return m;
+}
+
+namespace {
 
 pack::ReportContext reportContext(const DriverOptions &o, const llvmgen::TargetSpec &t) {
   return {o.Model, t.Name, t.Triple, t.Cpu, o.Backend};
@@ -398,9 +413,6 @@ void runDriver(const DriverOptions &o) {
   }
 
   std::string name = modelName(o);
-  onnx::LoadOptions lo = loadOptions(o);
-  std::unique_ptr<ir::Graph> graph = onnx::loadModel(o.Model, lo);
-
   PipelineOptions po;
   po.Name = name;
   po.DumpIr = o.DumpIr;
@@ -408,30 +420,10 @@ void runDriver(const DriverOptions &o) {
   po.TimePasses = o.TimePasses;
   po.GraphOnly = kind == "graph";
   po.StopAfterQuantize = kind == "onnx";
-  if (!cuda)
-    po.Schedule = llvmgen::scheduleTarget(target);
-  po.Gpu = cuda || o.GpuScheduleOnHost;
-  po.LibraryDispatch = !o.NoLibraryDispatch;
   po.Status = &status;
-  std::vector<std::vector<uint8_t>> samples;
-  size_t numSamples = 0;
-  quant::QuantizeOptions qo;
-  if (!o.Quantize.empty()) {
-    qo = quant::parseCalibrationMethod(o.CalibrationMethod.empty() ? "minmax"
-                                                                   : o.CalibrationMethod);
-    if (o.Calibrate.empty())
-      fail(ErrorKind::Usage) << "--quantize int8 needs calibration samples: --calibrate "
-                                "INPUT=SAMPLES.npy for each input";
-    samples = quant::loadSamples(*graph, o.Calibrate, numSamples);
-    po.Quantize = [&](ir::Graph &g) { quantizeGraph(g, o, lo, samples, numSamples, qo); };
-    qo.QuantizeIo = o.QuantizeIo;
-    qo.WeightMax = o.ReduceRange ? 63 : 127;
-  } else if (!o.Calibrate.empty() || !o.CalibrationMethod.empty() || o.QuantizeIo ||
-             o.ReduceRange) {
-    fail(ErrorKind::Usage) << "--calibrate, --calibration-method, --quantize-io and "
-                              "--reduce-range need --quantize int8";
-  }
-  kir::Program program = runPipeline(*graph, po);
+  CompiledModel compiled = compileModel(o, target, po);
+  std::unique_ptr<ir::Graph> &graph = compiled.Graph;
+  kir::Program &program = compiled.Program;
   // Arena and weights are known now: fail before the code generation.
   std::optional<pack::ModelReport> report;
   if (kind == "onnx") {

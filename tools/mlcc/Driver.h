@@ -1,6 +1,12 @@
 //===- Driver.h - From options to output files ----------------------------===//
 #pragma once
 
+#include "compiler/ir/Graph.h"
+#include "compiler/kernel/Program.h"
+#include "compiler/pipeline/Pipeline.h"
+#include "targets/llvm/Targets.h"
+
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -33,9 +39,24 @@ struct DriverOptions {
   std::string CalibrationMethod;      ///< minmax (default), percentile[=P], entropy
   bool QuantizeIo = false;            ///< --quantize-io
   bool ReduceRange = false;           ///< --reduce-range
+  std::vector<std::string> KeepFloat; ///< --keep-float NODE
   bool TimePasses = false;
   bool Verbose = false;
 };
+
+/// The model after the pipeline, and the graph it was lowered from.
+struct CompiledModel {
+  std::unique_ptr<ir::Graph> Graph;
+  kir::Program Program;
+};
+
+/// Loads `o.Model` (with --dim and --freeze) and runs the pipeline as the
+/// options say (--quantize included) for `target`; `po` gives the rest.
+CompiledModel compileModel(const DriverOptions &o, const llvmgen::TargetSpec &target,
+                           PipelineOptions po);
+
+/// Loads `o.Model` with its --dim and --freeze bindings.
+std::unique_ptr<ir::Graph> loadGraph(const DriverOptions &o);
 
 /// Prints the target presets (--list-targets).
 void listTargets();

@@ -8,6 +8,7 @@
 // one line on stderr and a non-zero exit, with no output file written.
 //
 //===----------------------------------------------------------------------===//
+#include "tools/mlcc/Check.h"
 #include "tools/mlcc/Driver.h"
 
 #include "compiler/pack/Header.h"
@@ -19,34 +20,11 @@
 #include <iostream>
 #include <new>
 
-int main(int argc, char **argv) {
-  mlcc::DriverOptions o;
-  CLI::App app{"mlcc: compiles an ONNX model into a static library with a C "
-               "interface (no runtime, no malloc).\n\nExamples:\n"
-               "  mlcc model.onnx -o libmodel.a         library + model.h\n"
-               "  mlcc model.onnx -o model.c            portable C99 source + model.h\n"
-               "  mlcc model.onnx --dim batch=1 -o libm.a   bind a symbolic dimension\n"
-               "  mlcc model.onnx --emit graph -o -     print the optimized graph\n",
-               "mlcc"};
-  bool list = false, listOps = false;
-  app.add_flag("--list-targets", list, "List the target presets and exit");
-  app.add_flag("--list-ops", listOps,
-               "List the supported operators (and from which opset) and exit");
-  app.add_option("model", o.Model, "The ONNX model file");
-  app.add_option("-o,--output", o.Output,
-                 "Output file; its extension picks what is written: .a "
-                 "(library), .o (object), .c (C source), .cu (CUDA source, "
-                 "--target cuda), .h (header only); "
-                 "'-' writes text outputs to stdout");
-  app.add_option("--emit", o.Emit,
-                 "What to write instead of what -o's extension implies: "
-                 "lib, obj, c, cuda, header, graph, kernels, llvm, asm, onnx (the model "
-                 "after the graph passes up to --quantize: its QDQ form)")
-      ->check(CLI::IsMember({"lib", "obj", "c", "cuda", "header", "graph", "kernels", "llvm",
-                             "asm", "onnx"}));
-  app.add_option("--name", o.Name,
-                 "Prefix of every generated C symbol (default: the output "
-                 "file name without 'lib' and extension)");
+namespace mlcc {
+
+/// The options that say how a model is compiled: mlcc and mlcc check share
+/// them.
+void addCompileOptions(CLI::App &app, DriverOptions &o) {
   app.add_option("--dim", o.Dims,
                  "Bind a symbolic input dimension: NAME=VALUE (repeatable)");
   app.add_option("--freeze", o.Freeze,
@@ -66,6 +44,9 @@ int main(int argc, char **argv) {
   app.add_flag("--quantize-io", o.QuantizeIo,
                "With --quantize: the quantized inputs and outputs are uint8 "
                "(their scale and zero point are in the header and NAME_info())");
+  app.add_option("--keep-float", o.KeepFloat,
+                 "With --quantize: keep this node (ONNX name) in float, e.g. a layer "
+                 "that mlcc check shows losing accuracy (repeatable)");
   app.add_flag("--reduce-range", o.ReduceRange,
                "With --quantize: 7-bit weights ([-63, 63]), so that ONNX Runtime on x86 "
                "without VNNI computes the realized model (-o FILE.onnx) exactly");
@@ -90,6 +71,47 @@ int main(int argc, char **argv) {
                  "How object code is made: 'llvm' (default, any target) or 'c' "
                  "(compile the generated C with the host C compiler $CC)")
       ->check(CLI::IsMember({"llvm", "c"}));
+  app.add_option("--max-tensor", o.MaxTensor,
+                 "The largest tensor a model may declare or compute, in BYTES "
+                 "(default 4G): a larger one is refused (exit 1) before it is "
+                 "allocated");
+}
+
+} // namespace mlcc
+
+int main(int argc, char **argv) {
+  if (argc > 1 && std::string(argv[1]) == "check")
+    return mlcc::checkMain(argc - 1, argv + 1);
+  mlcc::DriverOptions o;
+  CLI::App app{"mlcc: compiles an ONNX model into a static library with a C "
+               "interface (no runtime, no malloc).\n\nExamples:\n"
+               "  mlcc model.onnx -o libmodel.a         library + model.h\n"
+               "  mlcc model.onnx -o model.c            portable C99 source + model.h\n"
+               "  mlcc model.onnx --dim batch=1 -o libm.a   bind a symbolic dimension\n"
+               "  mlcc model.onnx --emit graph -o -     print the optimized graph\n"
+               "  mlcc check model.onnx [options]       compare every kernel's output with a "
+               "reference (mlcc check --help)\n",
+               "mlcc"};
+  bool list = false, listOps = false;
+  app.add_flag("--list-targets", list, "List the target presets and exit");
+  app.add_flag("--list-ops", listOps,
+               "List the supported operators (and from which opset) and exit");
+  app.add_option("model", o.Model, "The ONNX model file");
+  app.add_option("-o,--output", o.Output,
+                 "Output file; its extension picks what is written: .a "
+                 "(library), .o (object), .c (C source), .cu (CUDA source, "
+                 "--target cuda), .h (header only); "
+                 "'-' writes text outputs to stdout");
+  app.add_option("--emit", o.Emit,
+                 "What to write instead of what -o's extension implies: "
+                 "lib, obj, c, cuda, header, graph, kernels, llvm, asm, onnx (the model "
+                 "after the graph passes up to --quantize: its QDQ form)")
+      ->check(CLI::IsMember({"lib", "obj", "c", "cuda", "header", "graph", "kernels", "llvm",
+                             "asm", "onnx"}));
+  app.add_option("--name", o.Name,
+                 "Prefix of every generated C symbol (default: the output "
+                 "file name without 'lib' and extension)");
+  mlcc::addCompileOptions(app, o);
   app.add_option("--report", o.Report,
                  "Write a JSON report: code, weight and arena bytes, undefined "
                  "symbols, every fused kernel (nodes, code, weights, operations, "
@@ -104,10 +126,6 @@ int main(int argc, char **argv) {
                  "Fail (exit 5) when the weights exceed BYTES");
   app.add_option("--max-code", o.MaxCode,
                  "Fail (exit 5) when the code exceeds BYTES (object outputs)");
-  app.add_option("--max-tensor", o.MaxTensor,
-                 "The largest tensor a model may declare or compute, in BYTES "
-                 "(default 4G): a larger one is refused (exit 1) before it is "
-                 "allocated");
   app.add_option("--progress", o.ProgressMode,
                  "auto (default): a status line on a terminal when the compile "
                  "takes over a second; always: every step as a line; never")
