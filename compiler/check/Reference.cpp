@@ -162,6 +162,9 @@ Reference buildReference(ir::Graph &g, const passes::FoldOptions &fold) {
   validate.Validate = true;
   passes::inferAndFold(g, validate);
   passes::eliminateDeadCode(g);
+  for (auto &v : g.Values)
+    if (v->Type.known())
+      r.ModelTypes[v->Name] = v->Type;
   std::set<const ir::Value *> added;
   bool controlFlow = false;
   for (auto &n : g.Nodes)

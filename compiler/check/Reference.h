@@ -14,6 +14,7 @@
 #include "compiler/kernel/Program.h"
 #include "compiler/passes/Passes.h"
 
+#include <map>
 #include <string>
 
 namespace mlcc::check {
@@ -26,6 +27,8 @@ struct Reference {
   /// Empty, or why nothing was promoted (the model has control flow whose
   /// subgraphs read outer values by name).
   std::string NoDoubleReason;
+  /// Every value's type in the model itself (before promotion), by name.
+  std::map<std::string, ir::TensorType> ModelTypes;
 };
 
 /// Builds the reference program of `g`, a graph just loaded (its symbolic

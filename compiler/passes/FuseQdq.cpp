@@ -449,7 +449,8 @@ void fuseQdq(ir::Graph &g, const FoldOptions &options) {
   for (auto &n : g.Nodes)
     if (std::optional<Qp> q = asQ(n.get()); q && n->hasInput(0)) {
       ir::Value *out = n->Outputs[0];
-      out->QuantizedFrom = n->Inputs[0]->Name;
+      if (out->QuantizedFrom.empty()) // realize (--quantize) records the model's name
+        out->QuantizedFrom = n->Inputs[0]->Name;
       out->DequantScale = scalarOf(q->Scale);
       out->DequantZeroPoint = zpOf(q->Zp);
     }

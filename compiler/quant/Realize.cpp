@@ -187,6 +187,7 @@ void realize(ir::Graph &g, const Annotation &a, const std::map<std::string, Rang
     auto q = w.node("QuantizeLinear", {v, scale, zp}, t + "_quantized", {DType::U8, v->Type.Dims});
     auto dq = w.node("DequantizeLinear", {q->Outputs[0], scale, zp}, t + "_dequantized",
                      {DType::F32, v->Type.Dims});
+    q->Outputs[0]->QuantizedFrom = t; // the model's name, kept when v is renamed below
     bool output = g.isGraphOutput(v);
     g.replaceAllUses(v, dq->Outputs[0]);
     if (output && options.QuantizeIo) {

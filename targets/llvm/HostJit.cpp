@@ -14,10 +14,21 @@
 namespace mlcc::llvmgen {
 
 using RunPtrs = int32_t (*)(const void *const *, void *const *, void *, size_t);
+/// mlcc_run_options (runtime-c/mlcc.h).
+struct RunOptions {
+  void (*ParallelFor)(void *, int32_t, void (*)(void *, int32_t, int32_t), void *);
+  void *Pool;
+  int32_t NumWorkers;
+  HostModel::KernelHook OnKernel;
+  void *HookContext;
+};
+using RunWith = int32_t (*)(const void *const *, void *const *, void *, size_t,
+                            const RunOptions *);
 
 struct HostModel::Impl {
   std::unique_ptr<llvm::orc::LLJIT> Jit;
   RunPtrs Run = nullptr;
+  RunWith RunHooked = nullptr;
   void *Arena = nullptr;
   size_t ArenaSize = 0;
   ~Impl() { std::free(Arena); }
@@ -34,9 +45,13 @@ template <typename T> T orFail(llvm::Expected<T> v, const char *what) {
 
 } // namespace
 
-HostModel::HostModel(const kir::Program &p) : I(std::make_unique<Impl>()) {
-  TargetSpec host = resolveTarget("host", "", "");
-  std::string obj = compileProgram(p, host, CodegenOptions{}, OutputKind::Object);
+HostModel::HostModel(const kir::Program &p)
+    : HostModel(p, resolveTarget("host", "", ""), CodegenOptions{}) {}
+
+HostModel::HostModel(const kir::Program &p, const TargetSpec &target,
+                     const CodegenOptions &options)
+    : I(std::make_unique<Impl>()) {
+  std::string obj = compileProgram(p, target, options, OutputKind::Object);
   I->Jit = orFail(llvm::orc::LLJITBuilder().create(), "start");
   // Math functions (expf, ...) come from this process.
   auto gen = orFail(llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
@@ -49,6 +64,8 @@ HostModel::HostModel(const kir::Program &p) : I(std::make_unique<Impl>()) {
                               << llvm::toString(std::move(e));
   auto sym = orFail(I->Jit->lookup(p.Name + "_run_ptrs"), "find the run function");
   I->Run = sym.toPtr<RunPtrs>();
+  I->RunHooked =
+      orFail(I->Jit->lookup(p.Name + "_run_with"), "find the run function").toPtr<RunWith>();
   int64_t align = std::max<int64_t>(p.ArenaAlign, 64);
   I->ArenaSize = (size_t)kir::alignedArenaBytes(p.ArenaSize, align);
   if (I->ArenaSize) {
@@ -67,5 +84,19 @@ void HostModel::run(const std::vector<const void *> &inputs,
     fail(ErrorKind::Internal) << "internal error: the host-compiled model returned status "
                               << rc;
 }
+
+void HostModel::runWithHook(const std::vector<const void *> &inputs,
+                            const std::vector<void *> &outputs, KernelHook hook,
+                            void *context) {
+  RunOptions options{};
+  options.OnKernel = hook;
+  options.HookContext = context;
+  int32_t rc = I->RunHooked(inputs.data(), outputs.data(), I->Arena, I->ArenaSize, &options);
+  if (rc != 0)
+    fail(ErrorKind::Internal) << "internal error: the host-compiled model returned status "
+                              << rc;
+}
+
+uint8_t *HostModel::arena() const { return static_cast<uint8_t *>(I->Arena); }
 
 } // namespace mlcc::llvmgen

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "compiler/kernel/Program.h"
+#include "targets/llvm/Targets.h"
 
 #include <memory>
 #include <vector>
@@ -19,6 +20,9 @@ class HostModel {
 public:
   /// Compiles `p` for this CPU and links it into the process.
   explicit HostModel(const kir::Program &p);
+  /// Compiles `p` as a library for `target` would be (mlcc check: the code
+  /// that ships; the target must be one this CPU runs) and links it.
+  HostModel(const kir::Program &p, const TargetSpec &target, const CodegenOptions &options);
   ~HostModel();
   HostModel(const HostModel &) = delete;
   HostModel &operator=(const HostModel &) = delete;
@@ -26,6 +30,15 @@ public:
   /// Runs the model: one pointer per graph input and output, in order, to
   /// dense buffers of their types.
   void run(const std::vector<const void *> &inputs, const std::vector<void *> &outputs);
+
+  /// The same through NAME_run_with, with its on_kernel hook (mlcc.h):
+  /// `hook(context, call, kernel name, phase)` before and after every call.
+  using KernelHook = void (*)(void *context, int32_t call, const char *name, int32_t phase);
+  void runWithHook(const std::vector<const void *> &inputs, const std::vector<void *> &outputs,
+                   KernelHook hook, void *context);
+
+  /// The arena the model runs in (ArenaSize bytes, aligned as it needs).
+  uint8_t *arena() const;
 
 private:
   struct Impl;

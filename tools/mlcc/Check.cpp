@@ -65,7 +65,7 @@ struct CheckOptions {
   uint64_t Seed = 1;
   std::string Cc, Run;
   std::string BreakNode; ///< test-only: the kernel computing this node is broken
-  bool All = false;      ///< print every row (default: all for up to 60 calls)
+  bool FailuresOnly = false; ///< print only the rows out of tolerance
 };
 
 double seconds(std::chrono::steady_clock::time_point since) {
@@ -183,8 +183,8 @@ std::vector<Data> makeInputs(const CheckOptions &o, const kir::Program &p,
       Tensor t = quant::loadNpy(files[in.Name]);
       if (t.shape() != d.Dims || t.dtype() != d.Type)
         fail(ErrorKind::Usage) << "--input " << in.Name << ": '" << files[in.Name] << "' holds "
-                               << dtypeName(t.dtype()) << "[" << shapeText(t.shape())
-                               << "], the input is " << v->Type.str();
+                               << ir::TensorType{t.dtype(), t.shape()}.str()
+                               << ", the input is " << v->Type.str();
       d.Bytes = t.denseBytes();
     } else if (count > 0 && i < samples.size() && !samples[i].empty()) {
       size_t bytes = (size_t)n * dtypeSize(d.Type);
@@ -524,25 +524,22 @@ std::string fileStem(const std::string &tensor) {
   return s;
 }
 
-Tensors userReferences(const CheckOptions &o, const ir::Graph &g) {
+Tensors userReferences(const CheckOptions &o, const check::Reference &ref) {
   namespace fs = std::filesystem;
-  std::map<std::string, const ir::Value *> byName, byStem;
-  for (auto &v : g.Values)
-    if (v->Type.known()) {
-      byName[v->Name] = v.get();
-      byStem[fileStem(v->Name)] = v.get();
-    }
-  std::vector<std::pair<const ir::Value *, std::string>> files;
+  std::map<std::string, std::string> byStem;
+  for (auto &[name, type] : ref.ModelTypes)
+    byStem[fileStem(name)] = name;
+  std::vector<std::pair<std::string, std::string>> files; // tensor, file
   for (const std::string &r : o.References) {
     std::error_code ec;
     if (r.find('=') == std::string::npos && fs::is_directory(r, ec)) {
       for (auto &e : fs::directory_iterator(r, ec))
         if (e.path().extension() == ".npy") {
           std::string stem = e.path().stem().string();
-          const ir::Value *v = byName.count(stem) ? byName[stem]
-                               : byStem.count(stem) ? byStem[stem]
-                                                    : nullptr;
-          if (!v)
+          std::string v = ref.ModelTypes.count(stem) ? stem
+                          : byStem.count(stem)     ? byStem[stem]
+                                                   : "";
+          if (v.empty())
             fail(ErrorKind::Usage) << "--reference " << r << ": '" << e.path().filename().string()
                                    << "' names no tensor of the model";
           files.push_back({v, e.path().string()});
@@ -550,21 +547,21 @@ Tensors userReferences(const CheckOptions &o, const ir::Graph &g) {
       continue;
     }
     auto [name, file] = splitArg(r, "--reference");
-    auto it = byName.find(name);
-    if (it == byName.end())
+    if (!ref.ModelTypes.count(name))
       fail(ErrorKind::Usage) << "--reference: the model has no tensor named '" << name << "'";
-    files.push_back({it->second, file});
+    files.push_back({name, file});
   }
   Tensors out;
-  for (auto &[v, file] : files) {
+  for (auto &[name, file] : files) {
+    const ir::TensorType &type = ref.ModelTypes.at(name);
     Tensor t = quant::loadNpy(file);
-    bool kindOk = isFloat(t.dtype()) == isFloat(v->Type.Type) &&
-                  (t.dtype() == DType::Bool) == (v->Type.Type == DType::Bool);
-    if (t.shape() != v->Type.Dims || !kindOk)
-      fail(ErrorKind::Usage) << "--reference " << v->Name << ": '" << file << "' holds "
-                             << dtypeName(t.dtype()) << "[" << shapeText(t.shape())
-                             << "], the tensor is " << v->Type.str();
-    out[v->Name] = {t.dtype(), t.shape(), t.denseBytes()};
+    bool kindOk = isFloat(t.dtype()) == isFloat(type.Type) &&
+                  (t.dtype() == DType::Bool) == (type.Type == DType::Bool);
+    if (t.shape() != type.Dims || !kindOk)
+      fail(ErrorKind::Usage) << "--reference " << name << ": '" << file << "' holds "
+                             << ir::TensorType{t.dtype(), t.shape()}.str() << ", the tensor is "
+                             << type.str();
+    out[name] = {t.dtype(), t.shape(), t.denseBytes()};
   }
   return out;
 }
@@ -835,9 +832,11 @@ int runCheck(const CheckOptions &o) {
                         : "the model before optimization, in its own types (" +
                               ref.NoDoubleReason + ")";
   } else {
-    refs = userReferences(o, *refGraph);
+    refs = userReferences(o, ref);
     sum.Reference = std::to_string(refs.size()) + " tensors from --reference";
   }
+  for (size_t i = 0; i < p.Inputs.size(); ++i) // exact, by definition
+    refs.emplace(p.Inputs[i].Name, inputs[i]);
   sum.CompileS = seconds(start);
   auto rs = std::chrono::steady_clock::now();
   CallBytes got = here ? runOnHost(p, target, cg, programInputs)
@@ -884,7 +883,10 @@ int runCheck(const CheckOptions &o) {
       if (it == refs.end() && !po2.QuantizedFrom.empty())
         it = refs.find(po2.QuantizedFrom);
       r.Against = it == refs.end() ? "" : it->first;
-      r.Nodes = onnxNodes(*refGraph, r.Against.empty() ? po2.Value : r.Against, produced);
+      std::set<std::string> stops = produced; // what other calls write
+      stops.erase(po2.Value);
+      stops.erase(po2.QuantizedFrom);
+      r.Nodes = onnxNodes(*refGraph, r.Against.empty() ? po2.Value : r.Against, stops);
       if (r.Nodes.empty())
         r.Nodes = call.Nodes;
       if (it == refs.end()) {
@@ -908,9 +910,10 @@ int runCheck(const CheckOptions &o) {
         r.S = compareValues(g, want);
         r.Pass = sum.Quantized ? r.S.Snr >= o.MinSnr
                                : !r.S.NanMismatch && r.S.MaxAbs <= o.Tolerance * r.S.RefMax;
-        if (sum.Quantized && (std::isfinite(inSnr) || std::isfinite(r.S.Snr)))
-          r.Drop = (std::isfinite(inSnr) ? inSnr : 200.0) -
-                   (std::isfinite(r.S.Snr) ? r.S.Snr : 200.0);
+        // The accuracy this call loses: its inputs' SNR less its own (none
+        // when its inputs are exact: the loss from exact is unbounded).
+        if (sum.Quantized && std::isfinite(inSnr))
+          r.Drop = inSnr - (std::isfinite(r.S.Snr) ? r.S.Snr : inSnr);
         snrOf[{(int)call.Args[po2.Arg].Kind, call.Args[po2.Arg].Index}] = r.S.Snr;
         ++sum.Compared;
         if (!r.Pass) {
@@ -919,6 +922,8 @@ int runCheck(const CheckOptions &o) {
             sum.FirstFailure = (long)c;
         }
       }
+      if (!r.Compared) // what it computes from is as good as it gets known
+        snrOf[{(int)call.Args[po2.Arg].Kind, call.Args[po2.Arg].Index}] = inSnr;
       rows.push_back(std::move(r));
     }
   }
@@ -927,33 +932,31 @@ int runCheck(const CheckOptions &o) {
   std::printf("mlcc check %s\n  target:    %s%s\n  reference: %s\n  tolerance: %s\n",
               d.Model.c_str(), sum.Target.c_str(), here ? "" : " (run under QEMU)",
               sum.Reference.c_str(), sum.Criterion.c_str());
-  bool all = o.All || rows.size() <= 60;
-  std::printf("\n%5s  %-34s %-16s %12s %10s %9s%s  %s\n", "call", "ONNX nodes", "shape",
-              "max abs err", "rel err", "SNR dB", sum.Quantized ? "  drop dB" : "", "status");
+  std::printf("\n%5s  %-16s %12s %10s %9s%s  %-6s %s\n", "call", "shape", "max abs err",
+              "rel err", "SNR dB", sum.Quantized ? "  drop dB" : "", "status", "ONNX nodes");
   size_t hidden = 0;
   for (const Row &r : rows) {
     bool first = (long)r.Call == sum.FirstFailure && !r.Pass;
-    if (!all && r.Pass && r.Compared && !first) {
+    if (o.FailuresOnly && r.Pass && r.Compared) {
       ++hidden;
       continue;
     }
-    std::string nodes = nodesText(r.Nodes, 2);
-    if (nodes.size() > 34)
-      nodes = nodes.substr(0, 31) + "...";
+    std::string nodes = nodesText(r.Nodes, 4);
     if (r.Compared)
-      std::printf("%5zu  %-34s %-16s %12s %10s %9s%s  %s\n", r.Call, nodes.c_str(),
-                  shapeText(r.Dims).c_str(), num(r.S.MaxAbs).c_str(), num(r.S.Rel).c_str(),
-                  num(r.S.Snr, "%.1f").c_str(),
+      std::printf("%5zu  %-16s %12s %10s %9s%s  %-6s %s%s\n", r.Call, shapeText(r.Dims).c_str(),
+                  num(r.S.MaxAbs).c_str(), num(r.S.Rel).c_str(), num(r.S.Snr, "%.1f").c_str(),
                   sum.Quantized ? ("  " + std::string(7 - std::min<size_t>(7, num(r.Drop, "%.1f").size()), ' ') +
                                    num(r.Drop, "%.1f")).c_str()
                                 : "",
-                  r.Pass ? "ok" : first ? "<-- FIRST OUT OF TOLERANCE" : "out of tolerance");
+                  r.Pass ? "ok" : "FAIL", nodes.c_str(),
+                  first ? "  <-- first out of tolerance" : "");
     else
-      std::printf("%5zu  %-34s %-16s  (%s)\n", r.Call, nodes.c_str(), shapeText(r.Dims).c_str(),
-                  r.Note.c_str());
+      std::printf("%5zu  %-16s %s%s  %-6s %s (%s)\n", r.Call, shapeText(r.Dims).c_str(),
+                  std::string(33, ' ').c_str(), sum.Quantized ? std::string(9, ' ').c_str() : "",
+                  "-", nodes.c_str(), r.Note.c_str());
   }
   if (hidden)
-    std::printf("  (%zu more calls within tolerance not shown: --all shows them)\n", hidden);
+    std::printf("  (%zu calls within tolerance not shown)\n", hidden);
   std::printf("\n%zu kernel calls, %zu outputs compared: %s\n", sum.Calls, sum.Compared,
               sum.Failed ? (std::to_string(sum.Failed) + " out of tolerance").c_str()
                          : "all within tolerance");
@@ -977,9 +980,13 @@ int runCheck(const CheckOptions &o) {
       for (size_t i = 0; i < byDrop.size() && i < 5; ++i)
         std::printf("  %5.1f dB  call %zu: %s\n", byDrop[i]->Drop, byDrop[i]->Call,
                     nodesText(byDrop[i]->Nodes, 100).c_str());
-      if (!d.Quantize.empty())
-        std::printf("to keep a layer in float, add --keep-float NODE (its Conv, MatMul or "
-                    "Gemm node) to the compile options, and check again.\n");
+      std::string anchor;
+      for (const kir::NodeRef &n : byDrop[0]->Nodes)
+        if (anchor.empty() && (n.Op == "Conv" || n.Op == "MatMul" || n.Op == "Gemm"))
+          anchor = n.Name;
+      if (!d.Quantize.empty() && !anchor.empty())
+        std::printf("to keep a layer in float, add --keep-float NODE to the compile options "
+                    "and check again (here: --keep-float %s)\n", anchor.c_str());
     }
   }
   std::printf("time: compile %.2f s, run %.2f s, reference %.2f s\n", sum.CompileS, sum.RunS,
@@ -1025,8 +1032,8 @@ int checkMain(int argc, char **argv) {
   app.add_option("--json", o.Json, "Write the table as JSON to this file");
   app.add_option("--report-html", o.Html,
                  "Write a page with the SNR of every kernel call as a chart and the table");
-  app.add_flag("--all", o.All, "Print every row (default: every row up to 60 calls, then "
-                               "only those out of tolerance)");
+  app.add_flag("--failures-only", o.FailuresOnly,
+               "Print only the calls out of tolerance (and those not compared)");
   app.add_option("--cc", o.Cc,
                  "Other targets: the C compiler and flags that link a program for the target "
                  "(default for aarch64-linux, riscv64-linux, cortex-m4 and cortex-m7: the "
@@ -1043,7 +1050,7 @@ int checkMain(int argc, char **argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
-    return app.exit(e);
+    return app.exit(e) == 0 ? 0 : 2; // --help, or bad usage
   }
   try {
     return runCheck(o);
