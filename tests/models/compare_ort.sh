@@ -13,7 +13,9 @@
 # --name m`, linked with tools/conformance/driver.c and run on the same input.
 # A model passes when max |mlcc - ort| <= 1e-4 * max |ort| (compare.py).
 # Per-inference times of both (mean of a few runs after a warm-up, bench.c
-# for mlcc) are printed for information only.
+# for mlcc) are printed for information only. With no extra mlcc options,
+# `mlcc check` must also find every kernel call within tolerance of mlcc's
+# float64 reference.
 #
 # Installs what it needs: python3-torch, python3-torchvision, python3-numpy
 # and nodejs (Debian, via scripts/lib/deps.sh) and onnxruntime-node@1.30.0
@@ -115,6 +117,17 @@ compare_model() {
   if ((iters > 0)) && "$cc" -o "$out/bench" "$work/bench.o" "$out/libm.a" -lm >>"$d/link.log" 2>&1 &&
      "$out/bench" "$iters" "$d/input.bin" >"$d/bench.log" 2>&1; then
     mlcc_ms="$(awk '/^mlcc_ms_per_inference/ {print $2}' "$d/bench.log")"
+  fi
+
+  # Every kernel call against mlcc's float64 reference (mlcc check), with
+  # the default options only (it runs the LLVM backend's code).
+  if ((${#mlcc_args[@]} == 0)); then
+    if "$mlcc" check "$d/model.onnx" --failures-only >"$d/check.log" 2>&1; then
+      echo "  mlcc check: $(grep -E '^[0-9]+ kernel calls' "$d/check.log"); $(grep '^time:' "$d/check.log")"
+    else
+      echo "  mlcc check failed:"; show "$d/check.log"
+      summary+=("$(printf '%-20s FAIL  mlcc check: a kernel call out of tolerance' "$name")"); return 1
+    fi
   fi
 
   rc=0
