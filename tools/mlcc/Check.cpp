@@ -331,9 +331,10 @@ void crossTools(const CheckOptions &o, const llvmgen::TargetSpec &t,
             "enable=on,target=native", "-kernel"};
   } else if (cc.empty() || run.empty()) {
     fail(ErrorKind::Usage) << "mlcc check --target " << t.Name
-                           << ": no built-in way to run this target's code; give --cc "
-                              "'COMPILER FLAGS' (links a C program) and --run 'COMMAND' "
-                              "(runs it, e.g. under QEMU)";
+                           << (t.Cpu.empty() ? "" : " (CPU " + t.Cpu + ")")
+                           << ": no built-in way to run this code here (it may use "
+                              "instructions this machine lacks); give --cc 'COMPILER FLAGS' "
+                              "(links a C program) and --run 'COMMAND' (runs it, e.g. under QEMU)";
   }
   if (cc.empty())
     cc = dcc;
@@ -453,12 +454,31 @@ CallBytes runCross(const CheckOptions &o, const kir::Program &p, const llvmgen::
   return got;
 }
 
-/// Whether code for `t` runs in this process.
-bool runsHere(const llvmgen::TargetSpec &t) {
+/// Whether code for `t` runs in this process: the host itself, or an x86-64
+/// level (x86-64 to x86-64-v4) that this CPU has. Anything else runs as a program under --run / QEMU, so that an
+/// instruction this CPU lacks cannot crash mlcc.
+bool runsHere(const CheckOptions &o, const llvmgen::TargetSpec &t) {
+  if (!o.Run.empty())
+    return false;
   llvmgen::TargetSpec host = llvmgen::resolveTarget("host", "", "");
   auto arch = [](const std::string &triple) { return triple.substr(0, triple.find('-')); };
-  return arch(t.Triple) == arch(host.Triple) && t.Pic &&
-         t.Triple.find("linux") != std::string::npos;
+  if (arch(t.Triple) != arch(host.Triple) || t.Triple.find("linux") == std::string::npos)
+    return false;
+  if (t.Cpu == host.Cpu && t.Features == host.Features)
+    return true;
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (t.Features.empty()) {
+    if (t.Cpu == "x86-64")
+      return true;
+    if (t.Cpu == "x86-64-v2")
+      return __builtin_cpu_supports("x86-64-v2");
+    if (t.Cpu == "x86-64-v3")
+      return __builtin_cpu_supports("x86-64-v3");
+    if (t.Cpu == "x86-64-v4")
+      return __builtin_cpu_supports("x86-64-v4");
+  }
+#endif
+  return false;
 }
 
 // --- the test-only switch -----------------------------------------------------
@@ -710,7 +730,8 @@ std::string htmlReport(const Summary &s, const std::vector<Row> &rows, double mi
     db = std::clamp(std::isfinite(db) ? db : (db > 0 ? kCap : 0.0), 0.0, maxDb);
     return top + (h - top - bottom) * (1 - db / maxDb);
   };
-  double step = shown.empty() ? 0 : (w - left - 20) / (double)shown.size();
+  const double right = w - 110; // the tolerance's label beyond
+  double step = shown.empty() ? 0 : (right - left) / (double)shown.size();
   std::ostringstream o;
   o << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>mlcc check: "
     << htmlEscape(s.Model) << "</title>\n<style>body{font:14px sans-serif;margin:20px}"
@@ -725,13 +746,13 @@ std::string htmlReport(const Summary &s, const std::vector<Row> &rows, double mi
     << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << w << "\" height=\"" << h
     << "\">\n";
   for (double db = 0; db <= maxDb; db += 20)
-    o << "<line x1=\"" << left << "\" x2=\"" << w - 10 << "\" y1=\"" << y(db) << "\" y2=\""
+    o << "<line x1=\"" << left << "\" x2=\"" << right << "\" y1=\"" << y(db) << "\" y2=\""
       << y(db) << "\" stroke=\"#eee\"/><text x=\"" << left - 6 << "\" y=\"" << y(db) + 4
       << "\" font-size=\"11\" text-anchor=\"end\">" << db << "</text>\n";
   if (s.Quantized)
-    o << "<line x1=\"" << left << "\" x2=\"" << w - 10 << "\" y1=\"" << y(minSnr) << "\" y2=\""
-      << y(minSnr) << "\" stroke=\"#c00\" stroke-dasharray=\"4 3\"/><text x=\"" << w - 12
-      << "\" y=\"" << y(minSnr) - 4 << "\" font-size=\"11\" fill=\"#c00\" text-anchor=\"end\">"
+    o << "<line x1=\"" << left << "\" x2=\"" << right << "\" y1=\"" << y(minSnr) << "\" y2=\""
+      << y(minSnr) << "\" stroke=\"#c00\" stroke-dasharray=\"4 3\"/><text x=\"" << right + 4
+      << "\" y=\"" << y(minSnr) + 4 << "\" font-size=\"11\" fill=\"#c00\">"
       << "--min-snr " << minSnr << " dB</text>\n";
   for (size_t i = 0; i < shown.size(); ++i) {
     const Row &r = *shown[i];
@@ -745,7 +766,7 @@ std::string htmlReport(const Summary &s, const std::vector<Row> &rows, double mi
       o << "<text x=\"" << x + bw / 2 << "\" y=\"" << h - bottom + 14
         << "\" font-size=\"10\" text-anchor=\"middle\">" << r.Call << "</text>\n";
   }
-  o << "<text x=\"" << (left + w) / 2 << "\" y=\"" << h - 6
+  o << "<text x=\"" << (left + right) / 2 << "\" y=\"" << h - 6
     << "\" font-size=\"12\" text-anchor=\"middle\">kernel call</text>\n</svg>\n";
   o << "<h2>Kernel calls</h2>\n<table><tr><th>call</th><th class=\"l\">kernel</th>"
        "<th class=\"l\">ONNX nodes</th><th class=\"l\">tensor</th><th>shape</th>"
@@ -792,7 +813,7 @@ int runCheck(const CheckOptions &o) {
   if (!d.MaxTensor.empty())
     setMaxTensorBytes(pack::parseByteSize(d.MaxTensor, "--max-tensor"));
   llvmgen::TargetSpec target = llvmgen::resolveTarget(d.Target, d.Cpu, d.Features);
-  bool here = runsHere(target);
+  bool here = runsHere(o, target);
 
   // The code that ships.
   auto start = std::chrono::steady_clock::now();
