@@ -1077,14 +1077,7 @@ int checkMain(int argc, char **argv) {
     return runCheck(o);
   } catch (const CompileError &e) {
     std::fprintf(stderr, "mlcc check: error: %s\n", e.what());
-    switch (e.kind()) {
-    case ErrorKind::Usage: return 2;
-    case ErrorKind::Unsupported: return 3;
-    case ErrorKind::DataDependent: return 4;
-    case ErrorKind::OverBudget: return 5;
-    case ErrorKind::Internal: return 70;
-    default: return 1;
-    }
+    return exitStatus(e.kind());
   } catch (const std::bad_alloc &) {
     std::fprintf(stderr, "mlcc check: error: out of memory\n");
     return 1;

@@ -273,6 +273,17 @@ void quantizeGraph(ir::Graph &g, const DriverOptions &o, const onnx::LoadOptions
 
 } // namespace
 
+int exitStatus(ErrorKind kind) {
+  switch (kind) {
+  case ErrorKind::Usage: return 2;
+  case ErrorKind::Unsupported: return 3;
+  case ErrorKind::DataDependent: return 4;
+  case ErrorKind::OverBudget: return 5;
+  case ErrorKind::Internal: return 70;
+  default: return 1;
+  }
+}
+
 std::unique_ptr<ir::Graph> loadGraph(const DriverOptions &o) {
   return onnx::loadModel(o.Model, loadOptions(o));
 }

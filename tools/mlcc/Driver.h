@@ -58,6 +58,9 @@ CompiledModel compileModel(const DriverOptions &o, const llvmgen::TargetSpec &ta
 /// Loads `o.Model` with its --dim and --freeze bindings.
 std::unique_ptr<ir::Graph> loadGraph(const DriverOptions &o);
 
+/// The exit status of an error of this kind (mlcc --help lists them).
+int exitStatus(ErrorKind kind);
+
 /// Prints the target presets (--list-targets).
 void listTargets();
 

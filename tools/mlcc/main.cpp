@@ -171,14 +171,7 @@ int main(int argc, char **argv) {
     return 0;
   } catch (const mlcc::CompileError &e) {
     std::fprintf(stderr, "mlcc: error: %s\n", e.what());
-    switch (e.kind()) {
-    case mlcc::ErrorKind::Usage: return 2;
-    case mlcc::ErrorKind::Unsupported: return 3;
-    case mlcc::ErrorKind::DataDependent: return 4;
-    case mlcc::ErrorKind::OverBudget: return 5;
-    case mlcc::ErrorKind::Internal: return 70;
-    default: return 1;
-    }
+    return mlcc::exitStatus(e.kind());
   } catch (const std::bad_alloc &) {
     std::fprintf(stderr, "mlcc: error: out of memory\n");
     return 1;
