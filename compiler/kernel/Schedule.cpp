@@ -11,11 +11,6 @@
 
 namespace mlcc::kir {
 
-int ScheduleTarget::lanes(DType t) const {
-  int size = (int)dtypeSize(t);
-  return VectorBytes > size && size > 0 ? VectorBytes / size : 1;
-}
-
 namespace {
 
 /// Whether a contraction of `reduction` steps over panels of `panel`
@@ -24,15 +19,15 @@ namespace {
 /// fit comfortably in the L2 cache (a smaller one streams from L2 as fast as
 /// the tiles consume it, and blocking would only add the partial sums'
 /// traffic).
-bool blockReduction(const ScheduleTarget &t, int64_t reduction, int64_t panel, int64_t rw,
+bool blockReduction(const TargetDesc &t, int64_t reduction, int64_t panel, int64_t rw,
                     int64_t rows) {
-  return t.L1Bytes > 0 && t.CacheBytes > 0 && reduction * panel * 4 > t.CacheBytes / 2 &&
+  return t.L1Bytes > 0 && t.L2Bytes > 0 && reduction * panel * 4 > t.L2Bytes / 2 &&
          rows > rw;
 }
 
 } // namespace
 
-ContractionTile chooseContractionTile(const ScheduleTarget &t, int64_t rows,
+ContractionTile chooseContractionTile(const TargetDesc &t, int64_t rows,
                                       int64_t cols, bool fullPanels, int64_t reduction) {
   int64_t lanes = t.lanes(DType::F32);
   // Scalar floating-point units (Cortex-M4F, RV32F) have 32 registers.
@@ -58,7 +53,7 @@ ContractionTile chooseContractionTile(const ScheduleTarget &t, int64_t rows,
       double loads = (double)(rw + nv) / accs;       // operand loads per FMA
       double score = usefulRows * usefulCols * latency / (1.0 + 0.5 * loads);
       bool blocked = blockReduction(t, reduction, panel, rw, rows);
-      if (!blocked && t.CacheBytes > 0 && reduction * panel * 4 > t.CacheBytes)
+      if (!blocked && t.L2Bytes > 0 && reduction * panel * 4 > t.L2Bytes)
         score *= 0.5; // B streams from the next cache level per row tile
       if (score > bestScore + 1e-9) {
         bestScore = score;
@@ -73,7 +68,7 @@ ContractionTile chooseContractionTile(const ScheduleTarget &t, int64_t rows,
           // L1 cache's worth of rows.
           best.ReduceBlock = std::max<int64_t>(1, t.L1Bytes / 2 / (panel * 4));
           int64_t allRows = (rows + rw - 1) / rw * rw;
-          best.RowBlock = allRows * panel * 4 <= t.CacheBytes / 4
+          best.RowBlock = allRows * panel * 4 <= t.L2Bytes / 4
                               ? allRows
                               : std::max<int64_t>(1, t.L1Bytes / 4 / (panel * 4) / rw) * rw;
         }
@@ -452,7 +447,7 @@ bool collectStores(const Stmt &s, std::vector<Stmt> &out) {
 
 class Vectorizer : public Mutator {
 public:
-  explicit Vectorizer(const ScheduleTarget &t) : T(t) {}
+  explicit Vectorizer(const TargetDesc &t) : T(t) {}
   using Mutator::mutate;
 
   Stmt mutate(const Stmt &s) override {
@@ -631,7 +626,7 @@ private:
     return result;
   }
 
-  const ScheduleTarget &T;
+  const TargetDesc &T;
 };
 
 } // namespace
@@ -649,7 +644,7 @@ Kernel rewrite(const Kernel &k, Mutator &m) {
 
 } // namespace
 
-Kernel vectorize(const Kernel &k, const ScheduleTarget &t) {
+Kernel vectorize(const Kernel &k, const TargetDesc &t) {
   if (t.VectorBytes <= 0)
     return k;
   Vectorizer m(t);
@@ -989,7 +984,7 @@ Kernel parallelize(const Kernel &k) {
   return rewrite(k, m);
 }
 
-void scheduleProgram(Program &p, const ScheduleTarget &t) {
+void scheduleProgram(Program &p, const TargetDesc &t) {
   for (auto &k : p.Kernels) {
     k = vectorize(collapse(k), t);
     if (t.VectorBytes > 0) // application processors; not microcontrollers

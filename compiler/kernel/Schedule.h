@@ -17,41 +17,17 @@
 //               workers.
 //
 // Lowerings that build register tiles themselves (the contraction
-// generator) read the same ScheduleTarget to size their tiles.
+// generator) read the same TargetDesc to size their tiles.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "compiler/kernel/Program.h"
+#include "compiler/target/TargetDesc.h"
 
 #include <optional>
 
 namespace mlcc::kir {
-
-/// What a schedule needs to know about the target.
-struct ScheduleTarget {
-  int VectorBytes = 0;     ///< SIMD register width; 0: no vectors
-  int VectorRegisters = 0; ///< SIMD registers (accumulator tiles fit in them)
-  bool Fma = false;        ///< fused multiply-add in hardware
-  /// A core's private data cache (L2) that a contraction's packed B panel
-  /// should stay in while the row tiles reuse it; 0: no cache to plan for
-  /// (microcontrollers).
-  int64_t CacheBytes = 0;
-  /// A core's L1 data cache: a contraction whose packed B panel is larger
-  /// runs its reduction in blocks whose slice of the panel stays in it
-  /// while every row tile of a row block reuses it; 0: no blocking.
-  int64_t L1Bytes = 0;
-  /// An int8 dot-product instruction on vectors of VectorBytes (dot4 of
-  /// the kernel IR becomes one instruction: x86 AVX512-VNNI, AVX-VNNI).
-  bool Int8Dot = false;
-  /// Floating-point instructions (false: Cortex-M0+, RV32 without F):
-  /// integer kernels then requantize in fixed point, so that a fully
-  /// quantized model needs no float at all.
-  bool FloatUnit = true;
-
-  /// Lanes of a vector of `t` (1 without SIMD).
-  int lanes(DType t) const;
-};
 
 /// The register tile of a contraction (see ops::lowerTiledContraction): a
 /// tile of Rows x Panel accumulators, Panel = Panel/Lanes vectors per row,
@@ -82,9 +58,9 @@ struct ContractionTile {
 /// place, without padding). With `reduction` (the length of the sum) and a
 /// target with an L1 size, a packed B panel larger than half the L1 cache
 /// is blocked (ReduceBlock, RowBlock); without L1 size, the panel that
-/// every row tile reads again should fit in t.CacheBytes: wider panels that
+/// every row tile reads again should fit in t.L2Bytes: wider panels that
 /// do not are tried last.
-ContractionTile chooseContractionTile(const ScheduleTarget &t, int64_t rows,
+ContractionTile chooseContractionTile(const TargetDesc &t, int64_t rows,
                                       int64_t cols, bool fullPanels = false,
                                       int64_t reduction = 0);
 
@@ -124,7 +100,7 @@ int64_t workOf(const Stmt &s);
 bool iterationsIndependent(const StmtNode &loop);
 
 /// Vectorizes every eligible innermost loop of `k` (see above).
-Kernel vectorize(const Kernel &k, const ScheduleTarget &t);
+Kernel vectorize(const Kernel &k, const TargetDesc &t);
 
 /// Merges perfectly nested loops whose accesses are contiguous across them
 /// into one loop (rows of a copy, the plane of a reduction), innermost
@@ -143,6 +119,6 @@ Kernel scalarize(const Kernel &k);
 bool hasVectors(const Stmt &s);
 
 /// Applies the target's schedule to every kernel of the program.
-void scheduleProgram(Program &p, const ScheduleTarget &t);
+void scheduleProgram(Program &p, const TargetDesc &t);
 
 } // namespace mlcc::kir

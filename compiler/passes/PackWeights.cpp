@@ -127,13 +127,13 @@ constexpr int64_t kMinStreamedTiles = 32;
 /// The block shape of F(m x m, 3 x 3) for an oh x ow output with c input
 /// and mo output channels whose stack buffers take at most `stackBytes`
 /// (see winogradPlan), or nothing.
-std::optional<WinogradPlan> winogradBlocks(const kir::ScheduleTarget &t, int64_t m, int64_t oh,
+std::optional<WinogradPlan> winogradBlocks(const TargetDesc &t, int64_t m, int64_t oh,
                                            int64_t ow, int64_t c, int64_t mo,
                                            int64_t stackBytes) {
   const int64_t lanes = t.lanes(DType::F32), positions = (m + 2) * (m + 2);
   const int64_t tilesY = (oh + m - 1) / m, tilesX = (ow + m - 1) / m;
   const int64_t maxTiles = stackBytes / (positions * (c + mo) * 4);
-  const bool weightsFit = positions * c * mo * 4 <= t.CacheBytes;
+  const bool weightsFit = positions * c * mo * 4 <= t.L2Bytes;
   std::optional<WinogradPlan> best;
   for (int64_t pitch = tilesX; pitch < (tilesX + lanes - 1) / lanes * lanes + 1; ++pitch)
     for (int64_t rows = 1; rows <= tilesY; ++rows) {
@@ -156,7 +156,7 @@ std::optional<WinogradPlan> winogradBlocks(const kir::ScheduleTarget &t, int64_t
 /// 3x3 kernels, stride and dilation 1, one group, at least 16 output and
 /// kMinWinogradChannels input channels, on targets with vectors and a
 /// cache to plan for, as F(2x2, 3x3). A block's two stack buffers, (C + M)
-/// x 16 x tiles floats, stay within the cache (t.CacheBytes), or within
+/// x 16 x tiles floats, stay within the cache (t.L2Bytes), or within
 /// twice that when no block shape fits, and a block has at least
 /// kMinStreamedTiles tiles when the transformed weights (16 x M x C
 /// floats) do not fit in the cache; a convolution with too many channels
@@ -166,8 +166,8 @@ std::optional<WinogradPlan> winogradBlocks(const kir::ScheduleTarget &t, int64_t
 /// the rows the last block recomputes and the contraction's partial
 /// panels), then the largest, if it computes at most kMaxWinogradWaste
 /// times the output's tiles.
-std::optional<WinogradPlan> winogradPlan(const ir::Node &n, const kir::ScheduleTarget &t) {
-  if (n.OpType != "Conv" || t.VectorBytes == 0 || t.CacheBytes == 0 || !constantF32Weights(n))
+std::optional<WinogradPlan> winogradPlan(const ir::Node &n, const TargetDesc &t) {
+  if (n.OpType != "Conv" || t.VectorBytes == 0 || t.L2Bytes == 0 || !constantF32Weights(n))
     return std::nullopt;
   const Shape &w = n.inShape(1), &y = n.Outputs[0]->Type.Dims;
   if (w.size() != 4 || y.size() != 4 || w[2] != 3 || w[3] != 3 || n.attrInt("group", 1) != 1 ||
@@ -178,7 +178,7 @@ std::optional<WinogradPlan> winogradPlan(const ir::Node &n, const kir::ScheduleT
   // Blocks whose buffers stay in the cache; else twice as large ones (a
   // 14x14 output with 256 channels needs 32 tiles per block to read its
   // weights from memory, and fits only 16).
-  for (int64_t stack : {t.CacheBytes, 2 * t.CacheBytes}) {
+  for (int64_t stack : {t.L2Bytes, 2 * t.L2Bytes}) {
     auto p = winogradBlocks(t, 2, y[2], y[3], w[1], w[0], stack);
     if (p && p->Cost <= kMaxWinogradWaste)
       return p;
@@ -360,7 +360,7 @@ void addDotOperands(ir::Graph &g, std::vector<std::unique_ptr<ir::Node>> &nodes,
 
 } // namespace
 
-void packWeights(ir::Graph &g, const kir::ScheduleTarget &target,
+void packWeights(ir::Graph &g, const TargetDesc &target,
                  const FoldOptions &options) {
   std::vector<std::unique_ptr<ir::Node>> nodes;
   bool changed = false;
@@ -369,7 +369,7 @@ void packWeights(ir::Graph &g, const kir::ScheduleTarget &target,
       nodes.push_back(std::move(n));
       continue;
     }
-    if (auto mm = target.Int8Dot ? dotMatMulInputs(*n) : std::nullopt) {
+    if (auto mm = target.has(MacForm::X86Vnni) ? dotMatMulInputs(*n) : std::nullopt) {
       auto [idx, transposed] = *mm;
       addDotOperands(g, nodes, *n, idx[1], "PackQuadsK", {{"transposed", transposed}},
                      {transposed ? 1 : 0}, target.lanes(DType::I32));
@@ -380,7 +380,7 @@ void packWeights(ir::Graph &g, const kir::ScheduleTarget &target,
     // Grouped (depthwise) int8 convolutions of uint8 data on dot4, on
     // 16-lane targets: four taps of a kernel row per quad (lowerIntTapQuads),
     // or one tap per quad for the shapes it does not take (lowerIntWindow).
-    if (target.Int8Dot && target.lanes(DType::I32) == 16 && n->Domain == "" &&
+    if (target.has(MacForm::X86Vnni) && target.lanes(DType::I32) == 16 && n->Domain == "" &&
         (n->OpType == "QLinearConv" || n->OpType == "ConvInteger") &&
         n->attrInt("group", 1) > 1 && !n->hasAttr("mlcc.dot4_taps")) {
       size_t wi = n->OpType == "QLinearConv" ? 3 : 1, zi = n->OpType == "QLinearConv" ? 5 : 3;
@@ -388,7 +388,7 @@ void packWeights(ir::Graph &g, const kir::ScheduleTarget &target,
           zeroOrAbsent(*n, zi))
         n->Attrs["mlcc.dot4_taps"] = ir::intAttr(1);
     }
-    if (auto idx = target.Int8Dot ? dotConvInputs(*n) : std::nullopt) {
+    if (auto idx = target.has(MacForm::X86Vnni) ? dotConvInputs(*n) : std::nullopt) {
       addDotOperands(g, nodes, *n, (*idx)[1], "PackQuads", {}, {1, 2, 3},
                      target.lanes(DType::I32));
       nodes.push_back(std::move(n));
@@ -415,7 +415,7 @@ void packWeights(ir::Graph &g, const kir::ScheduleTarget &target,
       changed = true;
       continue;
     }
-    std::optional<Plan> plan = planFor(*n, target.lanes(DType::F32), target.CacheBytes);
+    std::optional<Plan> plan = planFor(*n, target.lanes(DType::F32), target.L2Bytes);
     if (plan && plan->PixelColumns) {
       kir::ContractionTile tile =
           kir::chooseContractionTile(target, plan->Rows, plan->Cols, true);

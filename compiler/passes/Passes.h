@@ -58,7 +58,7 @@ void fuseQdq(ir::Graph &g, const FoldOptions &options = {});
 /// (by an mlcc.PackPanels node that constant folding evaluates) into the
 /// panels of the register tile chosen for `target`; the node then lowers
 /// through the register-tiled contraction generator.
-void packWeights(ir::Graph &g, const kir::ScheduleTarget &target,
+void packWeights(ir::Graph &g, const TargetDesc &target,
                  const FoldOptions &options = {});
 
 /// pack-weights for a GPU target: float convolutions and matrix products

@@ -27,7 +27,7 @@ struct PipelineOptions {
   /// standard ONNX ops, QDQ form when quantized).
   bool StopAfterQuantize = false;
   /// The target's SIMD width and registers, for the kernel schedules.
-  kir::ScheduleTarget Schedule;
+  TargetDesc Schedule;
   /// A GPU target (CUDA): no CPU weight packing, kernels scheduled as GPU
   /// launches (kir::mapToGpu), arena and weights aligned for the device.
   bool Gpu = false;

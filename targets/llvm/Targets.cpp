@@ -198,14 +198,19 @@ std::unique_ptr<llvm::TargetMachine> makeMachine(const TargetSpec &t,
 
 } // namespace
 
-kir::ScheduleTarget scheduleTarget(const TargetSpec &t) {
+TargetDesc describeTarget(const TargetSpec &t) {
   std::unique_ptr<llvm::TargetMachine> tm = makeMachine(t, CodegenOptions{});
   const llvm::MCSubtargetInfo *sti = tm->getMCSubtargetInfo();
   auto has = [&](const char *f) { return sti->checkFeatures(std::string("+") + f); };
   llvm::Triple triple(t.Triple);
-  kir::ScheduleTarget s;
+  TargetDesc s;
+  s.Name = t.Name;
+  s.Triple = t.Triple;
+  s.Cpu = t.Cpu;
+  s.Features = t.Features;
   if (triple.isX86()) {
     s.VectorRegisters = triple.isArch64Bit() ? 16 : 8;
+    s.GeneralRegisters = triple.isArch64Bit() ? 16 : 8;
     if (has("avx512f")) {
       s.VectorBytes = 64;
       s.VectorRegisters = 32;
@@ -215,13 +220,28 @@ kir::ScheduleTarget scheduleTarget(const TargetSpec &t) {
       s.VectorBytes = 16;
     }
     s.Fma = has("fma");
-    s.Int8Dot = (s.VectorBytes == 64 && has("avx512vnni")) ||
-                (s.VectorBytes == 32 && (has("avxvnni") || (has("avx512vnni") && has("avx512vl"))));
+    if (has("sse2"))
+      s.IntMacs.push_back(MacForm::X86Madd16);
+    if (has("ssse3"))
+      s.IntMacs.push_back(MacForm::X86MaddU8S8);
+    // VNNI as the kernels can use it: on vectors of the width they use.
+    if ((s.VectorBytes == 64 && has("avx512vnni")) ||
+        (s.VectorBytes == 32 && (has("avxvnni") || (has("avx512vnni") && has("avx512vl")))))
+      s.IntMacs.push_back(MacForm::X86Vnni);
   } else if (triple.isAArch64()) {
     s.VectorBytes = has("neon") ? 16 : 0;
     s.VectorRegisters = 32;
+    s.GeneralRegisters = 31;
     s.Fma = true;
+    if (has("neon"))
+      s.IntMacs.push_back(MacForm::ArmLongMac);
+    if (has("dotprod"))
+      s.IntMacs.push_back(MacForm::ArmDot);
+    if (has("i8mm"))
+      s.IntMacs.push_back(MacForm::ArmMatMul);
   } else if (triple.isARM() || triple.isThumb()) {
+    // Thumb-1 (ARMv6-M) instructions reach r0-r7 only.
+    s.GeneralRegisters = has("thumb2") || !triple.isThumb() ? 13 : 8;
     if (has("mve.fp")) { // Helium: 8 Q registers
       s.VectorBytes = 16;
       s.VectorRegisters = 8;
@@ -231,9 +251,18 @@ kir::ScheduleTarget scheduleTarget(const TargetSpec &t) {
     }
     s.Fma = has("vfp4") || has("fp-armv8");
     s.FloatUnit = has("vfp2sp") || has("fp-armv8") || has("mve.fp") || has("neon");
+    if (has("neon"))
+      s.IntMacs.push_back(MacForm::ArmLongMac);
+    if (has("dsp"))
+      s.IntMacs.push_back(MacForm::ArmSmlad);
+    if (has("mve"))
+      s.IntMacs.push_back(MacForm::HeliumMac);
   } else if (triple.isRISCV()) {
+    s.GeneralRegisters = has("e") ? 15 : 31;
     s.Fma = has("f");
     s.FloatUnit = has("f");
+    if (has("v"))
+      s.IntMacs.push_back(MacForm::RvvWidening);
   }
   if (s.VectorBytes == 0)
     s.VectorRegisters = 0;
@@ -241,7 +270,7 @@ kir::ScheduleTarget scheduleTarget(const TargetSpec &t) {
   // Cortex-A, RV64 with vectors); microcontrollers have no cache to plan.
   // They have an L1 data cache of 32 KiB or more.
   if (triple.isX86() || triple.isAArch64() || (triple.isRISCV64() && has("v"))) {
-    s.CacheBytes = 512 * 1024;
+    s.L2Bytes = 512 * 1024;
     s.L1Bytes = 32 * 1024;
   }
   return s;

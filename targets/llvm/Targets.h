@@ -38,9 +38,11 @@ std::vector<TargetSpec> targetPresets();
 TargetSpec resolveTarget(const std::string &target, const std::string &cpu,
                          const std::string &features);
 
-/// What the kernel schedules need to know about `t`: its SIMD width and
-/// register count, from the CPU's features (AVX-512, AVX2, SSE, NEON, MVE).
-kir::ScheduleTarget scheduleTarget(const TargetSpec &t);
+/// The description of `t` (compiler/target/TargetDesc.h): vector width
+/// and registers, caches, float unit and integer multiply-accumulate forms,
+/// from the CPU's features as LLVM knows them (--cpu and --features
+/// included).
+TargetDesc describeTarget(const TargetSpec &t);
 
 enum class OutputKind { Object, Assembly, LlvmIr };
 

@@ -109,7 +109,7 @@ std::string oneNodeModel(const std::string &op, const Shape &x, const Shape &w,
 }
 
 /// Compiles `model` for `target` and runs it on `x` with the interpreter.
-std::vector<float> compileAndRun(const std::string &model, const kir::ScheduleTarget &target,
+std::vector<float> compileAndRun(const std::string &model, const TargetDesc &target,
                                  const std::vector<float> &x, std::string *kernels) {
   auto g = onnx::loadModelBytes(model, "test.onnx", "", {});
   PipelineOptions po;
@@ -148,13 +148,13 @@ std::vector<float> compileAndRun(const std::string &model, const kir::ScheduleTa
   return out;
 }
 
-kir::ScheduleTarget avx512(int64_t l1, int64_t l2) {
-  kir::ScheduleTarget t;
+TargetDesc avx512(int64_t l1, int64_t l2) {
+  TargetDesc t;
   t.VectorBytes = 64;
   t.VectorRegisters = 32;
   t.Fma = true;
   t.L1Bytes = l1;
-  t.CacheBytes = l2;
+  t.L2Bytes = l2;
   return t;
 }
 
@@ -188,7 +188,7 @@ std::vector<float> referenceConv(const Shape &x, int64_t m, int64_t k, int64_t p
 /// Compiles `model` for `target`, runs it on randomValues(x, 3), checks that
 /// its kernels contain `expect` (the schedule under test) and that the
 /// result equals `ref` within float rounding of sums of `terms` products.
-void check(const std::string &model, const Shape &x, const kir::ScheduleTarget &target,
+void check(const std::string &model, const Shape &x, const TargetDesc &target,
            const std::string &expect, const std::vector<float> &ref, int64_t terms) {
   std::string text;
   std::vector<float> got = compileAndRun(model, target, randomValues(x, 3), &text);
@@ -416,8 +416,8 @@ std::string qlinearConvModel(const Shape &x, int64_t m, int64_t k, int64_t pad, 
 /// and without, runs both on `in`: the outputs must be equal and vary.
 void checkDotEqualsPlain(const std::string &model, const std::vector<float> &in,
                          const char *path = nullptr) {
-  kir::ScheduleTarget dot = avx512(32768, 524288), plain = dot;
-  dot.Int8Dot = true;
+  TargetDesc dot = avx512(32768, 524288), plain = dot;
+  dot.IntMacs.push_back(MacForm::X86Vnni);
   std::string text;
   std::vector<float> got = compileAndRun(model, dot, in, &text);
   std::vector<float> want = compileAndRun(model, plain, in, nullptr);
@@ -573,7 +573,7 @@ TEST_CASE("fixed-point requantization (targets without float) is within one step
       {qlinearMatMulModel(5, 37, 40, 3, -3, true), {5, 37}, 0.1}};
   for (const Case &k : cases) {
     std::vector<float> in = randomValues(k.X, 6);
-    kir::ScheduleTarget fixed, f32;
+    TargetDesc fixed, f32;
     fixed.FloatUnit = false;
     std::string text;
     std::vector<float> got = compileAndRun(k.Model, fixed, in, &text);

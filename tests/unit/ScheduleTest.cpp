@@ -14,8 +14,8 @@ using namespace mlcc::kir;
 
 namespace {
 
-ScheduleTarget avx2() {
-  ScheduleTarget t;
+TargetDesc avx2() {
+  TargetDesc t;
   t.VectorBytes = 32;
   t.VectorRegisters = 16;
   t.Fma = true;
@@ -151,7 +151,7 @@ TEST_CASE("strideOf reads affine index expressions", "[schedule]") {
 }
 
 TEST_CASE("contraction tiles fit the registers", "[schedule]") {
-  ScheduleTarget avx512;
+  TargetDesc avx512;
   avx512.VectorBytes = 64;
   avx512.VectorRegisters = 32;
   for (int64_t rows : {1, 7, 14, 56, 112})

@@ -233,7 +233,7 @@ void quantizeGraph(ir::Graph &g, const DriverOptions &o, const onnx::LoadOptions
   std::unique_ptr<ir::Graph> cal = onnx::loadModel(o.Model, lo);
   PipelineOptions cpo;
   cpo.Name = "mlcc_calibration";
-  cpo.Schedule = llvmgen::scheduleTarget(llvmgen::resolveTarget("host", "", ""));
+  cpo.Schedule = llvmgen::describeTarget(llvmgen::resolveTarget("host", "", ""));
   std::vector<size_t> where; // observed tensor -> output index
   cpo.Quantize = [&](ir::Graph &x) {
     for (const std::string &name : a.Observed) {
@@ -296,7 +296,7 @@ CompiledModel compileModel(const DriverOptions &o, const llvmgen::TargetSpec &ta
   m.Graph = onnx::loadModel(o.Model, lo);
   ir::Graph *graph = m.Graph.get();
   if (!cuda)
-    po.Schedule = llvmgen::scheduleTarget(target);
+    po.Schedule = llvmgen::describeTarget(target);
   po.Gpu = cuda || o.GpuScheduleOnHost;
   po.LibraryDispatch = !o.NoLibraryDispatch;
   std::vector<std::vector<uint8_t>> samples;
@@ -339,6 +339,16 @@ void listTargets() {
               "NVIDIA GPUs sm_75 and newer: CUDA source per kernel, cuBLAS products");
   std::printf("\nAny other LLVM triple is accepted too (normalized), with --cpu and "
               "--features.\n");
+}
+
+void printTarget(const DriverOptions &o) {
+  if (o.Target == "cuda")
+    fail(ErrorKind::Usage) << "--print-target describes CPU targets; --target cuda takes "
+                              "--cuda-arch";
+  std::fputs(llvmgen::describeTarget(llvmgen::resolveTarget(o.Target, o.Cpu, o.Features))
+                 .describe()
+                 .c_str(),
+             stdout);
 }
 
 void listOps() {

@@ -64,6 +64,9 @@ int exitStatus(ErrorKind kind);
 /// Prints the target presets (--list-targets).
 void listTargets();
 
+/// Prints the description of --target/--cpu/--features (--print-target).
+void printTarget(const DriverOptions &o);
+
 /// Prints the supported operators (--list-ops).
 void listOps();
 

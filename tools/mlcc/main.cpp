@@ -92,8 +92,11 @@ int main(int argc, char **argv) {
                "  mlcc check model.onnx [options]       compare every kernel's output with a "
                "reference (mlcc check --help)\n",
                "mlcc"};
-  bool list = false, listOps = false;
+  bool list = false, listOps = false, printTarget = false;
   app.add_flag("--list-targets", list, "List the target presets and exit");
+  app.add_flag("--print-target", printTarget,
+               "Print what --target (with --cpu, --features) offers the kernels: vectors, "
+               "registers, caches, float unit, integer multiply-accumulate forms; and exit");
   app.add_flag("--list-ops", listOps,
                "List the supported operators (and from which opset) and exit");
   app.add_option("model", o.Model, "The ONNX model file");
@@ -158,6 +161,10 @@ int main(int argc, char **argv) {
   try {
     if (list) {
       mlcc::listTargets();
+      return 0;
+    }
+    if (printTarget) {
+      mlcc::printTarget(o);
       return 0;
     }
     if (listOps) {

@@ -1,0 +1,62 @@
+//===- TargetDesc.h - What a target machine offers the kernels -------------===//
+//
+// One value per target, made from its triple, CPU and features
+// (llvmgen::describeTarget): the vector width and registers, the caches to
+// plan for, the floating-point unit and the multiply-accumulate forms it
+// has. `mlcc --print-target` prints it. The schedule and the weight packing
+// read it; no lowering asks LLVM about the target.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "compiler/support/DType.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mlcc {
+
+/// The integer multiply-accumulate forms a target may have, by instruction.
+enum class MacForm : uint8_t {
+  X86Madd16,    ///< pmaddwd: int16 pairs multiplied, summed to int32 (SSE2, AVX2, AVX-512)
+  X86MaddU8S8,  ///< pmaddubsw: u8 x s8 pairs summed to int16, saturating (SSSE3 and later)
+  X86Vnni,      ///< vpdpbusd: u8 x s8 quads summed into int32 (AVX512-VNNI, AVX-VNNI)
+  ArmLongMac,   ///< smlal / sadalp: widening multiply-accumulates (NEON)
+  ArmDot,       ///< sdot / udot: int8 quads summed into int32 (dotprod)
+  ArmMatMul,    ///< smmla / ummla: 2x8 by 8x2 int8 matrix products (i8mm)
+  ArmSmlad,     ///< smlad: two int16 products accumulated (Cortex-M DSP extension)
+  HeliumMac,    ///< vmladav / vmlav: vector multiply-accumulate across lanes (MVE)
+  RvvWidening,  ///< vwmacc: widening vector multiply-accumulate (RVV 1.0)
+};
+const char *macFormName(MacForm f);
+
+struct TargetDesc {
+  std::string Name;   ///< the preset, or the triple
+  std::string Triple; ///< normalized
+  std::string Cpu, Features;
+  int VectorBytes = 0;      ///< SIMD register width; 0: no vectors
+  int VectorRegisters = 0;  ///< SIMD registers (accumulator tiles fit in them)
+  int GeneralRegisters = 0; ///< integer registers free for a kernel's values
+  bool FloatUnit = true; ///< floating-point instructions (false: Cortex-M0+, RV32 without F)
+  bool Fma = false;      ///< fused multiply-add in hardware
+  /// A core's private L2 data cache that a contraction's packed B panel
+  /// should stay in while the row tiles reuse it; 0: no cache to plan for
+  /// (microcontrollers).
+  int64_t L2Bytes = 0;
+  /// A core's L1 data cache: a contraction whose packed B panel is larger
+  /// runs its reduction in blocks whose slice of the panel stays in it;
+  /// 0: no blocking.
+  int64_t L1Bytes = 0;
+  /// The integer multiply-accumulate forms, as the kernels can use them
+  /// (X86Vnni only on vectors of VectorBytes).
+  std::vector<MacForm> IntMacs;
+
+  bool has(MacForm f) const;
+  /// Lanes of a vector of `t` (1 without SIMD).
+  int lanes(DType t) const;
+  /// Several lines, "key: value" (mlcc --print-target).
+  std::string describe() const;
+};
+
+} // namespace mlcc
