@@ -107,7 +107,7 @@ std::optional<Product> convProduct(const ir::Node &n) {
 
 } // namespace
 
-void dispatchLibrary(ir::Graph &g, const FoldOptions &options) {
+bool dispatchLibrary(ir::Graph &g) {
   std::vector<std::unique_ptr<ir::Node>> nodes;
   bool changed = false;
   auto addNode = [&](const std::string &base, const std::string &op,
@@ -195,10 +195,7 @@ void dispatchLibrary(ir::Graph &g, const FoldOptions &options) {
     changed = true;
   }
   g.Nodes = std::move(nodes);
-  if (changed) {
-    inferAndFold(g, options);
-    eliminateDeadCode(g);
-  }
+  return changed;
 }
 
 } // namespace mlcc::passes

@@ -54,7 +54,7 @@ std::string nodeKey(const ir::Node &n, const std::map<const ir::Value *, size_t>
 
 } // namespace
 
-void eliminateCommonSubexpressions(ir::Graph &g) {
+bool eliminateCommonSubexpressions(ir::Graph &g) {
   const ops::OpRegistry &reg = ops::OpRegistry::instance();
   std::map<const ir::Value *, size_t> ids; // stable ids for the keys
   for (auto &v : g.Values)
@@ -78,8 +78,7 @@ void eliminateCommonSubexpressions(ir::Graph &g) {
         g.replaceAllUses(n->Outputs[i], it->second->Outputs[i]);
     changed = true;
   }
-  if (changed)
-    eliminateDeadCode(g);
+  return changed;
 }
 
 } // namespace mlcc::passes

@@ -77,7 +77,7 @@ int64_t outputChannelAxis(const ir::Node &p) {
 
 } // namespace
 
-void foldBatchNorm(ir::Graph &g, const FoldOptions &options) {
+void foldBatchNorm(ir::Graph &g) {
   std::map<const ir::Value *, int> uses = g.useCounts();
   std::vector<std::pair<ir::Node *, std::vector<std::unique_ptr<ir::Node>>>> inserts;
   std::set<const ir::Node *> removed;
@@ -141,8 +141,6 @@ void foldBatchNorm(ir::Graph &g, const FoldOptions &options) {
     nodes.push_back(std::move(n));
   }
   g.Nodes = std::move(nodes);
-  inferAndFold(g, options);
-  eliminateDeadCode(g);
 }
 
 } // namespace mlcc::passes

@@ -443,7 +443,7 @@ private:
 
 } // namespace
 
-void fuseQdq(ir::Graph &g, const FoldOptions &options) {
+void fuseQdq(ir::Graph &g) {
   // What each 8-bit value stands for, before its QuantizeLinear is fused
   // away (mlcc check compares it with the float tensor).
   for (auto &n : g.Nodes)
@@ -455,10 +455,6 @@ void fuseQdq(ir::Graph &g, const FoldOptions &options) {
       out->DequantZeroPoint = zpOf(q->Zp);
     }
   Fuser(g).run();
-  FoldOptions fold = options;
-  fold.KeepDequantize = false;
-  inferAndFold(g, fold);
-  eliminateDeadCode(g);
 }
 
 } // namespace mlcc::passes

@@ -360,8 +360,7 @@ void addDotOperands(ir::Graph &g, std::vector<std::unique_ptr<ir::Node>> &nodes,
 
 } // namespace
 
-void packWeights(ir::Graph &g, const TargetDesc &target,
-                 const FoldOptions &options) {
+bool packWeights(ir::Graph &g, const TargetDesc &target) {
   std::vector<std::unique_ptr<ir::Node>> nodes;
   bool changed = false;
   for (auto &n : g.Nodes) {
@@ -465,10 +464,7 @@ void packWeights(ir::Graph &g, const TargetDesc &target,
     nodes.push_back(std::move(n));
   }
   g.Nodes = std::move(nodes);
-  if (changed) {
-    inferAndFold(g, options);
-    eliminateDeadCode(g);
-  }
+  return changed;
 }
 
 void layoutForGpu(ir::Graph &g) {

@@ -4,6 +4,10 @@
 // place; lowerToProgram turns the graph into kernel IR. The order in which
 // they run is compiler/pipeline/Pipeline.cpp.
 //
+// No pass runs another: the clean-ups a rewrite needs (infer-and-fold,
+// eliminate-dead-code) are steps of the pipeline after it, run when the
+// rewrite says it changed the graph.
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -39,27 +43,30 @@ void inferAndFold(ir::Graph &g, const FoldOptions &options = {});
 void eliminateDeadCode(ir::Graph &g);
 
 /// eliminate-common-subexpressions: a node that computes what an earlier
-/// node computes (same op, attributes and inputs) is replaced by it.
-void eliminateCommonSubexpressions(ir::Graph &g);
+/// node computes (same op, attributes and inputs) is replaced by it (the
+/// node is left dead). Returns whether it replaced any.
+bool eliminateCommonSubexpressions(ir::Graph &g);
 
 /// fold-batch-norm: BatchNormalization (inference form) after a Conv,
 /// ConvTranspose, Gemm or MatMul with constant weights becomes a scale of the
 /// weights and a new bias, computed by constant folding (the nodes it adds
-/// are ordinary Mul/Add/... nodes that infer-and-fold evaluates).
-void foldBatchNorm(ir::Graph &g, const FoldOptions &options = {});
+/// are ordinary Mul/Add/... nodes that the infer-and-fold step after it
+/// evaluates).
+void foldBatchNorm(ir::Graph &g);
 
 /// fuse-qdq: DequantizeLinear -> op -> QuantizeLinear patterns (QDQ models)
 /// become the integer op that computes them (QLinearConv, QLinearMatMul,
-/// the com.microsoft QLinear ops, or the op itself on 8-bit data); then the
-/// remaining DequantizeLinear nodes of constants fold.
-void fuseQdq(ir::Graph &g, const FoldOptions &options = {});
+/// the com.microsoft QLinear ops, or the op itself on 8-bit data); the
+/// remaining DequantizeLinear nodes of constants fold in the infer-and-fold
+/// step after it.
+void fuseQdq(ir::Graph &g);
 
 /// pack-weights: constant weights of float Conv/Gemm/MatMul are reordered
 /// (by an mlcc.PackPanels node that constant folding evaluates) into the
 /// panels of the register tile chosen for `target`; the node then lowers
-/// through the register-tiled contraction generator.
-void packWeights(ir::Graph &g, const TargetDesc &target,
-                 const FoldOptions &options = {});
+/// through the register-tiled contraction generator. Returns whether it
+/// packed any (the packing nodes fold in the infer-and-fold step after it).
+bool packWeights(ir::Graph &g, const TargetDesc &target);
 
 /// pack-weights for a GPU target: float convolutions and matrix products
 /// lower one output per iteration (mlcc.per_output), the form a GPU runs
@@ -68,8 +75,9 @@ void layoutForGpu(ir::Graph &g);
 
 /// dispatch-library: float matrix products (MatMul, Gemm, 1x1 Conv)
 /// become mlcc.Gemm nodes whose kernels a target hands to its library
-/// (cuBLAS), their bias a separate Add (see DispatchLibrary.cpp).
-void dispatchLibrary(ir::Graph &g, const FoldOptions &options = {});
+/// (cuBLAS), their bias a separate Add (see DispatchLibrary.cpp). Returns
+/// whether it rewrote any.
+bool dispatchLibrary(ir::Graph &g);
 
 /// fuse-ops: groups each loop-nest node with the chain of elementwise nodes
 /// that consumes its output (Node::Group); lower-to-kernels makes one kernel

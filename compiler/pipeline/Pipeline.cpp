@@ -1,7 +1,11 @@
 //===- Pipeline.cpp - The ordered list of passes --------------------------===//
 //
-// The whole compiler, one pass per line. Each pass has one kebab-case name,
-// used by --dump-ir=after-<name> and in the dump file names.
+// The whole compiler, one step per line. Each step has one kebab-case name,
+// used by --dump-ir=after-<name>, --time-passes and in the dump file names.
+// No pass runs another: the clean-up a rewrite needs (infer-and-fold of the
+// nodes it added, eliminate-dead-code of those it left unused) is written
+// here after it, and runs when the rewrite reports a change. The progress
+// line counts the passes, not their clean-ups.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/pipeline/Pipeline.h"
@@ -24,11 +28,19 @@ public:
     dump("000_input", Last, true);
   }
 
-  void run(const std::string &name, const std::function<void(ir::Graph &)> &pass) {
-    announce(name);
+  /// How a step runs: a clean-up after a rewrite is not counted in the
+  /// progress line's passes; a rewrite whose new nodes get their types in
+  /// the clean-up after it is verified after that.
+  enum Kind { Pass, Rewrite, CleanUp };
+
+  void run(const std::string &name, const std::function<void(ir::Graph &)> &pass,
+           Kind kind = Pass) {
+    if (kind != CleanUp)
+      announce(name);
     auto start = std::chrono::steady_clock::now();
     pass(G);
-    ir::verifyGraph(G);
+    if (kind != Rewrite)
+      ir::verifyGraph(G);
     double ms = std::chrono::duration<double, std::milli>(
                     std::chrono::steady_clock::now() - start)
                     .count();
@@ -106,31 +118,50 @@ kir::Program runPipeline(ir::Graph &g, const PipelineOptions &options) {
   // quantized weights and biases).
   passes::FoldOptions keepDq = options.Fold;
   keepDq.KeepDequantize = true;
+  // The clean-up after a rewrite: its new nodes inferred and folded, what
+  // it left unused removed.
+  auto cleanUp = [&](const passes::FoldOptions &fold) {
+    passes.run("infer-and-fold", [&](ir::Graph &x) { passes::inferAndFold(x, fold); },
+               PassRunner::CleanUp);
+    passes.run("eliminate-dead-code", passes::eliminateDeadCode, PassRunner::CleanUp);
+  };
   passes.run("infer-and-fold", [&](ir::Graph &x) {
     passes::FoldOptions fold = keepDq;
     fold.Validate = true;
     passes::inferAndFold(x, fold);
   });
   passes.run("eliminate-dead-code", passes::eliminateDeadCode);
-  passes.run("eliminate-common-subexpressions", passes::eliminateCommonSubexpressions);
-  passes.run("fold-batch-norm", [&](ir::Graph &x) { passes::foldBatchNorm(x, keepDq); });
+  bool changed = false;
+  passes.run("eliminate-common-subexpressions",
+             [&](ir::Graph &x) { changed = passes::eliminateCommonSubexpressions(x); });
+  if (changed)
+    passes.run("eliminate-dead-code", passes::eliminateDeadCode, PassRunner::CleanUp);
+  passes.run("fold-batch-norm", passes::foldBatchNorm, PassRunner::Rewrite);
+  cleanUp(keepDq);
   if (options.Quantize)
     passes.run("quantize", options.Quantize);
   if (options.StopAfterQuantize)
     return {};
-  passes.run("fuse-qdq", [&](ir::Graph &x) { passes::fuseQdq(x, options.Fold); });
+  passes.run("fuse-qdq", passes::fuseQdq, PassRunner::Rewrite);
+  cleanUp(options.Fold); // the DequantizeLinear nodes of constants fold now
   // CPU targets pack weights for their register tiles; a GPU target hands
   // matrix products to its library instead.
+  changed = false;
   passes.run("pack-weights", [&](ir::Graph &x) {
     if (options.Gpu)
       passes::layoutForGpu(x);
     else
-      passes::packWeights(x, options.Schedule, options.Fold);
-  });
+      changed = passes::packWeights(x, options.Schedule);
+  }, PassRunner::Rewrite);
+  if (changed)
+    cleanUp(options.Fold);
+  changed = false;
   passes.run("dispatch-library", [&](ir::Graph &x) {
     if (options.Gpu && options.LibraryDispatch)
-      passes::dispatchLibrary(x, options.Fold);
-  });
+      changed = passes::dispatchLibrary(x);
+  }, PassRunner::Rewrite);
+  if (changed)
+    cleanUp(options.Fold);
   passes.run("fuse-ops", passes::fuseOps);
   if (options.GraphOnly)
     return {};
