@@ -1,6 +1,7 @@
 //===- HostJit.cpp - Run a compiled program in the compiler's own process -===//
 #include "targets/llvm/HostJit.h"
 
+#include "compiler/pack/RuntimeAbi.h"
 #include "compiler/support/Error.h"
 #include "targets/llvm/Targets.h"
 
@@ -14,16 +15,8 @@
 namespace mlcc::llvmgen {
 
 using RunPtrs = int32_t (*)(const void *const *, void *const *, void *, size_t);
-/// mlcc_run_options (runtime-c/mlcc.h).
-struct RunOptions {
-  void (*ParallelFor)(void *, int32_t, void (*)(void *, int32_t, int32_t), void *);
-  void *Pool;
-  int32_t NumWorkers;
-  HostModel::KernelHook OnKernel;
-  void *HookContext;
-};
 using RunWith = int32_t (*)(const void *const *, void *const *, void *, size_t,
-                            const RunOptions *);
+                            const mlcc_run_options *);
 
 struct HostModel::Impl {
   std::unique_ptr<llvm::orc::LLJIT> Jit;
@@ -88,9 +81,9 @@ void HostModel::run(const std::vector<const void *> &inputs,
 void HostModel::runWithHook(const std::vector<const void *> &inputs,
                             const std::vector<void *> &outputs, KernelHook hook,
                             void *context) {
-  RunOptions options{};
-  options.OnKernel = hook;
-  options.HookContext = context;
+  mlcc_run_options options{};
+  options.on_kernel = hook;
+  options.hook_context = context;
   int32_t rc = I->RunHooked(inputs.data(), outputs.data(), I->Arena, I->ArenaSize, &options);
   if (rc != 0)
     fail(ErrorKind::Internal) << "internal error: the host-compiled model returned status "

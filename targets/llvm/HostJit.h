@@ -9,6 +9,7 @@
 #pragma once
 
 #include "compiler/kernel/Program.h"
+#include "runtime-c/mlcc.h"
 #include "targets/llvm/Targets.h"
 
 #include <memory>
@@ -33,7 +34,7 @@ public:
 
   /// The same through NAME_run_with, with its on_kernel hook (mlcc.h):
   /// `hook(context, call, kernel name, phase)` before and after every call.
-  using KernelHook = void (*)(void *context, int32_t call, const char *name, int32_t phase);
+  using KernelHook = mlcc_kernel_hook;
   void runWithHook(const std::vector<const void *> &inputs, const std::vector<void *> &outputs,
                    KernelHook hook, void *context);
 

@@ -3,6 +3,7 @@
 #include "compiler/kernel/Mutator.h"
 #include "compiler/kernel/Schedule.h"
 #include "compiler/pack/Header.h"
+#include "compiler/pack/RuntimeAbi.h"
 #include "compiler/support/Error.h"
 #include "compiler/support/Float16.h"
 #include "compiler/support/Float8.h"
@@ -33,6 +34,20 @@ using llvm::IRBuilder;
 using llvm::Value;
 
 namespace {
+
+/// The target's LLVM type of a runtime struct (compiler/pack/RuntimeAbi.h):
+/// a named type when `name` is given, else a literal one.
+template <size_t N>
+llvm::StructType *abiStruct(llvm::LLVMContext &ctx, const abi::Field (&fields)[N],
+                            llvm::Type *ptr, llvm::Type *size, const char *name) {
+  std::vector<llvm::Type *> types;
+  for (abi::Field f : fields)
+    types.push_back(f == abi::Field::Ptr    ? ptr
+                    : f == abi::Field::Size ? size
+                    : f == abi::Field::F32  ? llvm::Type::getFloatTy(ctx)
+                                            : llvm::Type::getInt32Ty(ctx));
+  return name ? llvm::StructType::create(ctx, types, name) : llvm::StructType::get(ctx, types);
+}
 
 /// Module-wide state: types, helper functions, libm declarations.
 class ModuleEmitter {
@@ -1309,28 +1324,29 @@ std::unique_ptr<llvm::Module> emitModule(const Program &p, llvm::LLVMContext &ct
       b.SetInsertPoint(ok);
     };
     auto isNull = [&](Value *v) { return b.CreateIsNull(v); };
-    check(b.CreateOr(isNull(in), isNull(out)), 1);
+    check(b.CreateOr(isNull(in), isNull(out)), MLCC_ERR_NULL_ARGUMENT);
     std::vector<Value *> inPtrs, outPtrs;
     for (size_t i = 0; i < p.Inputs.size(); ++i) {
       Value *slot = b.CreateConstInBoundsGEP1_64(ptr, in, i);
       inPtrs.push_back(b.CreateLoad(ptr, slot, p.Inputs[i].CName));
-      check(isNull(inPtrs.back()), 1);
+      check(isNull(inPtrs.back()), MLCC_ERR_NULL_ARGUMENT);
     }
     for (size_t i = 0; i < p.Outputs.size(); ++i) {
       Value *slot = b.CreateConstInBoundsGEP1_64(ptr, out, i);
       outPtrs.push_back(b.CreateLoad(ptr, slot, p.Outputs[i].CName));
-      check(isNull(outPtrs.back()), 1);
+      check(isNull(outPtrs.back()), MLCC_ERR_NULL_ARGUMENT);
     }
     if (p.ArenaSize > 0) {
-      check(isNull(arena), 2);
-      check(b.CreateICmpULT(arenaSize, llvm::ConstantInt::get(size, (uint64_t)p.ArenaSize)), 3);
+      check(isNull(arena), MLCC_ERR_ARENA_NULL);
+      check(b.CreateICmpULT(arenaSize, llvm::ConstantInt::get(size, (uint64_t)p.ArenaSize)),
+            MLCC_ERR_ARENA_TOO_SMALL);
       Value *addr = b.CreatePtrToInt(arena, size);
       check(b.CreateICmpNE(b.CreateAnd(addr, llvm::ConstantInt::get(size, (uint64_t)p.ArenaAlign - 1)),
                            llvm::ConstantInt::get(size, 0)),
-            4);
+            MLCC_ERR_ARENA_MISALIGNED);
     }
     // The profiling hook, when the options give one.
-    auto *optsTy = llvm::StructType::get(ctx, {ptr, ptr, i32, ptr, ptr});
+    auto *optsTy = abiStruct(ctx, abi::RunOptions::Fields, ptr, size, nullptr);
     Value *hook, *hookCtx;
     {
       llvm::BasicBlock *from = b.GetInsertBlock();
@@ -1338,8 +1354,9 @@ std::unique_ptr<llvm::Module> emitModule(const Program &p, llvm::LLVMContext &ct
       auto *merge = llvm::BasicBlock::Create(ctx, "hook.done", run);
       b.CreateCondBr(isNull(options), merge, load);
       b.SetInsertPoint(load);
-      Value *h = b.CreateLoad(ptr, b.CreateStructGEP(optsTy, options, 3));
-      Value *hc = b.CreateLoad(ptr, b.CreateStructGEP(optsTy, options, 4));
+      Value *h = b.CreateLoad(ptr, b.CreateStructGEP(optsTy, options, abi::RunOptions::OnKernel));
+      Value *hc =
+          b.CreateLoad(ptr, b.CreateStructGEP(optsTy, options, abi::RunOptions::HookContext));
       b.CreateBr(merge);
       b.SetInsertPoint(merge);
       auto *hp = b.CreatePHI(ptr, 2);
@@ -1417,10 +1434,8 @@ std::unique_ptr<llvm::Module> emitModule(const Program &p, llvm::LLVMContext &ct
 
   // NAME_info(): constant structs laid out by the target's data layout.
   llvm::Type *f32 = llvm::Type::getFloatTy(ctx);
-  auto *tensorInfoTy =
-      llvm::StructType::create(ctx, {ptr, i32, i32, ptr, size, f32, i32}, "mlcc_tensor_info");
-  auto *modelInfoTy = llvm::StructType::create(
-      ctx, {ptr, ptr, i32, ptr, i32, ptr, size, size, size}, "mlcc_model_info");
+  auto *tensorInfoTy = abiStruct(ctx, abi::TensorInfo::Fields, ptr, size, "mlcc_tensor_info");
+  auto *modelInfoTy = abiStruct(ctx, abi::ModelInfo::Fields, ptr, size, "mlcc_model_info");
   auto cstr = [&](const std::string &s, const std::string &name) -> llvm::Constant * {
     auto *init = llvm::ConstantDataArray::getString(ctx, s, true);
     auto *g = new llvm::GlobalVariable(*mod, init->getType(), true,
