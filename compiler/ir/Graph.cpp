@@ -380,6 +380,8 @@ std::string printGraph(const Graph &g) {
       }
       os << "}";
     }
+    if (!n->Plan.empty())
+      os << " " << n->Plan.str();
     os << "(";
     for (size_t i = 0; i < n->Inputs.size(); ++i)
       os << (i ? ", " : "") << valueRef(n->Inputs[i]);
@@ -503,6 +505,42 @@ void verifyGraph(const Graph &g) {
   for (auto *out : g.Outputs)
     if (!out->Const && !defined.count(out))
       bad("graph output '" + out->Name + "' is never defined");
+}
+
+std::string KernelPlan::str() const {
+  if (empty())
+    return "";
+  std::ostringstream os;
+  const char *sep = "";
+  auto field = [&](const std::string &text) {
+    os << sep << text;
+    sep = ", ";
+  };
+  os << "plan{";
+  if (Register) {
+    field("tile=" + std::to_string(Register->Rows) + "x" + std::to_string(Register->Panel) +
+          " lanes=" + std::to_string(Register->Lanes));
+    if (Register->ReduceBlock)
+      field("blocks=" + std::to_string(Register->ReduceBlock) + "x" +
+            std::to_string(Register->RowBlock));
+  }
+  if (PackedInput >= 0)
+    field("packed=" + std::to_string(PackedInput));
+  if (PixelColumns)
+    field("pixel_columns");
+  if (Wino)
+    field("winograd=" + std::to_string(Wino->Tile) + " rows=" + std::to_string(Wino->Rows) +
+          " pitch=" + std::to_string(Wino->Pitch));
+  if (Dot4Lanes)
+    field("dot4=" + std::to_string(Dot4Lanes) + " packed=" + std::to_string(Dot4Input));
+  if (Dot4Taps)
+    field("dot4_taps");
+  if (FixedRequantInput >= 0)
+    field("fixed_requant=" + std::to_string(FixedRequantInput));
+  if (PerOutput)
+    field("per_output");
+  os << "}";
+  return os.str();
 }
 
 } // namespace mlcc::ir

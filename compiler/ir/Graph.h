@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "compiler/ir/KernelPlan.h"
 #include "compiler/support/DType.h"
 #include "compiler/support/Error.h"
 #include "compiler/support/Tensor.h"
@@ -119,6 +120,9 @@ public:
   /// computed by one kernel. The group's first node builds the loop nest;
   /// the others are elementwise nodes applied to each element it stores.
   int Group = -1;
+  /// How its kernel runs (set by pack-weights; empty: the op's own loop
+  /// nest). Not an attribute: no ONNX meaning, never written to a model.
+  KernelPlan Plan;
 
   /// "node 'conv1' (Conv)": the prefix of every message about this node.
   std::string where() const;

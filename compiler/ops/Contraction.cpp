@@ -204,7 +204,7 @@ std::vector<Expr> matmulOperandIndex(const MatMulShape &s, bool isA,
 void lowerMatrixProduct(LowerCtx &c, const MatMulShape &s, const TensorRef &y,
                         const MatMulSpec &spec) {
   KernelBuilder &b = c.b();
-  if (c.node().attrInt("mlcc.per_output", 0)) {
+  if (c.node().Plan.PerOutput) {
     // One output per iteration, its sum in a local accumulator: the GPU
     // form (a thread per output, or tiles staged in shared memory).
     b.loops(s.Batch, [&](const std::vector<Expr> &bi) {
@@ -261,16 +261,17 @@ void lowerMatrixProduct(LowerCtx &c, const MatMulShape &s, const TensorRef &y,
 // ---------------------------------------------------------------------------
 
 std::optional<PackedOperand> packedOperand(const ir::Node &n) {
-  if (!n.hasAttr("mlcc.panel"))
+  if (!n.Plan.Register)
     return std::nullopt;
   PackedOperand p;
-  p.Tile.Lanes = n.attrInt("mlcc.lanes", 1);
-  p.Tile.Panel = n.attrInt("mlcc.panel", 1);
-  p.Tile.Rows = n.attrInt("mlcc.rows", 1);
-  p.Tile.ReduceBlock = n.attrInt("mlcc.reduce_block", 0);
-  p.Tile.RowBlock = n.attrInt("mlcc.row_block", 0);
-  p.PixelColumns = n.attrInt("mlcc.pixel_columns", 0) != 0;
-  p.Input = (size_t)n.attrInt("mlcc.packed_input", 0);
+  const ir::KernelPlan::Tile &t = *n.Plan.Register;
+  p.Tile.Lanes = t.Lanes;
+  p.Tile.Panel = t.Panel;
+  p.Tile.Rows = t.Rows;
+  p.Tile.ReduceBlock = t.ReduceBlock;
+  p.Tile.RowBlock = t.RowBlock;
+  p.PixelColumns = n.Plan.PixelColumns;
+  p.Input = (size_t)std::max<int64_t>(n.Plan.PackedInput, 0);
   if (p.Tile.Lanes < 1 || p.Tile.Panel % p.Tile.Lanes || p.Tile.Rows < 1 ||
       p.Tile.ReduceBlock < 0 || p.Tile.RowBlock < 0 ||
       (!p.PixelColumns && !n.hasInput(p.Input)))

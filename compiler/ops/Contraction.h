@@ -52,7 +52,7 @@ void lowerConvolution(LowerCtx &c, const ConvShape &s, const TensorRef &y,
                       const ConvSpec &spec);
 /// The same convolution as a loop nest over the outputs, each summing its
 /// window in a local accumulator: iterations are independent, so a GPU
-/// runs one thread per output (nodes marked mlcc.per_output by
+/// runs one thread per output (nodes whose plan says PerOutput, by
 /// pack-weights for a GPU target).
 void lowerConvolutionPerOutput(LowerCtx &c, const ConvShape &s, const TensorRef &y,
                                const ConvSpec &spec);
@@ -89,7 +89,7 @@ struct MatMulSpec {
 };
 
 /// y[bi, i, j] = Finish(Init + sum_k A[bi, i, k] * B[bi, k, j]); nodes
-/// marked mlcc.per_output (pack-weights for a GPU target) get a loop nest
+/// whose plan says PerOutput (pack-weights for a GPU target) get a loop nest
 /// over the outputs, each summing in a local accumulator.
 void lowerMatrixProduct(LowerCtx &c, const MatMulShape &s, const TensorRef &y,
                         const MatMulSpec &spec);

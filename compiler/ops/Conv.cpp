@@ -246,9 +246,9 @@ constexpr int64_t kSliceSkew = 16;
 void lowerConvWinograd(LowerCtx &c, const ConvShape &s, const PackedOperand &po) {
   KernelBuilder &b = c.b();
   const ir::Node &node = c.node();
-  const WinogradTransform *wt = winogradTransform(node.attrInt("mlcc.winograd", 0));
-  const int64_t rows = node.attrInt("mlcc.winograd_rows", 0),
-                pitch = node.attrInt("mlcc.winograd_pitch", 0);
+  const ir::KernelPlan::Winograd wp = node.Plan.Wino.value_or(ir::KernelPlan::Winograd{});
+  const WinogradTransform *wt = winogradTransform(wp.Tile);
+  const int64_t rows = wp.Rows, pitch = wp.Pitch;
   const Window &w = s.W;
   const int64_t OH = w.Out[0], OW = w.Out[1];
   const int64_t m = wt ? wt->M : 1, a = wt ? wt->Alpha : 1, pos = a * a;
@@ -522,12 +522,12 @@ ConvSpec plainConvSpec(LowerCtx &c) {
 
 void lowerConv(LowerCtx &c) {
   ConvShape s = convShape(c.node(), 0, 1);
-  if (c.node().attrInt("mlcc.per_output", 0)) {
+  if (c.node().Plan.PerOutput) {
     lowerConvolutionPerOutput(c, s, c.out(0), plainConvSpec(c));
     return;
   }
   if (auto po = packedOperand(c.node())) {
-    if (c.node().hasAttr("mlcc.winograd")) {
+    if (c.node().Plan.Wino) {
       lowerConvWinograd(c, s, *po);
       return;
     }

@@ -119,7 +119,7 @@ std::vector<Expr> operandIndex(const MatMulShape &s, bool isA, bool trans,
 }
 
 /// sum_k (a - a_zp) b over constant int8 B on the int8 dot product (kernel
-/// IR dot4), chosen by pack-weights (attribute mlcc.dot4 = the vector
+/// IR dot4), chosen by pack-weights (plan Dot4Lanes = the vector
 /// lanes) when B's zero point is 0: B comes packed as int32 quads of four
 /// consecutive k per column, [ceil(K / 4), N] (mlcc.PackQuadsK), with its
 /// column sums, both computed at compile time (the node's last two inputs).
@@ -137,9 +137,9 @@ bool lowerIntDotMatMul(LowerCtx &c, const MatMulShape &s, const TensorRef &a,
                        const std::function<Expr(const Expr &, const Expr &)> &bias,
                        bool biasPerRow) {
   const ir::Node &node = c.node();
-  const int64_t L = node.attrInt("mlcc.dot4", 16);
-  size_t packedIdx = (size_t)node.attrInt("mlcc.dot4_input", 0);
-  if (!node.hasAttr("mlcc.dot4") || !c.hasIn(packedIdx) || s.RankB != 2 || transA ||
+  const int64_t L = (node.Plan.Dot4Lanes ? node.Plan.Dot4Lanes : 16);
+  size_t packedIdx = (size_t)std::max<int64_t>(node.Plan.Dot4Input, 0);
+  if (!node.Plan.Dot4Lanes || !c.hasIn(packedIdx) || s.RankB != 2 || transA ||
       s.N < L || s.M <= 0 || biasPerRow || (azp && azp->numel() != 1))
     return false;
   KernelBuilder &b = c.b();
@@ -326,9 +326,9 @@ Expr requantize(DType out, bool f32, const Expr &acc, const Expr &mult, const Ex
 /// The fixed-point multiplier and shift of output channel (column) `m`
 /// when pack-weights chose integer-only requantization, else nullopt.
 std::optional<std::pair<Expr, Expr>> fixedRequant(LowerCtx &c, const Expr &m) {
-  if (!c.node().hasAttr("mlcc.fixed_requant"))
+  if (!(c.node().Plan.FixedRequantInput >= 0))
     return std::nullopt;
-  size_t at = (size_t)c.node().attrInt("mlcc.fixed_requant", 0);
+  size_t at = (size_t)c.node().Plan.FixedRequantInput;
   TensorRef mult = c.in(at), shift = c.in(at + 1);
   Expr i = mult.numel() == 1 ? indexConst(0) : m;
   return std::make_pair(mult.loadFlat(i), shift.loadFlat(i));
@@ -336,7 +336,7 @@ std::optional<std::pair<Expr, Expr>> fixedRequant(LowerCtx &c, const Expr &m) {
 
 void lowerQLinearMatMul(LowerCtx &c) {
   KernelBuilder &b = c.b();
-  if (c.node().hasAttr("mlcc.fixed_requant")) {
+  if ((c.node().Plan.FixedRequantInput >= 0)) {
     TensorRef yzp = c.in(7);
     DType out = c.node().inDType(7);
     lowerIntMatMul(c, 0, 3, 2, 5, [&](Expr acc, const std::vector<Expr> &, Expr, Expr j) {
@@ -430,7 +430,7 @@ void lowerQGemm(LowerCtx &c) {
     return quantized ? m / c.in(7).loadFlat(indexConst(0)) : m;
   };
   std::optional<Local> mult;
-  if (bs.numel() == 1 && !n.hasAttr("mlcc.fixed_requant"))
+  if (bs.numel() == 1 && n.Plan.FixedRequantInput < 0)
     mult = b.local("mult", multiplier(indexConst(0)));
   std::function<Expr(const Expr &, const Expr &)> bias;
   std::optional<TensorRef> cIn;
@@ -923,7 +923,7 @@ bool dotConvFits(const ConvShape &s, int64_t lanes) {
 
 /// A 2-D convolution on the int8 dot product (kernel IR dot4, x86 VNNI
 /// vpdpbusd: 4 bytes x 4 bytes summed into each int32 lane), chosen by
-/// pack-weights (attribute mlcc.dot4 = the vector lanes) for int8 weights
+/// pack-weights (plan Dot4Lanes = the vector lanes) for int8 weights
 /// with a zero point of 0 and one group. The weights come packed as int32
 /// quads of four consecutive input channels (mlcc.PackQuads, input
 /// `packed`: [M, C/4, KH, KW]), with their per-channel sums (input
@@ -963,7 +963,7 @@ void lowerIntDotConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx, size_
   if (biasIdx && c.hasIn(biasIdx))
     bias = c.in(biasIdx);
   const DType acc = DType::I32;
-  const int64_t L = node.attrInt("mlcc.dot4", 16);
+  const int64_t L = (node.Plan.Dot4Lanes ? node.Plan.Dot4Lanes : 16);
   const bool signedX = x.dtype() == DType::I8;
   const Window &win = s.W;
   const int64_t H = s.InSpatial[0], W = s.InSpatial[1], C = s.C, Cq = (C + 3) / 4;
@@ -1166,9 +1166,9 @@ void lowerIntConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx,
   ConvShape s = convShape(c.node(), xIdx, wIdx);
   // The int8 dot-product path, when pack-weights chose it and the image
   // fills a vector.
-  size_t packedIdx = (size_t)c.node().attrInt("mlcc.dot4_input", 0);
-  if (c.node().hasAttr("mlcc.dot4") && c.hasIn(packedIdx) &&
-      dotConvFits(s, c.node().attrInt("mlcc.dot4", 16))) {
+  size_t packedIdx = (size_t)std::max<int64_t>(c.node().Plan.Dot4Input, 0);
+  if (c.node().Plan.Dot4Lanes && c.hasIn(packedIdx) &&
+      dotConvFits(s, (c.node().Plan.Dot4Lanes ? c.node().Plan.Dot4Lanes : 16))) {
     lowerIntDotConv(c, xIdx, xzpIdx, wIdx, biasIdx, packedIdx, finish);
     return;
   }
@@ -1218,9 +1218,9 @@ void lowerIntConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx,
     lowerIntPointwise(c, s, x, w, wz, first, y, finish);
     return;
   }
-  // Taps on dot4 (pack-weights' mlcc.dot4_taps): uint8 data, int8 weights
+  // Taps on dot4 (pack-weights' plan: Dot4Taps): uint8 data, int8 weights
   // with a zero point of 0.
-  const bool tapDot = c.node().hasAttr("mlcc.dot4_taps") && !wzp &&
+  const bool tapDot = c.node().Plan.Dot4Taps && !wzp &&
                       x.dtype() == DType::U8 && w.dtype() == DType::I8;
   if (tapDot && tapQuadsFit(s)) {
     // Reads x directly: its tap-quad images hold x_zp in the padding.
@@ -1307,7 +1307,7 @@ void inferQLinearConv(ir::Node &n) {
 
 void lowerQLinearConv(LowerCtx &c) {
   KernelBuilder &b = c.b();
-  if (c.node().hasAttr("mlcc.fixed_requant")) {
+  if ((c.node().Plan.FixedRequantInput >= 0)) {
     TensorRef yzp = c.in(7);
     DType out = c.node().inDType(7);
     lowerIntConv(c, 0, 2, 3, 5, 8, [&](Expr acc, Expr m) {

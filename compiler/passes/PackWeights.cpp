@@ -5,7 +5,7 @@
 // (kir::chooseContractionTile) and inserts an mlcc.PackPanels node that
 // reorders the weights into panels of that tile's width; infer-and-fold
 // evaluates it, so the library holds only the packed copy. The contraction
-// gets the packed operand as an extra input and attributes that name it and
+// gets the packed operand as an extra input and a plan (ir::KernelPlan) that names it and
 // the tile, and lowers through the register-tiled generator
 // (ops::lowerTiledContraction):
 //
@@ -24,7 +24,7 @@
 //
 // On targets with an L1 size, a contraction whose packed panel outgrows the
 // L2 cache runs its reduction in cache blocks (kir::ContractionTile's
-// ReduceBlock and RowBlock, attributes mlcc.reduce_block, mlcc.row_block).
+// ReduceBlock and RowBlock, in the node's plan).
 //
 // Depthwise-like convolutions (fewer than 4 output channels per group) keep
 // their own loop nest (a vectorized sum of the window's taps).
@@ -51,7 +51,7 @@ struct Plan {
 /// Winograd both start from.
 bool constantF32Weights(const ir::Node &n) {
   return n.Domain == "" && n.hasInput(1) && n.Inputs[1]->Const && n.inDType(0) == DType::F32 &&
-         n.inDType(1) == DType::F32 && !n.hasAttr("mlcc.panel") && n.Outputs[0] &&
+         n.inDType(1) == DType::F32 && !n.Plan.Register && n.Outputs[0] &&
          n.Outputs[0]->Type.numel() > 0;
 }
 
@@ -186,15 +186,12 @@ std::optional<WinogradPlan> winogradPlan(const ir::Node &n, const TargetDesc &t)
   return std::nullopt;
 }
 
-/// The tile attributes of a contraction (read back by ops::packedOperand).
-void setTileAttrs(ir::Node &n, const kir::ContractionTile &tile) {
-  n.Attrs["mlcc.lanes"] = ir::intAttr(tile.Lanes);
-  n.Attrs["mlcc.panel"] = ir::intAttr(tile.Panel);
-  n.Attrs["mlcc.rows"] = ir::intAttr(tile.Rows);
-  if (tile.ReduceBlock > 0) {
-    n.Attrs["mlcc.reduce_block"] = ir::intAttr(tile.ReduceBlock);
-    n.Attrs["mlcc.row_block"] = ir::intAttr(tile.RowBlock);
-  }
+/// The register tile of a contraction's plan (read back by
+/// ops::packedOperand).
+void planTile(ir::Node &n, const kir::ContractionTile &tile) {
+  n.Plan.Register = ir::KernelPlan::Tile{tile.Lanes, tile.Panel, tile.Rows,
+                                         tile.ReduceBlock > 0 ? tile.ReduceBlock : 0,
+                                         tile.ReduceBlock > 0 ? tile.RowBlock : 0};
 }
 
 /// Whether input `i` (a zero point) is omitted or a constant of zeros.
@@ -223,7 +220,7 @@ std::optional<std::array<size_t, 4>> dotConvInputs(const ir::Node &n) {
   else
     return std::nullopt;
   if (!n.hasInput(idx[1]) || !n.Inputs[idx[1]]->Const || n.inDType(idx[1]) != DType::I8 ||
-      n.inShape(idx[1]).size() != 4 || n.attrInt("group", 1) != 1 || n.hasAttr("mlcc.dot4") ||
+      n.inShape(idx[1]).size() != 4 || n.attrInt("group", 1) != 1 || n.Plan.Dot4Lanes ||
       n.numInputs() > idx[3])
     return std::nullopt;
   if (!zeroOrAbsent(n, idx[2]))
@@ -246,7 +243,7 @@ std::optional<std::pair<std::array<size_t, 3>, bool>> dotMatMulInputs(const ir::
   else
     return std::nullopt;
   if (!n.hasInput(idx[1]) || !n.Inputs[idx[1]]->Const || n.inDType(idx[1]) != DType::I8 ||
-      n.inShape(idx[1]).size() != 2 || n.hasAttr("mlcc.dot4"))
+      n.inShape(idx[1]).size() != 2 || n.Plan.Dot4Lanes)
     return std::nullopt;
   if (!zeroOrAbsent(n, idx[2]))
     return std::nullopt;
@@ -278,7 +275,7 @@ ir::Value *addNode(ir::Graph &g, std::vector<std::unique_ptr<ir::Node>> &nodes,
 /// real multiplier of each output channel (column) of an integer
 /// convolution or matrix product with constant f32 scales, as an int32
 /// Q31 multiplier M0 in [2^30, 2^31) and a right shift S (m = M0 * 2^-S),
-/// appended to the node's inputs (attribute mlcc.fixed_requant = the index
+/// appended to the node's inputs (plan FixedRequantInput = the index
 /// of the multipliers; the shifts follow). False when the node has no
 /// constant per-tensor x/y scales.
 bool addFixedRequant(ir::Graph &g, ir::Node &n) {
@@ -293,7 +290,7 @@ bool addFixedRequant(ir::Graph &g, ir::Node &n) {
     if (!n.hasInput(i) || !n.Inputs[i]->Const || n.inDType(i) != DType::F32)
       return false;
   if (n.Inputs[idx[0]]->Type.numel() != 1 || n.Inputs[idx[2]]->Type.numel() != 1 ||
-      n.hasAttr("mlcc.fixed_requant"))
+      n.Plan.FixedRequantInput >= 0)
     return false;
   const Tensor &ws = *n.Inputs[idx[1]]->Const;
   int64_t channels = ws.numel();
@@ -327,16 +324,16 @@ bool addFixedRequant(ir::Graph &g, ir::Node &n) {
   size_t at = n.Inputs.size();
   n.Inputs.push_back(constant("requant_multiplier", mult));
   n.Inputs.push_back(constant("requant_shift", shift));
-  n.Attrs["mlcc.fixed_requant"] = ir::intAttr((int64_t)at);
+  n.Plan.FixedRequantInput = (int64_t)at;
   return true;
 }
 
 /// The operands of the int8 dot-product path of `n` (whose weights are
 /// input `wi`): the weights packed by `packOp` (mlcc.PackQuads or
 /// mlcc.PackQuadsK, with `packAttrs`) and their int32 sums over `sumAxes`,
-/// both folded at compile time, appended after the op's own inputs;
-/// attribute mlcc.dot4 is the vector lanes, mlcc.dot4_input the index of
-/// the packed weights (the sums follow).
+/// both folded at compile time, appended after the op's own inputs; the
+/// plan's Dot4Lanes is the vector lanes, Dot4Input the index of the packed
+/// weights (the sums follow).
 void addDotOperands(ir::Graph &g, std::vector<std::unique_ptr<ir::Node>> &nodes, ir::Node &n,
                     size_t wi, const std::string &packOp,
                     std::vector<std::pair<std::string, int64_t>> packAttrs,
@@ -354,8 +351,8 @@ void addDotOperands(ir::Graph &g, std::vector<std::unique_ptr<ir::Node>> &nodes,
   n.Inputs.resize(at + 2, nullptr);
   n.Inputs[at] = packed;
   n.Inputs[at + 1] = sums;
-  n.Attrs["mlcc.dot4"] = ir::intAttr(lanes);
-  n.Attrs["mlcc.dot4_input"] = ir::intAttr((int64_t)at);
+  n.Plan.Dot4Lanes = lanes;
+  n.Plan.Dot4Input = (int64_t)at;
 }
 
 } // namespace
@@ -381,11 +378,11 @@ bool packWeights(ir::Graph &g, const TargetDesc &target) {
     // or one tap per quad for the shapes it does not take (lowerIntWindow).
     if (target.has(MacForm::X86Vnni) && target.lanes(DType::I32) == 16 && n->Domain == "" &&
         (n->OpType == "QLinearConv" || n->OpType == "ConvInteger") &&
-        n->attrInt("group", 1) > 1 && !n->hasAttr("mlcc.dot4_taps")) {
+        n->attrInt("group", 1) > 1 && !n->Plan.Dot4Taps) {
       size_t wi = n->OpType == "QLinearConv" ? 3 : 1, zi = n->OpType == "QLinearConv" ? 5 : 3;
       if (n->hasInput(wi) && n->inDType(wi) == DType::I8 && n->inDType(0) == DType::U8 &&
           zeroOrAbsent(*n, zi))
-        n->Attrs["mlcc.dot4_taps"] = ir::intAttr(1);
+        n->Plan.Dot4Taps = true;
     }
     if (auto idx = target.has(MacForm::X86Vnni) ? dotConvInputs(*n) : std::nullopt) {
       addDotOperands(g, nodes, *n, (*idx)[1], "PackQuads", {}, {1, 2, 3},
@@ -405,11 +402,9 @@ bool packWeights(ir::Graph &g, const TargetDesc &target) {
       if (n->Inputs.size() < 4)
         n->Inputs.resize(4, nullptr);
       n->Inputs[3] = u;
-      setTileAttrs(*n, tile);
-      n->Attrs["mlcc.packed_input"] = ir::intAttr(3);
-      n->Attrs["mlcc.winograd"] = ir::intAttr(wp->Tile);
-      n->Attrs["mlcc.winograd_rows"] = ir::intAttr(wp->Rows);
-      n->Attrs["mlcc.winograd_pitch"] = ir::intAttr(wp->Pitch);
+      planTile(*n, tile);
+      n->Plan.PackedInput = 3;
+      n->Plan.Wino = ir::KernelPlan::Winograd{wp->Tile, wp->Rows, wp->Pitch};
       nodes.push_back(std::move(n));
       changed = true;
       continue;
@@ -430,8 +425,8 @@ bool packWeights(ir::Graph &g, const TargetDesc &target) {
           tile.Panel = plan->Cols + 1; // not taken
       }
       if (tile.Panel <= plan->Cols) {
-        setTileAttrs(*n, tile);
-        n->Attrs["mlcc.pixel_columns"] = ir::intAttr(1);
+        planTile(*n, tile);
+        n->Plan.PixelColumns = true;
         nodes.push_back(std::move(n));
         continue;
       }
@@ -456,8 +451,8 @@ bool packWeights(ir::Graph &g, const TargetDesc &target) {
       if (n->Inputs.size() < plan->Input + 1)
         n->Inputs.resize(plan->Input + 1, nullptr);
       n->Inputs[plan->Input] = packed;
-      setTileAttrs(*n, tile);
-      n->Attrs["mlcc.packed_input"] = ir::intAttr((int64_t)plan->Input);
+      planTile(*n, tile);
+      n->Plan.PackedInput = (int64_t)plan->Input;
       nodes.push_back(std::move(pack));
       changed = true;
     }
@@ -477,7 +472,7 @@ void layoutForGpu(ir::Graph &g) {
                      n->OpType == "MatMulInteger" || n->OpType == "QLinearMatMul")) ||
                    (n->Domain == "com.microsoft" && n->OpType == "QGemm");
     if (floatConv || product)
-      n->Attrs["mlcc.per_output"] = ir::intAttr(1);
+      n->Plan.PerOutput = true;
   }
 }
 

@@ -69,7 +69,7 @@ void fuseQdq(ir::Graph &g);
 bool packWeights(ir::Graph &g, const TargetDesc &target);
 
 /// pack-weights for a GPU target: float convolutions and matrix products
-/// lower one output per iteration (mlcc.per_output), the form a GPU runs
+/// lower one output per iteration (plan PerOutput), the form a GPU runs
 /// one thread per output of (or in shared-memory tiles); nothing is packed.
 void layoutForGpu(ir::Graph &g);
 

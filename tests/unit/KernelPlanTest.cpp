@@ -1,0 +1,42 @@
+// ir::KernelPlan: what pack-weights decides for a node, typed.
+#include "compiler/ir/Graph.h"
+
+#include <catch2/catch.hpp>
+
+using namespace mlcc;
+
+TEST_CASE("an empty plan prints nothing and equals the default", "[plan]") {
+  ir::KernelPlan p;
+  CHECK(p.empty());
+  CHECK(p.str().empty());
+  ir::Node n;
+  CHECK(n.Plan.empty());
+}
+
+TEST_CASE("a plan prints what it decides", "[plan]") {
+  ir::KernelPlan p;
+  p.Register = ir::KernelPlan::Tile{16, 32, 6, 64, 96};
+  p.PackedInput = 3;
+  CHECK(!p.empty());
+  CHECK(p.str() == "plan{tile=6x32 lanes=16, blocks=64x96, packed=3}");
+  ir::KernelPlan q = p;
+  CHECK(q == p);
+  q.Register->Rows = 4;
+  CHECK(!(q == p));
+
+  ir::KernelPlan w;
+  w.Register = ir::KernelPlan::Tile{8, 8, 4, 0, 0};
+  w.PackedInput = 3;
+  w.Wino = ir::KernelPlan::Winograd{4, 2, 30};
+  CHECK(w.str() == "plan{tile=4x8 lanes=8, packed=3, winograd=4 rows=2 pitch=30}");
+
+  ir::KernelPlan d;
+  d.Dot4Lanes = 16;
+  d.Dot4Input = 9;
+  d.FixedRequantInput = 11;
+  CHECK(d.str() == "plan{dot4=16 packed=9, fixed_requant=11}");
+  ir::KernelPlan g;
+  g.PerOutput = true;
+  g.Dot4Taps = true;
+  CHECK(g.str() == "plan{dot4_taps, per_output}");
+}
