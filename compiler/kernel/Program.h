@@ -60,6 +60,9 @@ struct Call {
   std::string Label;         ///< What it computes, for comments ("node 'x' (Conv)").
   std::vector<NodeRef> Nodes; ///< The fused nodes, root first (empty for copies).
   std::vector<CallOutput> Produces; ///< The graph values it writes.
+  /// The plan its kernel was lowered by (ir::KernelPlan::str() of the
+  /// root node; empty: the op's own loop nest).
+  std::string Plan;
 };
 
 struct ConstantData {

@@ -90,6 +90,7 @@ ModelReport buildReport(const kir::Program &p) {
     k2.Kernel = k.Name;
     k2.Nodes = call.Nodes;
     k2.Label = call.Label;
+    k2.Plan = call.Plan;
     if (ops[call.KernelIndex] < 0) {
       ops[call.KernelIndex] = kir::countOps(k);
       depth[call.KernelIndex] = kir::maxExprDepth(k);
@@ -195,6 +196,8 @@ std::string reportJson(const ModelReport &r, const ReportContext &c) {
     j += "]";
     if (k.Nodes.empty())
       j += ", \"what\": " + jsonString(k.Label);
+    if (!k.Plan.empty())
+      j += ", \"plan\": " + jsonString(k.Plan);
     if (r.HasObject)
       j += ", \"code_bytes\": " + num(k.CodeBytes);
     if (k.SharesCodeWith >= 0)

@@ -38,6 +38,7 @@ struct KernelCallReport {
   std::string Kernel;                ///< the generated function
   std::vector<kir::NodeRef> Nodes;   ///< empty for an output copy
   std::string Label;                 ///< "node 'x' (Conv) + node 'y' (Relu)"
+  std::string Plan;                  ///< kir::Call::Plan ("" : the op's own loop nest)
   /// Bytes of the kernel's functions; 0 when an earlier call runs the same
   /// function (SharesCodeWith is then that call), -1 without object code.
   int64_t CodeBytes = -1;

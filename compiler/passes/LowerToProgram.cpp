@@ -310,6 +310,7 @@ private:
       if (!bound && n.Outputs[i]->Type.numel() > 0)
         n.error(ErrorKind::Internal) << "internal error: lowering does not write output " << i;
     }
+    call.Plan = n.Plan.str();
     call.KernelIndex = addKernel(std::move(k), kernelName);
     P.Calls.push_back(std::move(call));
   }

@@ -16,7 +16,7 @@ mkdir -p "$here/expected"
 failures=0
 for model in "$here"/models/*.onnx; do  # (*.bin files are external data)
   name=$(basename "$model" .onnx)
-  for kind in graph kernels; do
+  for kind in graph kernels plan; do
     want=$here/expected/$name.$kind.txt
     got=$("$mlcc" "$model" --name "$name" --target x86_64-v3 --emit "$kind" -o - 2>&1)
     if [[ $update == --update ]]; then

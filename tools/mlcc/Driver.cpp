@@ -324,6 +324,28 @@ CompiledModel compileModel(const DriverOptions &o, const llvmgen::TargetSpec &ta
 
 namespace {
 
+/// --emit plan: the target's description, then each kernel call's plan.
+std::string planText(const kir::Program &p, const std::string &description) {
+  std::ostringstream os;
+  if (!description.empty()) {
+    std::istringstream lines(description);
+    for (std::string line; std::getline(lines, line);)
+      os << "# " << line << "\n";
+  }
+  os << "calls: " << p.Calls.size() << "\n";
+  for (size_t c = 0; c < p.Calls.size(); ++c) {
+    const kir::Call &call = p.Calls[c];
+    os << "  " << c << " " << p.Kernels[call.KernelIndex].Name << "  "
+       << (call.Plan.empty() ? "(its own loop nest)" : call.Plan) << "  # ";
+    if (call.Nodes.empty())
+      os << call.Label;
+    for (size_t n = 0; n < call.Nodes.size(); ++n)
+      os << (n ? " + " : "") << call.Nodes[n].Name << " (" << call.Nodes[n].Op << ")";
+    os << "\n";
+  }
+  return os.str();
+}
+
 pack::ReportContext reportContext(const DriverOptions &o, const llvmgen::TargetSpec &t) {
   return {o.Model, t.Name, t.Triple, t.Cpu, o.Backend};
 }
@@ -369,7 +391,8 @@ void listOps() {
 void runDriver(const DriverOptions &o) {
   std::string kind = emitKindFor(o);
   bool toStdout = o.Output == "-";
-  if (toStdout && kind != "graph" && kind != "kernels" && kind != "c" && kind != "cuda" &&
+  if (toStdout && kind != "graph" && kind != "kernels" && kind != "plan" && kind != "c" &&
+      kind != "cuda" &&
       kind != "header" && kind != "llvm" && kind != "asm")
     fail(ErrorKind::Usage) << "--emit " << kind << " cannot be written to stdout";
   if (!toStdout)
@@ -380,6 +403,7 @@ void runDriver(const DriverOptions &o) {
     pack::OutputFiles::checkWritable(o.DumpDot);
   bool cuda = o.Target == "cuda";
   if (cuda && kind != "lib" && kind != "cuda" && kind != "header" && kind != "kernels" &&
+      kind != "plan" &&
       kind != "graph")
     fail(ErrorKind::Usage) << "--target cuda writes a library (.a), CUDA source (.cu), the "
                               "header, the kernels or the graph, not --emit " << kind;
@@ -476,7 +500,7 @@ void runDriver(const DriverOptions &o) {
   };
   std::string headerPath = dirOf(o.Output) + name + ".h";
   std::string header;
-  if (kind != "graph" && kind != "kernels")
+  if (kind != "graph" && kind != "kernels" && kind != "plan")
     header = pack::writeHeader(program, o.Model, cuda);
   llvmgen::CodegenOptions cg;
   cg.OptLevel = o.OptLevel;
@@ -500,6 +524,8 @@ void runDriver(const DriverOptions &o) {
     emitText(ir::printGraph(*graph));
   } else if (kind == "kernels") {
     emitText(kir::printProgram(program));
+  } else if (kind == "plan") {
+    emitText(planText(program, cuda ? "" : llvmgen::describeTarget(target).describe()));
   } else if (kind == "header") {
     emitText(header);
   } else if (kind == "cuda") {

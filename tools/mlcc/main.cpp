@@ -107,10 +107,11 @@ int main(int argc, char **argv) {
                  "'-' writes text outputs to stdout");
   app.add_option("--emit", o.Emit,
                  "What to write instead of what -o's extension implies: "
-                 "lib, obj, c, cuda, header, graph, kernels, llvm, asm, onnx (the model "
+                 "lib, obj, c, cuda, header, graph, kernels, plan (the target's description "
+                 "and each kernel call's plan), llvm, asm, onnx (the model "
                  "after the graph passes up to --quantize: its QDQ form)")
-      ->check(CLI::IsMember({"lib", "obj", "c", "cuda", "header", "graph", "kernels", "llvm",
-                             "asm", "onnx"}));
+      ->check(CLI::IsMember({"lib", "obj", "c", "cuda", "header", "graph", "kernels", "plan",
+                             "llvm", "asm", "onnx"}));
   app.add_option("--name", o.Name,
                  "Prefix of every generated C symbol (default: the output "
                  "file name without 'lib' and extension)");
