@@ -15,7 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/ops/Lowering.h"
-#include "compiler/ops/Quantization.h"
+#include "compiler/ops/Requantization.h"
 
 namespace mlcc::ops {
 
@@ -98,7 +98,7 @@ void lowerPackQuads(LowerCtx &c) {
       Expr byte = cast(DType::I32, cast(DType::U8, w.loadFlat(src)));
       bytes.push_back(select(inside, byte, constantInt(DType::I32, 0)));
     }
-    y.storeFlat((i[0] * cq + i[1]) * inner + i[2], quant::byteQuad(bytes));
+    y.storeFlat((i[0] * cq + i[1]) * inner + i[2], requant::byteQuad(bytes));
   }, "q");
 }
 
@@ -127,7 +127,7 @@ void lowerPackQuadsK(LowerCtx &c) {
       Expr byte = cast(DType::I32, cast(DType::U8, t ? w.load({i[1], rc}) : w.load({rc, i[1]})));
       bytes.push_back(select(lt(r, indexConst(k)), byte, constantInt(DType::I32, 0)));
     }
-    y.store(i, quant::byteQuad(bytes));
+    y.store(i, requant::byteQuad(bytes));
   }, "q");
 }
 

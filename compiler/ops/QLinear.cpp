@@ -32,16 +32,16 @@
 // rounding are in f32 like ONNX Runtime's x86 kernels,
 // round_half_even(f32(acc) * f32 multiplier); otherwise the product is in
 // double like the ONNX reference. The f32 result is clamped, rounded and
-// converted to int32 in vectors (quant::requantizeF32).
+// converted to int32 in vectors (requant::requantizeF32).
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/ops/Contraction.h"
-#include "compiler/ops/Quantization.h"
+#include "compiler/ops/Requantization.h"
 
 namespace mlcc::ops {
 
 using namespace kir;
-using namespace quant;
+using namespace requant;
 
 namespace {
 

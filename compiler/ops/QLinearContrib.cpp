@@ -40,14 +40,14 @@
 // nodes before inference (OpSchema::Expand) and check their inputs there.
 //
 //===----------------------------------------------------------------------===//
-#include "compiler/ops/Quantization.h"
+#include "compiler/ops/Requantization.h"
 
 #include <array>
 
 namespace mlcc::ops {
 
 using namespace kir;
-using namespace quant;
+using namespace requant;
 
 namespace {
 

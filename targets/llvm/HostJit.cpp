@@ -1,7 +1,7 @@
 //===- HostJit.cpp - Run a compiled program in the compiler's own process -===//
 #include "targets/llvm/HostJit.h"
 
-#include "compiler/pack/RuntimeAbi.h"
+#include "compiler/output/RuntimeAbi.h"
 #include "compiler/support/Error.h"
 #include "targets/llvm/Targets.h"
 

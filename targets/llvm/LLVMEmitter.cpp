@@ -2,8 +2,8 @@
 
 #include "compiler/kernel/Mutator.h"
 #include "compiler/kernel/Schedule.h"
-#include "compiler/pack/Header.h"
-#include "compiler/pack/RuntimeAbi.h"
+#include "compiler/output/Header.h"
+#include "compiler/output/RuntimeAbi.h"
 #include "compiler/support/Error.h"
 #include "compiler/support/Float16.h"
 #include "compiler/support/Float8.h"
@@ -35,7 +35,7 @@ using llvm::Value;
 
 namespace {
 
-/// The target's LLVM type of a runtime struct (compiler/pack/RuntimeAbi.h):
+/// The target's LLVM type of a runtime struct (compiler/output/RuntimeAbi.h):
 /// a named type when `name` is given, else a literal one.
 template <size_t N>
 llvm::StructType *abiStruct(llvm::LLVMContext &ctx, const abi::Field (&fields)[N],
@@ -1473,7 +1473,7 @@ std::unique_ptr<llvm::Module> emitModule(const Program &p, llvm::LLVMContext &ct
   };
   llvm::Constant *infoInit = llvm::ConstantStruct::get(
       modelInfoTy,
-      {cstr(p.Name, p.Name + "_name"), cstr(pack::mlccVersion(), p.Name + "_version"),
+      {cstr(p.Name, p.Name + "_name"), cstr(output::mlccVersion(), p.Name + "_version"),
        llvm::ConstantInt::get(i32, p.Inputs.size()), table(p.Inputs, "input"),
        llvm::ConstantInt::get(i32, p.Outputs.size()), table(p.Outputs, "output"),
        llvm::ConstantInt::get(size, (uint64_t)p.ArenaSize),

@@ -11,7 +11,7 @@
 #include "compiler/kernel/Schedule.h"
 
 #include "compiler/kernel/Program.h"
-#include "compiler/pack/Report.h"
+#include "compiler/output/Report.h"
 
 #include <functional>
 #include <string>
@@ -70,7 +70,7 @@ std::string compileData(const std::string &symbol, const std::string &bytes, uns
 std::string makeArchive(const std::vector<std::pair<std::string, std::string>> &members);
 
 /// What an object file contains, for the report.
-using ObjectStats = pack::ObjectStats;
+using ObjectStats = output::ObjectStats;
 ObjectStats inspectObject(const std::string &objectBytes);
 
 } // namespace mlcc::llvmgen

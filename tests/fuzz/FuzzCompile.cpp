@@ -18,7 +18,7 @@
 // scripts/fuzz.
 //
 //===----------------------------------------------------------------------===//
-#include "compiler/pack/Header.h"
+#include "compiler/output/Header.h"
 #include "compiler/pipeline/Pipeline.h"
 #include "compiler/support/Error.h"
 #include "frontends/onnx/OnnxLoader.h"
@@ -339,7 +339,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     // fuzzer's timeout.
     po.Fold.MaxFoldIterations = int64_t(1) << 16;
     kir::Program program = runPipeline(*g, po);
-    std::string header = pack::writeHeader(program, "fuzz.onnx");
+    std::string header = output::writeHeader(program, "fuzz.onnx");
     std::string c = cgen::emitC(program, "m.h");
     if (header.empty() || c.empty())
       finding("empty output", "the header or the C source is empty");

@@ -1,8 +1,8 @@
 // The operation count of kernels (compiler/kernel/Cost.h) and the report's
-// byte sizes and budgets (compiler/pack/Report.h).
+// byte sizes and budgets (compiler/output/Report.h).
 #include "compiler/kernel/Builder.h"
 #include "compiler/kernel/Cost.h"
-#include "compiler/pack/Report.h"
+#include "compiler/output/Report.h"
 #include "compiler/support/Error.h"
 
 #include <catch2/catch.hpp>
@@ -54,17 +54,17 @@ TEST_CASE("countOps: vector lanes count each", "[report]") {
 }
 
 TEST_CASE("parseByteSize: digits with k, M, G", "[report]") {
-  CHECK(pack::parseByteSize("4096", "--max-arena") == 4096);
-  CHECK(pack::parseByteSize("2k", "--max-arena") == 2048);
-  CHECK(pack::parseByteSize("2K", "--max-arena") == 2048);
-  CHECK(pack::parseByteSize("3M", "--max-arena") == 3 << 20);
-  CHECK(pack::parseByteSize("1G", "--max-arena") == int64_t(1) << 30);
+  CHECK(output::parseByteSize("4096", "--max-arena") == 4096);
+  CHECK(output::parseByteSize("2k", "--max-arena") == 2048);
+  CHECK(output::parseByteSize("2K", "--max-arena") == 2048);
+  CHECK(output::parseByteSize("3M", "--max-arena") == 3 << 20);
+  CHECK(output::parseByteSize("1G", "--max-arena") == int64_t(1) << 30);
   for (const char *bad : {"", "k", "-1", "1.5M", "12q", "1kk", "9999999999999999", "99999999999999G"})
-    CHECK_THROWS_AS(pack::parseByteSize(bad, "--max-arena"), CompileError);
+    CHECK_THROWS_AS(output::parseByteSize(bad, "--max-arena"), CompileError);
 }
 
 TEST_CASE("checkBudgets: over by one byte fails, at the figure passes", "[report]") {
-  pack::ModelReport r;
+  output::ModelReport r;
   r.ArenaBytes = 1000;
   r.WeightBytes = 500;
   r.Calls.push_back({});
@@ -72,14 +72,14 @@ TEST_CASE("checkBudgets: over by one byte fails, at the figure passes", "[report
   r.Calls[0].Nodes = {{"conv", "Conv"}};
   r.Buffers.push_back({"act", 0, 1000, 0, 0});
   r.Calls[0].LiveBuffers = {0};
-  pack::Budgets ok;
+  output::Budgets ok;
   ok.MaxArena = 1000;
   ok.MaxWeights = 500;
-  CHECK_NOTHROW(pack::checkBudgets(r, ok));
-  pack::Budgets tight = ok;
+  CHECK_NOTHROW(output::checkBudgets(r, ok));
+  output::Budgets tight = ok;
   tight.MaxArena = 999;
   try {
-    pack::checkBudgets(r, tight);
+    output::checkBudgets(r, tight);
     FAIL("no error");
   } catch (const CompileError &e) {
     CHECK(e.kind() == ErrorKind::OverBudget);
@@ -89,10 +89,10 @@ TEST_CASE("checkBudgets: over by one byte fails, at the figure passes", "[report
   }
   tight = ok;
   tight.MaxWeights = 499;
-  CHECK_THROWS_AS(pack::checkBudgets(r, tight), CompileError);
+  CHECK_THROWS_AS(output::checkBudgets(r, tight), CompileError);
   // Without object code the code budget cannot be judged (the driver
   // refuses --max-code for such outputs).
   tight = ok;
   tight.MaxCode = 1;
-  CHECK_NOTHROW(pack::checkBudgets(r, tight));
+  CHECK_NOTHROW(output::checkBudgets(r, tight));
 }

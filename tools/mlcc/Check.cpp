@@ -28,10 +28,10 @@
 #include "tools/mlcc/Check.h"
 
 #include "compiler/check/Reference.h"
-#include "compiler/pack/Header.h"
-#include "compiler/pack/OutputFiles.h"
-#include "compiler/pack/Report.h"
-#include "compiler/quant/Samples.h"
+#include "compiler/output/Header.h"
+#include "compiler/output/OutputFiles.h"
+#include "compiler/output/Report.h"
+#include "compiler/quantizer/Samples.h"
 #include "compiler/support/Error.h"
 #include "compiler/support/Files.h"
 #include "compiler/support/Process.h"
@@ -168,7 +168,7 @@ std::vector<Data> makeInputs(const CheckOptions &o, const kir::Program &p,
   std::vector<std::vector<uint8_t>> samples;
   size_t count = 0;
   if (!o.D.Calibrate.empty() && !o.D.Quantize.empty())
-    samples = quant::loadSamples(original, o.D.Calibrate, count);
+    samples = quantizer::loadSamples(original, o.D.Calibrate, count);
   std::mt19937_64 rng(o.Seed);
   std::vector<Data> out;
   for (size_t i = 0; i < p.Inputs.size(); ++i) {
@@ -180,7 +180,7 @@ std::vector<Data> makeInputs(const CheckOptions &o, const kir::Program &p,
     Data d{v->Type.Type, v->Type.Dims, {}};
     int64_t n = numElements(d.Dims);
     if (files.count(in.Name)) {
-      Tensor t = quant::loadNpy(files[in.Name]);
+      Tensor t = quantizer::loadNpy(files[in.Name]);
       if (t.shape() != d.Dims || t.dtype() != d.Type)
         fail(ErrorKind::Usage) << "--input " << in.Name << ": '" << files[in.Name] << "' holds "
                                << ir::TensorType{t.dtype(), t.shape()}.str()
@@ -413,7 +413,7 @@ CallBytes runCross(const CheckOptions &o, const kir::Program &p, const llvmgen::
   TempDir tmp;
   tmp.write(std::string(kModelName) + ".o",
             llvmgen::compileProgram(p, t, cg, llvmgen::OutputKind::Object));
-  tmp.write(std::string(kModelName) + ".h", pack::writeHeader(p, o.D.Model, false));
+  tmp.write(std::string(kModelName) + ".h", output::writeHeader(p, o.D.Model, false));
   tmp.write("harness.c", harnessSource(p));
   std::string inBytes;
   for (auto &b : ins)
@@ -574,7 +574,7 @@ Tensors userReferences(const CheckOptions &o, const check::Reference &ref) {
   Tensors out;
   for (auto &[name, file] : files) {
     const ir::TensorType &type = ref.ModelTypes.at(name);
-    Tensor t = quant::loadNpy(file);
+    Tensor t = quantizer::loadNpy(file);
     bool kindOk = isFloat(t.dtype()) == isFloat(type.Type) &&
                   (t.dtype() == DType::Bool) == (type.Type == DType::Bool);
     if (t.shape() != type.Dims || !kindOk)
@@ -805,13 +805,13 @@ int runCheck(const CheckOptions &o) {
     fail(ErrorKind::Usage) << "--tolerance must be >= 0 and --min-snr a number";
   if (d.OptLevel < 0 || d.OptLevel > 3)
     fail(ErrorKind::Usage) << "-O" << d.OptLevel << " is not an optimization level (0-3)";
-  pack::OutputFiles files;
+  output::OutputFiles files;
   if (!o.Json.empty())
-    pack::OutputFiles::checkWritable(o.Json);
+    output::OutputFiles::checkWritable(o.Json);
   if (!o.Html.empty())
-    pack::OutputFiles::checkWritable(o.Html);
+    output::OutputFiles::checkWritable(o.Html);
   if (!d.MaxTensor.empty())
-    setMaxTensorBytes(pack::parseByteSize(d.MaxTensor, "--max-tensor"));
+    setMaxTensorBytes(output::parseByteSize(d.MaxTensor, "--max-tensor"));
   llvmgen::TargetSpec target = llvmgen::resolveTarget(d.Target, d.Cpu, d.Features);
   bool here = runsHere(o, target);
 

@@ -2,12 +2,12 @@
 
 #include "compiler/kernel/Program.h"
 #include "compiler/ops/OpRegistry.h"
-#include "compiler/pack/Header.h"
-#include "compiler/pack/OutputFiles.h"
-#include "compiler/pack/Report.h"
+#include "compiler/output/Header.h"
+#include "compiler/output/OutputFiles.h"
+#include "compiler/output/Report.h"
 #include "compiler/pipeline/Pipeline.h"
-#include "compiler/quant/Quantize.h"
-#include "compiler/quant/Samples.h"
+#include "compiler/quantizer/Quantize.h"
+#include "compiler/quantizer/Samples.h"
 #include "compiler/support/Error.h"
 #include "compiler/support/Files.h"
 #include "compiler/support/Process.h"
@@ -188,7 +188,7 @@ std::vector<std::string> cudaArchs(const std::string &list) {
 /// that the weights never pass through nvcc as source text.
 std::string cudaWeightsObject(const kir::Program &p) {
   return llvmgen::compileData(cudagen::weightsSymbol(p), cudagen::weightsImage(p),
-                              pack::kCudaWeightsAlign, llvmgen::resolveTarget("host", "", ""));
+                              output::kCudaWeightsAlign, llvmgen::resolveTarget("host", "", ""));
 }
 
 /// Compiles the generated CUDA with nvcc; returns the object (device code
@@ -228,8 +228,8 @@ std::string compileCuda(const std::string &source, const std::string &header,
 /// observed tensors as extra outputs, run in this process), realize.
 void quantizeGraph(ir::Graph &g, const DriverOptions &o, const onnx::LoadOptions &lo,
                    const std::vector<std::vector<uint8_t>> &samples, size_t numSamples,
-                   const quant::QuantizeOptions &qo) {
-  quant::Annotation a = quant::annotate(g, qo.KeepFloat);
+                   const quantizer::QuantizeOptions &qo) {
+  quantizer::Annotation a = quantizer::annotate(g, qo.KeepFloat);
   std::unique_ptr<ir::Graph> cal = onnx::loadModel(o.Model, lo);
   PipelineOptions cpo;
   cpo.Name = "mlcc_calibration";
@@ -257,7 +257,7 @@ void quantizeGraph(ir::Graph &g, const DriverOptions &o, const onnx::LoadOptions
   for (const ir::Value *v : cal->Inputs)
     sampleBytes.push_back((size_t)v->Type.numel() * dtypeSize(v->Type.Type));
   MLCC_CHECK(sampleBytes.size() == samples.size(), "calibration inputs do not match");
-  quant::SampleRunner run = [&](size_t s, const std::function<void(size_t, const float *,
+  quantizer::SampleRunner run = [&](size_t s, const std::function<void(size_t, const float *,
                                                                    size_t)> &sink) {
     std::vector<const void *> ins;
     for (size_t i = 0; i < samples.size(); ++i)
@@ -267,8 +267,8 @@ void quantizeGraph(ir::Graph &g, const DriverOptions &o, const onnx::LoadOptions
       sink(k, reinterpret_cast<const float *>(outs[where[k]].data()),
            (size_t)cal->Outputs[where[k]]->Type.numel());
   };
-  std::map<std::string, quant::Range> ranges = quant::calibrate(a, numSamples, run, qo);
-  quant::realize(g, a, ranges, qo);
+  std::map<std::string, quantizer::Range> ranges = quantizer::calibrate(a, numSamples, run, qo);
+  quantizer::realize(g, a, ranges, qo);
 }
 
 } // namespace
@@ -301,14 +301,14 @@ CompiledModel compileModel(const DriverOptions &o, const llvmgen::TargetSpec &ta
   po.LibraryDispatch = !o.NoLibraryDispatch;
   std::vector<std::vector<uint8_t>> samples;
   size_t numSamples = 0;
-  quant::QuantizeOptions qo;
+  quantizer::QuantizeOptions qo;
   if (!o.Quantize.empty()) {
-    qo = quant::parseCalibrationMethod(o.CalibrationMethod.empty() ? "minmax"
+    qo = quantizer::parseCalibrationMethod(o.CalibrationMethod.empty() ? "minmax"
                                                                    : o.CalibrationMethod);
     if (o.Calibrate.empty())
       fail(ErrorKind::Usage) << "--quantize int8 needs calibration samples: --calibrate "
                                 "INPUT=SAMPLES.npy for each input";
-    samples = quant::loadSamples(*graph, o.Calibrate, numSamples);
+    samples = quantizer::loadSamples(*graph, o.Calibrate, numSamples);
     po.Quantize = [&](ir::Graph &g) { quantizeGraph(g, o, lo, samples, numSamples, qo); };
     qo.QuantizeIo = o.QuantizeIo;
     qo.WeightMax = o.ReduceRange ? 63 : 127;
@@ -346,7 +346,7 @@ std::string planText(const kir::Program &p, const std::string &description) {
   return os.str();
 }
 
-pack::ReportContext reportContext(const DriverOptions &o, const llvmgen::TargetSpec &t) {
+output::ReportContext reportContext(const DriverOptions &o, const llvmgen::TargetSpec &t) {
   return {o.Model, t.Name, t.Triple, t.Cpu, o.Backend};
 }
 
@@ -396,11 +396,11 @@ void runDriver(const DriverOptions &o) {
       kind != "header" && kind != "llvm" && kind != "asm")
     fail(ErrorKind::Usage) << "--emit " << kind << " cannot be written to stdout";
   if (!toStdout)
-    pack::OutputFiles::checkWritable(o.Output);
+    output::OutputFiles::checkWritable(o.Output);
   if (!o.Report.empty())
-    pack::OutputFiles::checkWritable(o.Report);
+    output::OutputFiles::checkWritable(o.Report);
   if (!o.DumpDot.empty())
-    pack::OutputFiles::checkWritable(o.DumpDot);
+    output::OutputFiles::checkWritable(o.DumpDot);
   bool cuda = o.Target == "cuda";
   if (cuda && kind != "lib" && kind != "cuda" && kind != "header" && kind != "kernels" &&
       kind != "plan" &&
@@ -422,16 +422,16 @@ void runDriver(const DriverOptions &o) {
   if (o.OptLevel < 0 || o.OptLevel > 3)
     fail(ErrorKind::Usage) << "-O" << o.OptLevel << " is not an optimization level (0-3)";
   if (!o.ReportHtml.empty())
-    pack::OutputFiles::checkWritable(o.ReportHtml);
+    output::OutputFiles::checkWritable(o.ReportHtml);
   if (!o.MaxTensor.empty())
-    setMaxTensorBytes(pack::parseByteSize(o.MaxTensor, "--max-tensor"));
-  pack::Budgets budgets;
+    setMaxTensorBytes(output::parseByteSize(o.MaxTensor, "--max-tensor"));
+  output::Budgets budgets;
   if (!o.MaxArena.empty())
-    budgets.MaxArena = pack::parseByteSize(o.MaxArena, "--max-arena");
+    budgets.MaxArena = output::parseByteSize(o.MaxArena, "--max-arena");
   if (!o.MaxWeights.empty())
-    budgets.MaxWeights = pack::parseByteSize(o.MaxWeights, "--max-weights");
+    budgets.MaxWeights = output::parseByteSize(o.MaxWeights, "--max-weights");
   if (!o.MaxCode.empty()) {
-    budgets.MaxCode = pack::parseByteSize(o.MaxCode, "--max-code");
+    budgets.MaxCode = output::parseByteSize(o.MaxCode, "--max-code");
     if (kind != "lib" && kind != "obj")
       fail(ErrorKind::Usage) << "--max-code needs object code (-o FILE.a or FILE.o); with --emit "
                              << kind << " the code size is not known";
@@ -470,7 +470,7 @@ void runDriver(const DriverOptions &o) {
   std::unique_ptr<ir::Graph> &graph = compiled.Graph;
   kir::Program &program = compiled.Program;
   // Arena and weights are known now: fail before the code generation.
-  std::optional<pack::ModelReport> report;
+  std::optional<output::ModelReport> report;
   if (kind == "onnx") {
     // The model after the graph passes up to quantization, as ONNX.
     if (!o.Quantize.empty() && graph->Opsets.count("") && graph->Opsets.at("") < 13)
@@ -478,18 +478,18 @@ void runDriver(const DriverOptions &o) {
                                    << graph->Opsets.at("")
                                    << "; its quantized form needs opset 13 or later "
                                       "(per-channel DequantizeLinear)";
-    pack::OutputFiles out;
+    output::OutputFiles out;
     out.write(o.Output, onnx::writeModel(*graph));
     status.finish();
     out.commit();
     return;
   }
   if (kind != "graph") {
-    report = pack::buildReport(program);
-    pack::checkBudgets(*report, budgets);
+    report = output::buildReport(program);
+    output::checkBudgets(*report, budgets);
   }
 
-  pack::OutputFiles out;
+  output::OutputFiles out;
   if (!o.DumpDot.empty())
     out.write(o.DumpDot, ir::printDot(*graph));
   auto emitText = [&](const std::string &text) {
@@ -501,7 +501,7 @@ void runDriver(const DriverOptions &o) {
   std::string headerPath = dirOf(o.Output) + name + ".h";
   std::string header;
   if (kind != "graph" && kind != "kernels" && kind != "plan")
-    header = pack::writeHeader(program, o.Model, cuda);
+    header = output::writeHeader(program, o.Model, cuda);
   llvmgen::CodegenOptions cg;
   cg.OptLevel = o.OptLevel;
   cg.SizeOpt = o.SizeOpt;
@@ -569,17 +569,17 @@ void runDriver(const DriverOptions &o) {
   }
   status.finish();
   if (kind != "graph") {
-    pack::ModelReport &r = *report;
+    output::ModelReport &r = *report;
     if (stats)
-      pack::addObjectStats(r, *stats);
-    pack::ReportContext ctx = reportContext(o, target);
+      output::addObjectStats(r, *stats);
+    output::ReportContext ctx = reportContext(o, target);
     if (o.Verbose)
-      std::fputs(pack::reportText(r, ctx).c_str(), stderr);
-    pack::checkBudgets(r, budgets);
+      std::fputs(output::reportText(r, ctx).c_str(), stderr);
+    output::checkBudgets(r, budgets);
     if (!o.Report.empty())
-      out.write(o.Report, pack::reportJson(r, ctx));
+      out.write(o.Report, output::reportJson(r, ctx));
     if (!o.ReportHtml.empty())
-      out.write(o.ReportHtml, pack::reportHtml(r, ctx));
+      out.write(o.ReportHtml, output::reportHtml(r, ctx));
   }
   out.commit();
 }

@@ -11,7 +11,7 @@
 #include "tools/mlcc/Check.h"
 #include "tools/mlcc/Driver.h"
 
-#include "compiler/pack/Header.h"
+#include "compiler/output/Header.h"
 #include "compiler/support/Error.h"
 
 #include <CLI/CLI.hpp>
@@ -151,7 +151,7 @@ int main(int argc, char **argv) {
              "input must be known at compile time (see --freeze); 5 a "
              "--max-arena/--max-weights/--max-code budget is exceeded; 70 "
              "internal error.");
-  app.set_version_flag("--version", std::string("mlcc ") + mlcc::pack::mlccVersion());
+  app.set_version_flag("--version", std::string("mlcc ") + mlcc::output::mlccVersion());
 
   try {
     app.parse(argc, argv);

@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-namespace mlcc::quant {
+namespace mlcc::quantizer {
 
 enum class CalibrationMethod { MinMax, Percentile, Entropy };
 
@@ -98,4 +98,4 @@ double entropyThreshold(const std::vector<double> &hist, double maxAbs, int leve
 void realize(ir::Graph &g, const Annotation &a, const std::map<std::string, Range> &ranges,
              const QuantizeOptions &options = {});
 
-} // namespace mlcc::quant
+} // namespace mlcc::quantizer

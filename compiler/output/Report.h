@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-namespace mlcc::pack {
+namespace mlcc::output {
 
 /// What an object file contains (read by the LLVM target's inspectObject).
 struct ObjectStats {
@@ -114,4 +114,4 @@ void checkBudgets(const ModelReport &r, const Budgets &b);
 /// A JSON string literal for arbitrary bytes (escaped as in error messages).
 std::string jsonString(const std::string &s);
 
-} // namespace mlcc::pack
+} // namespace mlcc::output

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace mlcc::pack {
+namespace mlcc::output {
 
 class OutputFiles {
 public:
@@ -39,4 +39,4 @@ private:
   bool Committed = false;
 };
 
-} // namespace mlcc::pack
+} // namespace mlcc::output

@@ -1,5 +1,5 @@
 //===- Samples.cpp - Calibration samples from .npy files or .pb folders ---===//
-#include "compiler/quant/Samples.h"
+#include "compiler/quantizer/Samples.h"
 
 #include "compiler/support/Files.h"
 #include "frontends/onnx/OnnxLoader.h"
@@ -11,7 +11,7 @@
 #include <map>
 #include <regex>
 
-namespace mlcc::quant {
+namespace mlcc::quantizer {
 
 namespace {
 
@@ -163,4 +163,4 @@ std::vector<std::vector<uint8_t>> loadSamples(const ir::Graph &g,
   return out;
 }
 
-} // namespace mlcc::quant
+} // namespace mlcc::quantizer

@@ -1,7 +1,7 @@
-//===- Quantization.h - Helpers shared by the quantized ops --------------===//
+//===- Requantization.h - Helpers shared by the quantized ops --------------===//
 //
 // Saturation ranges and rounding of quantized types, and input type checks,
-// used by Quantize.cpp (QuantizeLinear, DequantizeLinear), QLinear.cpp
+// used by QuantizeLinear.cpp (QuantizeLinear, DequantizeLinear), QLinear.cpp
 // (the integer and requantizing matrix products and convolutions) and
 // QLinearContrib.cpp (the com.microsoft quantized ops).
 //
@@ -12,7 +12,7 @@
 
 #include <cmath>
 
-namespace mlcc::ops::quant {
+namespace mlcc::ops::requant {
 
 using kir::Expr;
 using namespace kir;
@@ -161,4 +161,4 @@ inline bool allConstant(std::initializer_list<const TensorRef *> ts) {
   return true;
 }
 
-} // namespace mlcc::ops::quant
+} // namespace mlcc::ops::requant

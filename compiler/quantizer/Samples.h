@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace mlcc::quant {
+namespace mlcc::quantizer {
 
 /// A NumPy .npy file (format versions 1-3, C order, little-endian or
 /// one-byte types) as a tensor. An Io or Invalid error names the file and
@@ -24,4 +24,4 @@ std::vector<std::vector<uint8_t>> loadSamples(const ir::Graph &g,
                                               const std::vector<std::string> &specs,
                                               size_t &count);
 
-} // namespace mlcc::quant
+} // namespace mlcc::quantizer

@@ -1,4 +1,4 @@
-#include "compiler/pack/Report.h"
+#include "compiler/output/Report.h"
 
 #include "compiler/kernel/Cost.h"
 #include "compiler/support/Error.h"
@@ -11,7 +11,7 @@
 #include <map>
 #include <set>
 
-namespace mlcc::pack {
+namespace mlcc::output {
 
 namespace {
 
@@ -357,4 +357,4 @@ void checkBudgets(const ModelReport &r, const Budgets &b) {
   }
 }
 
-} // namespace mlcc::pack
+} // namespace mlcc::output

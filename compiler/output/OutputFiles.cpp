@@ -1,4 +1,4 @@
-#include "compiler/pack/OutputFiles.h"
+#include "compiler/output/OutputFiles.h"
 
 #include "compiler/support/Error.h"
 
@@ -8,7 +8,7 @@
 #include <fstream>
 #include <unistd.h>
 
-namespace mlcc::pack {
+namespace mlcc::output {
 
 namespace {
 std::string dirOf(const std::string &path) {
@@ -61,4 +61,4 @@ void OutputFiles::commit() {
   Committed = true;
 }
 
-} // namespace mlcc::pack
+} // namespace mlcc::output

@@ -19,13 +19,13 @@
 // The range always contains 0, so that 0 (padding, Relu) is exact.
 //
 //===----------------------------------------------------------------------===//
-#include "compiler/quant/Quantize.h"
+#include "compiler/quantizer/Quantize.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
-namespace mlcc::quant {
+namespace mlcc::quantizer {
 
 namespace {
 
@@ -192,4 +192,4 @@ std::map<std::string, Range> calibrate(const Annotation &a, size_t numSamples,
   return ranges;
 }
 
-} // namespace mlcc::quant
+} // namespace mlcc::quantizer

@@ -12,7 +12,7 @@
 
 #include <string>
 
-namespace mlcc::pack {
+namespace mlcc::output {
 
 /// The version string recorded in generated files.
 const char *mlccVersion();
@@ -38,4 +38,4 @@ std::string shapeComment(const Shape &dims);
 /// The model name in upper case, for macros.
 std::string upperName(const std::string &s);
 
-} // namespace mlcc::pack
+} // namespace mlcc::output

@@ -1,4 +1,4 @@
-//===- Quantize.cpp - QuantizeLinear, DequantizeLinear, Dynamic... -------===//
+//===- QuantizeLinear.cpp - QuantizeLinear, DequantizeLinear, Dynamic... -===//
 //
 // Linear (de)quantization with per-tensor, per-axis and blocked scales;
 // DynamicQuantizeLinear (uint8, scale from the data's range).
@@ -11,7 +11,7 @@
 // rejected as unsupported.
 //
 //===----------------------------------------------------------------------===//
-#include "compiler/ops/Quantization.h"
+#include "compiler/ops/Requantization.h"
 #include "compiler/support/Float8.h"
 
 #include <cmath>
@@ -22,7 +22,7 @@ using namespace kir;
 
 namespace {
 
-using namespace quant;
+using namespace requant;
 
 // ---------------------------------------------------------------------------
 // Quantization granularity (QuantizeLinear / DequantizeLinear)
@@ -177,7 +177,7 @@ void lowerQuantize(LowerCtx &c) {
     }
     if (pt == DType::F32 && (out == DType::U8 || out == DType::I8)) {
       // 8-bit output of an f32 quotient: clamped to [lo - zp, hi - zp] in
-      // f32, rounded with the f32 bit trick (quant::roundSmallF32), zp
+      // f32, rounded with the f32 bit trick (requant::roundSmallF32), zp
       // added; NaN gives 0 like the saturating conversion.
       auto [lo, hi] = intRange(out);
       Expr zi = zp ? cast(DType::I32, loadParam(*zp, g, i)) : constantInt(DType::I32, 0);
@@ -276,7 +276,7 @@ void lowerDynamicQuantize(LowerCtx &c) {
 } // namespace
 
 
-MLCC_OPS(Quantize) {
+MLCC_OPS(QuantizeLinear) {
   R.add({.Name = "QuantizeLinear", .SinceVersion = 10, .Fusion = FusionClass::Injective,
          .Infer = inferQuantize, .Lower = lowerQuantize});
   R.add({.Name = "DequantizeLinear", .SinceVersion = 10,

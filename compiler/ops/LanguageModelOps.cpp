@@ -1,4 +1,4 @@
-//===- Activations2.cpp - SwiGLU, CausalConvWithState, LinearAttention ----===//
+//===- LanguageModelOps.cpp - SwiGLU, CausalConvWithState, LinearAttention ===//
 //
 // Recent fused ops of LLM and state-space models:
 //
@@ -316,7 +316,7 @@ void lowerLinearAttention(LowerCtx &c) {
 
 } // namespace
 
-MLCC_OPS(Activations2) {
+MLCC_OPS(LanguageModelOps) {
   R.add({.Name = "SwiGLU", .SinceVersion = 28, .Fusion = FusionClass::Elementwise,
          .Infer = inferSwiGLU, .Lower = lowerSwiGLU});
   R.add({.Name = "CausalConvWithState", .SinceVersion = 27,

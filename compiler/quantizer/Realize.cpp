@@ -21,12 +21,12 @@
 // channel) folded to constants.
 //
 //===----------------------------------------------------------------------===//
-#include "compiler/quant/Quantize.h"
+#include "compiler/quantizer/Quantize.h"
 
 #include <algorithm>
 #include <cmath>
 
-namespace mlcc::quant {
+namespace mlcc::quantizer {
 
 namespace {
 
@@ -219,4 +219,4 @@ void realize(ir::Graph &g, const Annotation &a, const std::map<std::string, Rang
   g.Nodes = std::move(nodes);
 }
 
-} // namespace mlcc::quant
+} // namespace mlcc::quantizer

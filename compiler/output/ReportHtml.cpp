@@ -11,15 +11,15 @@
 //   - the per-kernel table and the memory plan.
 //
 //===----------------------------------------------------------------------===//
-#include "compiler/pack/Report.h"
+#include "compiler/output/Report.h"
 
-#include "compiler/pack/Header.h"
+#include "compiler/output/Header.h"
 #include "compiler/support/Error.h"
 
 #include <algorithm>
 #include <cstdio>
 
-namespace mlcc::pack {
+namespace mlcc::output {
 
 namespace {
 
@@ -234,4 +234,4 @@ std::string reportHtml(const ModelReport &r, const ReportContext &c) {
   return h;
 }
 
-} // namespace mlcc::pack
+} // namespace mlcc::output

@@ -27,9 +27,9 @@
 // boundary, graph outputs and float readers their DequantizeLinear.
 //
 //===----------------------------------------------------------------------===//
-#include "compiler/quant/Quantize.h"
+#include "compiler/quantizer/Quantize.h"
 
-namespace mlcc::quant {
+namespace mlcc::quantizer {
 
 namespace {
 
@@ -154,4 +154,4 @@ Annotation annotate(const ir::Graph &g, const std::set<std::string> &keepFloat) 
   return a;
 }
 
-} // namespace mlcc::quant
+} // namespace mlcc::quantizer
