@@ -127,6 +127,11 @@ else
   set -e
   [[ $status -eq 0 ]] || { cat "$work/m4-run.log"; fail "the Cortex-M4 firmware exited with status $status"; }
   say "Cortex-M4 firmware under qemu-system-arm: $(grep ' correct ' "$work/m4-run.log")"
+  # The installed mlcc check finds its Cortex-M harness files in share/mlcc.
+  [[ -f $prefix/share/mlcc/firmware/arm-mps.ld && -f $prefix/share/mlcc/firmware/cortex-m-startup.c ]] ||
+    fail "share/mlcc/firmware is not installed"
+  run "$work/m4-check.log" "$prefix/bin/mlcc" check "$root/examples/digits/digits.onnx" --target cortex-m4
+  say "installed mlcc check on cortex-m4: $(grep 'kernel calls' "$work/m4-check.log")"
 fi
 
 # --- (e) the .deb ------------------------------------------------------------------
