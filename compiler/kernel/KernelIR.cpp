@@ -43,14 +43,10 @@ const char *loopKindName(LoopKind kind) {
     return "serial";
   case LoopKind::Parallel:
     return "parallel";
-  case LoopKind::Vectorized:
-    return "vectorized";
   case LoopKind::GpuBlock:
     return "gpu_block";
   case LoopKind::GpuThread:
     return "gpu_thread";
-  case LoopKind::Unrolled:
-    return "unrolled";
   }
   return "?";
 }

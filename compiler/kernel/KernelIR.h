@@ -228,8 +228,6 @@ enum class StmtKind : uint8_t { Block, For, Store, If, Alloc, Barrier };
 enum class LoopKind : uint8_t {
   Serial,
   Parallel,   ///< Iterations are independent; may run on several threads.
-  Vectorized, ///< Iterations are independent; map to SIMD lanes.
-  Unrolled,   ///< Fully unroll (constant trip count).
   /// GPU bindings (compiler/kernel/GpuSchedule.h): the loop's iterations
   /// are the blocks of a launch (GpuBlock, outermost: each such loop at
   /// the top of a kernel is one launch) or a block's threads (GpuThread,

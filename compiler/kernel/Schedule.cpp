@@ -495,7 +495,7 @@ private:
   /// The vector form of loop `s`, with at most `maxLanes` lanes when that
   /// is not 0; the remainder is vectorized again with narrower vectors.
   Stmt tryVectorize(const StmtNode &s, int maxLanes = 0) {
-    if (s.Loop != LoopKind::Serial && s.Loop != LoopKind::Vectorized)
+    if (s.Loop != LoopKind::Serial)
       return nullptr;
     if (!s.Begin->isConst() || !s.End->isConst())
       return nullptr;

@@ -75,7 +75,7 @@ void lowerPackPanels(LowerCtx &c) {
 /// PackQuads: int8 weights [M, C, k...] as int32 [M, ceil(C / 4), k...]
 /// whose four bytes are the weights of four consecutive input channels
 /// (zero past C): the operand layout of the int8 dot product (dot4) over
-/// channel quads (see QLinear.cpp).
+/// channel quads (see DotConv.cpp).
 void inferPackQuads(ir::Node &n) {
   const Shape &w = n.inShape(0);
   if (n.inDType(0) != DType::I8 || w.size() < 2)
@@ -104,7 +104,7 @@ void lowerPackQuads(LowerCtx &c) {
 
 /// PackQuadsK: int8 matrix B [K, N] (or [N, K] with transposed = 1) as
 /// int32 [ceil(K / 4), N] whose four bytes are B(4q..4q+3, n) (zero past K):
-/// the B operand of integer matrix products on dot4 (see QLinear.cpp).
+/// the B operand of integer matrix products on dot4 (see IntegerMatMul.cpp).
 void inferPackQuadsK(ir::Node &n) {
   const Shape &w = n.inShape(0);
   if (n.inDType(0) != DType::I8 || w.size() != 2)

@@ -1,9 +1,10 @@
 //===- Requantization.h - Helpers shared by the quantized ops --------------===//
 //
 // Saturation ranges and rounding of quantized types, and input type checks,
-// used by QuantizeLinear.cpp (QuantizeLinear, DequantizeLinear), QLinear.cpp
-// (the integer and requantizing matrix products and convolutions) and
-// QLinearContrib.cpp (the com.microsoft quantized ops).
+// used by QuantizeLinear.cpp (QuantizeLinear, DequantizeLinear),
+// IntegerMatMul.cpp, IntegerConv.cpp and DotConv.cpp (the integer and
+// requantizing matrix products and convolutions) and QLinearContrib.cpp
+// (the com.microsoft quantized ops).
 //
 //===----------------------------------------------------------------------===//
 #pragma once

@@ -210,7 +210,7 @@ bool zeroOrAbsent(const ir::Node &n, size_t i) {
 /// The input indices (x, w, w_zero_point, packed) of an integer 2-D
 /// convolution that can run on the int8 dot product (dot4) over channel
 /// quads: int8 constant weights with a zero point of 0, 8-bit data, one
-/// group (see QLinear.cpp).
+/// group (see DotConv.cpp).
 std::optional<std::array<size_t, 4>> dotConvInputs(const ir::Node &n) {
   std::array<size_t, 4> idx;
   if (n.Domain == "" && n.OpType == "QLinearConv")

@@ -791,18 +791,8 @@ private:
     stmt(s.Inner);
     unbind(s.LoopVar.get());
     Value *next = B.CreateAdd(i, llvm::ConstantInt::get(ME.IndexTy, 1), "", true, true);
-    llvm::BranchInst *back = B.CreateBr(header);
+    B.CreateBr(header);
     i->addIncoming(next, B.GetInsertBlock());
-    if (s.Loop == LoopKind::Vectorized || s.Loop == LoopKind::Unrolled) {
-      llvm::MDNode *hint = llvm::MDNode::get(
-          ME.Ctx, {llvm::MDString::get(ME.Ctx, s.Loop == LoopKind::Vectorized
-                                                   ? "llvm.loop.vectorize.enable"
-                                                   : "llvm.loop.unroll.full"),
-                   llvm::ConstantAsMetadata::get(B.getTrue())});
-      llvm::MDNode *self = llvm::MDNode::getDistinct(ME.Ctx, {nullptr, hint});
-      self->replaceOperandWith(0, self);
-      back->setMetadata(llvm::LLVMContext::MD_loop, self);
-    }
     B.SetInsertPoint(exit);
   }
 

@@ -1,0 +1,425 @@
+//===- IntegerConv.cpp - ConvInteger, QLinearConv -------------------------===//
+//
+// ConvInteger accumulates zero-point-corrected operands in int32;
+// QLinearConv requantizes the accumulator as IntegerMatMul.cpp describes.
+//
+// sum_k (x - xz)(w - wz) = sum_k x (w - wz) - xz sum_k (w - wz) over the
+// whole window, the padding included, whose x is xz. The weight factor
+// (w - wz) is formed where the weight is loaded (outside the loop over
+// output positions) and xz sum_k (w - wz), with the bias, is one int32
+// initial value per output channel, computed once per call. When xz may be
+// nonzero and the window reaches into the padding, the input is first
+// copied into a scratch image bordered with xz, so that every window is
+// whole and the per-channel initial value exact at the borders.
+//
+// Pointwise and 2-D convolutions run in register tiles of 4 output channels
+// x 16 output positions (int32 vectors that stay in registers for the whole
+// window sum; LLVM turns the widening multiply-adds into vpmaddwd/vpdpwssd
+// on x86); others, and images smaller than a tile, run the shared
+// row-at-a-time loop nest (compiler/ops/Contraction.h). When pack-weights'
+// plan chose dot products of byte quads (Dot4Lanes, Dot4Taps), lowerIntConv
+// hands the convolution to DotConv.cpp.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/ops/Contraction.h"
+#include "compiler/ops/IntegerOps.h"
+#include "compiler/ops/Requantization.h"
+
+namespace mlcc::ops {
+
+using namespace kir;
+using namespace requant;
+
+namespace {
+
+// ---------------------------------------------------------------------------
+// Integer convolution
+// ---------------------------------------------------------------------------
+
+/// A scalar or per-output-channel ([M]) parameter.
+void checkChannelParam(const ir::Node &n, size_t i, int64_t m, bool perChannel) {
+  if (!n.hasInput(i))
+    return;
+  const Shape &p = n.inShape(i);
+  if (numElements(p) == 1 && p.size() <= 1)
+    return;
+  if (!perChannel || p.size() != 1 || p[0] != m)
+    n.error() << "input " << i << " has shape " << shapeToString(p)
+              << "; expected a scalar" << (perChannel ? " or one value per output channel" : "");
+}
+
+Expr loadChannelParam(const TensorRef &t, const Expr &m) {
+  if (t.numel() == 1)
+    return t.loadFlat(indexConst(0));
+  return t.load({m});
+}
+
+
+/// Whether lowerIntPointwise handles a convolution: every kernel extent and
+/// stride 1, no padding, at least a vector of pixels per image, and an
+/// input in a buffer.
+bool isIntPointwise(const ConvShape &s, const TensorRef &x) {
+  if (!x.buffer() || numElements(s.W.Out) < kTilePixels || s.W.Out != s.InSpatial)
+    return false;
+  for (size_t d = 0; d < s.W.rank(); ++d)
+    if (s.W.Kernel[d] != 1 || s.W.Strides[d] != 1 || s.W.PadBegin[d] != 0)
+      return false;
+  return true;
+}
+
+/// A pointwise convolution: per image and group
+///   out[m, p] = init[m] + sum_c (w[m, c] - w_zp[m]) x[c, p],
+/// in tiles of channels x pixels whose int32 accumulators stay in registers
+/// for the whole sum (constant offsets into a local vector buffer). Edge
+/// tiles are shifted back to overlap the previous one, so every tile is
+/// full (overlapped outputs are computed and stored twice, with the same
+/// value).
+void lowerIntPointwise(LowerCtx &c, const ConvShape &s, const TensorRef &x,
+                       const TensorRef &w, const std::function<Expr(const Expr &)> &wz,
+                       const std::function<Expr(const Expr &)> &init,
+                       const TensorRef &y, const std::function<Expr(Expr, Expr)> &finish) {
+  KernelBuilder &b = c.b();
+  const DType acc = DType::I32;
+  const int L = (int)kTilePixels;
+  int64_t cg = s.C / s.Group, mg = s.M / s.Group, hw = numElements(s.W.Out);
+  int64_t rows = std::min(kTileChannels, mg);
+  int64_t rowTiles = (mg + rows - 1) / rows, colTiles = (hw + L - 1) / L;
+  auto at = [&](int64_t r) { return indexConst(r * L); };
+  b.loop("n", s.N, [&](Expr n) {
+    b.loop("g", s.Group, [&](Expr g) {
+      b.loop("rt", rowTiles, [&](Expr rt) {
+        Expr m0 = g * mg + min(rt * rows, indexConst(mg - rows));
+        b.loop("pt", colTiles, [&](Expr pt) {
+          Expr p0 = min(pt * L, indexConst(hw - L));
+          Local tile = b.local("acc", acc, rows * L);
+          for (int64_t r = 0; r < rows; ++r)
+            b.store(tile.Buf, at(r), broadcast(init ? init(m0 + r) : constantInt(acc, 0), L));
+          b.loop("k", cg, [&](Expr k) {
+            Expr xv = cast(acc, vload(x.buffer(), ((n * s.C) + g * cg + k) * hw + p0, L));
+            for (int64_t r = 0; r < rows; ++r) {
+              Expr a = cast(acc, w.loadFlat((m0 + r) * cg + k)) - wz(m0 + r);
+              b.store(tile.Buf, at(r), vload(tile.Buf, at(r), L) + a * xv);
+            }
+          });
+          // Spill the tile (constant offsets keep it in registers above),
+          // then finish and store each element.
+          Local sums = b.local("sums", acc, rows * L);
+          for (int64_t r = 0; r < rows; ++r)
+            b.store(sums.Buf, at(r), vload(tile.Buf, at(r), L));
+          for (int64_t r = 0; r < rows; ++r) {
+            Expr base = ((n * s.M) + m0 + r) * hw + p0;
+            b.loop("j", L, [&](Expr j) {
+              Expr v = sums.get(at(r) + j);
+              y.storeFlat(base + j, finish ? finish(v, m0 + r) : v);
+            });
+          }
+        });
+      }, LoopKind::Parallel);
+    });
+  });
+}
+
+/// Whether lowerIntWindow handles a 2-D convolution over an image of padded
+/// extents Hp x Wp (see there).
+bool isIntWindow(const ConvShape &s, int64_t Wp) {
+  if (s.W.rank() != 2 || numElements(s.W.Out) == 0)
+    return false;
+  int64_t sh = s.W.Strides[0], sw = s.W.Strides[1];
+  if (s.W.Out[1] >= kTilePixels)
+    return true;
+  return (sh * Wp) % sw == 0 && (s.W.Out[0] - 1) * (sh * Wp / sw) + s.W.Out[1] >= kTilePixels;
+}
+
+/// A 2-D convolution over `src` ([N, C, Hp, Wp], every window inside it) in
+/// register tiles of output channels x kTilePixels output positions, whose
+/// int32 accumulators stay in registers for the whole window sum; each step
+/// of the sum multiplies one (strided) vector of input bytes by one weight
+/// per channel. The positions of a tile are consecutive outputs of one row
+/// when a row holds a vector (edge tiles shifted back to overlap); else
+/// consecutive positions q = oy * V + ox of a row-major grid V = Wp * sh / sw
+/// wide, wider than the output rows, so that input offsets stay affine in q
+/// (sw * q, plus the tap's offset): the positions with ox >= the output
+/// width are computed on other rows' inputs and not stored.
+void lowerIntWindow(LowerCtx &c, const ConvShape &s, const kir::Buffer &src,
+                    int64_t Hp, int64_t Wp, const TensorRef &w,
+                    const std::function<Expr(const Expr &)> &wz,
+                    const std::function<Expr(const Expr &)> &init, const TensorRef &y,
+                    const std::function<Expr(Expr, Expr)> &finish, bool tapDot = false) {
+  KernelBuilder &b = c.b();
+  const DType acc = DType::I32;
+  const int L = (int)kTilePixels;
+  const Window &win = s.W;
+  int64_t cg = s.C / s.Group, mg = s.M / s.Group, oh = win.Out[0], ow = win.Out[1];
+  int64_t sh = win.Strides[0], sw = win.Strides[1];
+  int64_t rows = std::min(kTileChannels, mg), rowTiles = (mg + rows - 1) / rows;
+  bool rowMode = ow >= L;
+  int64_t V = rowMode ? 0 : sh * Wp / sw, Q = rowMode ? 0 : (oh - 1) * V + ow;
+  auto at = [&](int64_t r) { return indexConst(r * L); };
+  auto fin = [&](const Expr &v, const Expr &m) { return finish ? finish(v, m) : v; };
+  // One tile: the finished sums of channels m0.. for the L positions whose
+  // first window tap is at xoff0 + sw * j in each input plane, passed to
+  // store(m, j, value) (an int32 in the output's range).
+  auto tile = [&](const Expr &n, const Expr &g, const Expr &m0, const Expr &xoff0,
+                  const std::function<void(const Expr &m, const Expr &j, const Expr &v)> &store) {
+    Local t = b.local("acc", acc, rows * L);
+    for (int64_t r = 0; r < rows; ++r)
+      b.store(t.Buf, at(r), broadcast(init ? init(m0 + r) : constantInt(acc, 0), L));
+    b.loop("ic", cg, [&](Expr ic) {
+      Expr plane = (n * s.C + g * cg + ic) * (Hp * Wp) + xoff0;
+      b.loop("kh", win.Kernel[0], [&](Expr kh) {
+        b.loop("kw", win.Kernel[1], [&](Expr kw) {
+          Expr xv = cast(acc, vload(src, plane + kh * (win.Dilations[0] * Wp) + kw * win.Dilations[1],
+                                    L, sw));
+          for (int64_t r = 0; r < rows; ++r) {
+            if (tapDot) {
+              // The weight as the low signed byte of a quad (the others 0),
+              // the input byte as the low unsigned byte of its lane: one
+              // dot4 (vpdpbusd) instead of a 32-bit multiply and an add.
+              Expr wq = binary(BinOp::BitAnd, cast(acc, w.load({m0 + r, ic, kh, kw})),
+                               constantInt(acc, 0xff));
+              b.store(t.Buf, at(r),
+                      vload(t.Buf, at(r), L) + binary(BinOp::Dot4, xv, broadcast(wq, L)));
+              continue;
+            }
+            Expr a = cast(acc, w.load({m0 + r, ic, kh, kw})) - wz(m0 + r);
+            b.store(t.Buf, at(r), vload(t.Buf, at(r), L) + a * xv);
+          }
+        });
+      });
+    });
+    // Finish whole vectors (requantization in vector registers), then
+    // store the elements (selectively on the grid).
+    Local done = b.local("done", acc, rows * L);
+    for (int64_t r = 0; r < rows; ++r)
+      b.store(done.Buf, at(r), cast(acc, fin(vload(t.Buf, at(r), L), m0 + r)));
+    for (int64_t r = 0; r < rows; ++r)
+      b.loop("j", L, [&](Expr j) { store(m0 + r, j, done.get(at(r) + j)); });
+  };
+  // Parallel over channel tiles, or over groups when a group has one tile
+  // (depthwise).
+  bool groupsParallel = rowTiles == 1 && s.Group > 1;
+  b.loop("n", s.N, [&](Expr n) {
+    b.loop("g", s.Group, [&](Expr g) {
+      b.loop("rt", rowTiles, [&](Expr rt) {
+        Expr m0 = g * mg + min(rt * rows, indexConst(mg - rows));
+        if (rowMode) {
+          b.loop("oy", oh, [&](Expr oy) {
+            b.loop("pt", (ow + L - 1) / L, [&](Expr pt) {
+              Expr ox0 = min(pt * L, indexConst(ow - L));
+              tile(n, g, m0, oy * (sh * Wp) + ox0 * sw,
+                   [&](const Expr &m, const Expr &j, const Expr &v) {
+                     y.storeFlat(((n * s.M + m) * oh + oy) * ow + ox0 + j, v);
+                   });
+            });
+          });
+          return;
+        }
+        b.loop("pt", (Q + L - 1) / L, [&](Expr pt) {
+          Expr q0 = min(pt * L, indexConst(Q - L));
+          tile(n, g, m0, q0 * sw, [&](const Expr &m, const Expr &j, const Expr &v) {
+            Expr q = q0 + j, oy = q / V, ox = q % V;
+            b.ifThen(lt(ox, indexConst(ow)), [&] {
+              y.storeFlat(((n * s.M + m) * oh + oy) * ow + ox, v);
+            });
+          });
+        });
+      }, groupsParallel ? LoopKind::Serial : LoopKind::Parallel);
+    }, groupsParallel ? LoopKind::Parallel : LoopKind::Serial);
+  });
+}
+
+
+/// Lowers the int32 convolution sum (x - x_zp)(w - w_zp) (+ bias) and stores
+/// finish(acc, m) for every output element, as sum x (w - w_zp) from the
+/// initial value bias - x_zp sum (w - w_zp) of channel m (see the top of
+/// the file). The padding's x is x_zp: when x_zp may be nonzero and a
+/// window reaches the padding, x is read from a copy bordered with x_zp;
+/// otherwise the padding contributes 0 and is skipped like in a float
+/// convolution (or read from a copy bordered with 0 by the tiled 2-D path).
+/// Pointwise convolutions run lowerIntPointwise, 2-D ones lowerIntWindow,
+/// the rest (other ranks, images smaller than a tile) the shared loop nest.
+void lowerIntConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx,
+                  size_t wzpIdx, size_t biasIdx,
+                  const std::function<Expr(Expr, Expr)> &finish) {
+  KernelBuilder &b = c.b();
+  ConvShape s = convShape(c.node(), xIdx, wIdx);
+  // The int8 dot-product path, when pack-weights chose it and the image
+  // fills a vector.
+  size_t packedIdx = (size_t)std::max<int64_t>(c.node().Plan.Dot4Input, 0);
+  if (c.node().Plan.Dot4Lanes && c.hasIn(packedIdx) &&
+      dotConvFits(s, (c.node().Plan.Dot4Lanes ? c.node().Plan.Dot4Lanes : 16))) {
+    lowerIntDotConv(c, xIdx, xzpIdx, wIdx, biasIdx, packedIdx, finish);
+    return;
+  }
+  TensorRef x = c.in(xIdx), w = c.in(wIdx), y = c.out(0);
+  std::optional<TensorRef> xzp = zeroPoint(c, xzpIdx), wzp = zeroPoint(c, wzpIdx), bias;
+  if (biasIdx && c.hasIn(biasIdx))
+    bias = c.in(biasIdx);
+  const DType acc = DType::I32;
+  auto wz = [&](const Expr &m) {
+    return wzp ? cast(acc, loadChannelParam(*wzp, m)) : constantInt(acc, 0);
+  };
+
+  // The initial value of each output channel, when x_zp contributes.
+  std::optional<TensorRef> init;
+  if (xzp) {
+    int64_t perChannel = w.numel() / s.M;
+    Expr xz = cast(acc, xzp->loadFlat(indexConst(0)));
+    init = c.scratch("chinit", acc, {s.M});
+    b.loop("m", s.M, [&](Expr m) {
+      Local sum = b.local("wsum", constantInt(acc, 0));
+      b.loop("k", perChannel, [&](Expr k) {
+        b.set(sum, sum.get() + cast(acc, w.loadFlat(m * perChannel + k)));
+      });
+      Expr v = constantInt(acc, 0) - xz * (sum.get() - wz(m) * perChannel);
+      init->storeFlat(m, bias ? cast(acc, bias->load({m})) + v : v);
+    });
+  }
+
+  // Whole windows over an x_zp-bordered copy when windows reach outside x.
+  ConvShape geo = s;
+  TensorRef src = x;
+  size_t r = s.W.rank();
+  bool outside = false;
+  Shape padded = {s.N, s.C};
+  for (size_t d = 0; d < r; ++d) {
+    const Window &win = s.W;
+    int64_t last = (win.Out[d] - 1) * win.Strides[d] + (win.Kernel[d] - 1) * win.Dilations[d];
+    outside = outside || win.PadBegin[d] > 0 || last - win.PadBegin[d] >= s.InSpatial[d];
+    padded.push_back(std::max(s.InSpatial[d] + win.PadBegin[d] + win.PadEnd[d], last + 1));
+  }
+  std::function<Expr(const Expr &)> first;
+  if (init)
+    first = [&](const Expr &m) { return init->load({m}); };
+  else if (bias)
+    first = [&](const Expr &m) { return cast(acc, bias->load({m})); };
+  if (isIntPointwise(s, x)) {
+    lowerIntPointwise(c, s, x, w, wz, first, y, finish);
+    return;
+  }
+  // Taps on dot4 (pack-weights' plan: Dot4Taps): uint8 data, int8 weights
+  // with a zero point of 0.
+  const bool tapDot = c.node().Plan.Dot4Taps && !wzp &&
+                      x.dtype() == DType::U8 && w.dtype() == DType::I8;
+  if (tapDot && tapQuadsFit(s)) {
+    // Reads x directly: its tap-quad images hold x_zp in the padding.
+    Expr xz = xzp ? cast(acc, xzp->loadFlat(indexConst(0))) : constantInt(acc, 0);
+    lowerIntTapQuads(c, s, x, xz, w, first, y, finish);
+    return;
+  }
+  // The register-tiled path reads whole windows: it needs the bordered
+  // copy whenever a window reaches outside x (bordered with 0 without x_zp).
+  bool window = isIntWindow(s, outside ? padded.back() : s.InSpatial.back()) &&
+                (outside || x.buffer());
+  if ((xzp || window) && outside && numElements(s.W.Out) > 0) {
+    src = c.scratch("xpad", x.dtype(), padded);
+    Expr fill = xzp ? cast(src.computeType(), xzp->loadFlat(indexConst(0)))
+                    : constantInt(src.computeType(), 0);
+    if (r == 2)
+      fillBorder(b, src, s.N * s.C, padded[2], padded[3], s.W.PadBegin[0], s.W.PadBegin[1],
+                 s.InSpatial[0], s.InSpatial[1], fill);
+    else
+      b.loop("i", numElements(padded), [&](Expr i) { src.storeFlat(i, fill); });
+    b.loops(x.shape(), [&](const std::vector<Expr> &i) {
+      std::vector<Expr> to = i;
+      for (size_t d = 0; d < r; ++d)
+        to[2 + d] = i[2 + d] + s.W.PadBegin[d];
+      src.store(to, x.load(i));
+    }, "xp");
+    geo.InSpatial.assign(padded.begin() + 2, padded.end());
+    geo.W.PadBegin.assign(r, 0);
+    geo.W.PadEnd.assign(r, 0);
+  }
+  if (window) {
+    lowerIntWindow(c, s, src.buffer(), geo.InSpatial[0], geo.InSpatial[1], w, wz, first, y,
+                   finish, tapDot);
+    return;
+  }
+
+  ConvSpec spec;
+  spec.Acc = acc;
+  spec.LoadX = [&](const std::vector<Expr> &i) { return cast(acc, src.load(i)); };
+  spec.LoadW = [&](const std::vector<Expr> &i) {
+    Expr v = cast(acc, w.load(i));
+    return wzp ? v - wz(i[0]) : v;
+  };
+  spec.Init = first;
+  if (finish)
+    spec.Finish = [&](const Expr &v, const Expr &m) { return finish(v, m); };
+  lowerConvolution(c, geo, y, spec);
+}
+
+void inferConvInteger(ir::Node &n) {
+  requireInputType(n, 0, "x", {DType::I8, DType::U8});
+  requireInputType(n, 1, "w", {DType::I8, DType::U8});
+  requireZeroPointType(n, 2, 0);
+  requireZeroPointType(n, 3, 1);
+  ConvShape s = convShape(n, 0, 1);
+  checkChannelParam(n, 2, s.M, false);
+  checkChannelParam(n, 3, s.M, true);
+  n.setOutput(0, DType::I32, s.outShape());
+}
+
+void lowerConvInteger(LowerCtx &c) {
+  lowerIntConv(c, 0, 2, 1, 3, 0, nullptr);
+}
+
+void inferQLinearConv(ir::Node &n) {
+  checkQLinearTypes(n, "x", "w");
+  ConvShape s = convShape(n, 0, 3);
+  checkChannelParam(n, 1, s.M, false);
+  checkChannelParam(n, 2, s.M, false);
+  checkChannelParam(n, 4, s.M, true);
+  checkChannelParam(n, 5, s.M, true);
+  checkChannelParam(n, 6, s.M, false);
+  checkChannelParam(n, 7, s.M, false);
+  if (n.hasInput(8)) {
+    if (n.inDType(8) != DType::I32)
+      n.error() << "bias has type " << dtypeOnnxName(n.inDType(8))
+                << "; int32 is required";
+    if (n.inShape(8) != Shape{s.M})
+      n.error() << "bias has shape " << shapeToString(n.inShape(8))
+                << ", expected [" << s.M << "]";
+  }
+  n.setOutput(0, n.inDType(7), s.outShape());
+}
+
+void lowerQLinearConv(LowerCtx &c) {
+  KernelBuilder &b = c.b();
+  if ((c.node().Plan.FixedRequantInput >= 0)) {
+    TensorRef yzp = c.in(7);
+    DType out = c.node().inDType(7);
+    lowerIntConv(c, 0, 2, 3, 5, 8, [&](Expr acc, Expr m) {
+      auto [m0, s] = *fixedRequant(c, m);
+      return requantizeFixed(out, acc, m0, s, yzp.loadFlat(indexConst(0)));
+    });
+    return;
+  }
+  TensorRef xs = c.in(1), ws = c.in(4), ys = c.in(6), yzp = c.in(7);
+  DType st = c.node().inDType(1);
+  DType out = c.node().inDType(7);
+  bool f32 = allConstant({&xs, &ws, &ys});
+  // One multiplier per output channel, computed once per call.
+  int64_t channels = c.node().inShape(3)[0];
+  TensorRef mult = c.scratch("mult", DType::F32, {channels});
+  b.loop("m", channels, [&](Expr m) {
+    mult.storeFlat(m, requantMultiplierF32(st, xs.loadFlat(indexConst(0)),
+                                           loadChannelParam(ws, m),
+                                           ys.loadFlat(indexConst(0))));
+  });
+  lowerIntConv(c, 0, 2, 3, 5, 8, [&](Expr acc, Expr m) {
+    return requantize(out, f32, acc, mult.load({m}), yzp.loadFlat(indexConst(0)));
+  });
+}
+
+
+} // namespace
+
+MLCC_OPS(IntegerConv) {
+  R.add({.Name = "ConvInteger", .SinceVersion = 10, .Fusion = FusionClass::Opaque,
+         .Infer = inferConvInteger, .Lower = lowerConvInteger});
+  R.add({.Name = "QLinearConv", .SinceVersion = 10, .Fusion = FusionClass::Opaque,
+         .Infer = inferQLinearConv, .Lower = lowerQLinearConv});
+}
+
+} // namespace mlcc::ops

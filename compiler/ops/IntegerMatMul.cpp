@@ -1,0 +1,474 @@
+//===- IntegerMatMul.cpp - MatMulInteger, QLinearMatMul, QGemm ------------===//
+//
+// MatMulInteger accumulates zero-point-corrected operands in int32;
+// QLinearMatMul and QGemm (com.microsoft) requantize the accumulator:
+//
+//   y = saturate(round_half_even(acc * (a_scale * b_scale / y_scale)) + y_zp)
+//
+// sum_k (a - az)(b - bz) = sum_k (a - az) b - bz sum_k (a - az): (a - az) is
+// formed where A's element is loaded (outside the loop over columns) and the
+// row sums of (a - az) are computed once per call when bz may be nonzero;
+// the innermost loop multiplies and adds the raw 8-bit values (widened to
+// int32). With pack-weights' plan (Dot4Lanes) the products run on dot
+// products of byte quads (lowerIntDotMatMul).
+//
+// Requantization (shared with IntegerConv.cpp through IntegerOps.h): the
+// multiplier is computed in the scales' precision (f16 scales round after
+// every operation, like the reference), once per output channel
+// (convolution) or once per call (per-tensor matrix scales). With constant
+// scales (what quantization tools emit) the product and the rounding are in
+// f32 like ONNX Runtime's x86 kernels, round_half_even(f32(acc) * f32
+// multiplier); otherwise the product is in double like the ONNX reference.
+// The f32 result is clamped, rounded and converted to int32 in vectors
+// (requant::requantizeF32); with the plan's FixedRequantInput, in fixed
+// point.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/ops/Contraction.h"
+#include "compiler/ops/IntegerOps.h"
+#include "compiler/ops/Requantization.h"
+
+namespace mlcc::ops {
+
+using namespace kir;
+using namespace requant;
+
+namespace {
+
+// ---------------------------------------------------------------------------
+// Integer matrix multiplication
+// ---------------------------------------------------------------------------
+
+/// A per-tensor, per-row (of A: 1-D of M elements, or [..., M, 1]) or
+/// per-column (of B: 1-D of N elements, or [..., 1, N]) parameter.
+void checkMatParam(const ir::Node &n, size_t i, const MatMulShape &s, bool rows) {
+  if (!n.hasInput(i))
+    return;
+  const Shape &p = n.inShape(i);
+  if (numElements(p) == 1)
+    return;
+  int64_t len = rows ? s.M : s.N;
+  if (p.size() == 1) {
+    if (p[0] != len)
+      n.error() << "input " << i << " of shape " << shapeToString(p)
+                << " must have " << len << " elements (one per "
+                << (rows ? "row" : "column") << ")";
+    return;
+  }
+  Shape full = s.Batch;
+  full.push_back(rows ? s.M : 1);
+  full.push_back(rows ? 1 : s.N);
+  if (p.size() > full.size() || broadcastShapes(n, {p, full}) != full)
+    n.error() << "input " << i << " of shape " << shapeToString(p)
+              << " does not broadcast to " << shapeToString(full);
+}
+
+/// Loads the parameter of batch `bi`, row `r`, column `c` of the output.
+Expr loadMatParam(const TensorRef &t, bool rows, const std::vector<Expr> &bi,
+                  const Expr &r, const Expr &c) {
+  if (t.numel() == 1)
+    return t.loadFlat(indexConst(0));
+  if (t.rank() == 1)
+    return t.load({rows ? r : c});
+  std::vector<Expr> idx = bi;
+  idx.push_back(rows ? r : indexConst(0));
+  idx.push_back(rows ? indexConst(0) : c);
+  return t.loadBroadcast(idx);
+}
+
+} // namespace
+
+// Declared, and described, in IntegerOps.h.
+std::optional<TensorRef> zeroPoint(LowerCtx &c, size_t i) {
+  if (!c.hasIn(i))
+    return std::nullopt;
+  TensorRef t = c.in(i);
+  if (isZeroConstant(t))
+    return std::nullopt;
+  return t;
+}
+
+namespace {
+
+/// Lowers sum_k (a - a_zp)(b - b_zp) in int32 and stores finish(acc, bi, i, j):
+/// the loop over columns multiplies (a - a_zp) by raw b, and b_zp's term,
+/// -b_zp[j] * sum_k (a - a_zp), starts the accumulator from row sums
+/// computed before the product.
+/// The operand's shape with its last two axes swapped (a transposed operand
+/// of QGemm seen as the matrix it stands for).
+Shape swapLastTwo(Shape s) {
+  if (s.size() >= 2)
+    std::swap(s[s.size() - 1], s[s.size() - 2]);
+  return s;
+}
+
+/// The index of element (r, c) of operand A (isA) or B, stored transposed
+/// when `trans`.
+std::vector<Expr> operandIndex(const MatMulShape &s, bool isA, bool trans,
+                               const std::vector<Expr> &bi, const Expr &r, const Expr &c) {
+  std::vector<Expr> idx = matmulOperandIndex(s, isA, bi, r, c);
+  if (trans)
+    std::swap(idx[idx.size() - 1], idx[idx.size() - 2]);
+  return idx;
+}
+
+/// sum_k (a - a_zp) b over constant int8 B on the int8 dot product (kernel
+/// IR dot4), chosen by pack-weights (plan Dot4Lanes = the vector
+/// lanes) when B's zero point is 0: B comes packed as int32 quads of four
+/// consecutive k per column, [ceil(K / 4), N] (mlcc.PackQuadsK), with its
+/// column sums, both computed at compile time (the node's last two inputs).
+/// Each reduction step broadcasts a quad of A's row (four bytes combined,
+/// offset by 128 when A is int8, so that they are unsigned) and multiplies
+/// it into 1, 2 or 4 vectors of B quads; rows run in tiles of up to 4, and
+///   sum_k (a - a_zp) b = sum dot4(a', b) - a_zp' colsum(b)
+/// with the bias is each column's initial value, computed once per call.
+/// Returns false (nothing emitted) when the shape does not fit: B is not a
+/// plain matrix, a_zp is not per tensor, fewer columns than lanes, or a
+/// bias that varies along the rows.
+bool lowerIntDotMatMul(LowerCtx &c, const MatMulShape &s, const TensorRef &a,
+                       const std::optional<TensorRef> &azp, bool transA,
+                       const std::function<Expr(Expr, const std::vector<Expr> &, Expr, Expr)> &finish,
+                       const std::function<Expr(const Expr &, const Expr &)> &bias,
+                       bool biasPerRow) {
+  const ir::Node &node = c.node();
+  const int64_t L = (node.Plan.Dot4Lanes ? node.Plan.Dot4Lanes : 16);
+  size_t packedIdx = (size_t)std::max<int64_t>(node.Plan.Dot4Input, 0);
+  if (!node.Plan.Dot4Lanes || !c.hasIn(packedIdx) || s.RankB != 2 || transA ||
+      s.N < L || s.M <= 0 || biasPerRow || (azp && azp->numel() != 1))
+    return false;
+  KernelBuilder &b = c.b();
+  TensorRef bq = c.in(packedIdx), colsum = c.in(packedIdx + 1), y = c.out(0);
+  const DType acc = DType::I32;
+  const bool signedA = a.dtype() == DType::I8;
+  const int64_t K = s.K, Kq = (K + 3) / 4, M = s.M, N = s.N;
+  Expr az = azp ? cast(acc, azp->loadFlat(indexConst(0))) : constantInt(acc, 0);
+  if (signedA)
+    az = az + constantInt(acc, 128);
+  // Each column's initial value.
+  TensorRef colinit = c.scratch("colinit", acc, {N});
+  b.loop("j", N, [&](Expr j) {
+    Expr v = constantInt(acc, 0) - az * colsum.load({j});
+    colinit.storeFlat(j, bias ? bias(indexConst(0), j) + v : v);
+  });
+  const int64_t NV = N >= 4 * L ? 4 : N >= 2 * L ? 2 : 1, P = NV * L;
+  const int64_t RW = std::min<int64_t>(4, M), rowTiles = (M + RW - 1) / RW, colTiles = (N + P - 1) / P;
+  auto at = [&](int64_t r, int64_t v) { return indexConst((r * NV + v) * L); };
+  b.loops(s.Batch, [&](const std::vector<Expr> &bi) {
+    auto body = [&](const Expr &rt, const Expr &jt) {
+      Expr r0 = min(rt * RW, indexConst(M - RW)), j0 = min(jt * P, indexConst(N - P));
+      Local t = b.local("acc", acc, RW * P);
+      for (int64_t r = 0; r < RW; ++r)
+        for (int64_t v = 0; v < NV; ++v)
+          b.store(t.Buf, at(r, v), vload(colinit.buffer(), j0 + v * L, (int)L));
+      b.loop("kq", Kq, [&](Expr kq) {
+        std::vector<Expr> bv;
+        for (int64_t v = 0; v < NV; ++v)
+          bv.push_back(vload(bq.buffer(), kq * N + j0 + v * L, (int)L));
+        for (int64_t r = 0; r < RW; ++r) {
+          Expr quad = constantInt(acc, 0);
+          for (int64_t j = 0; j < 4; ++j) {
+            Expr k = min(kq * 4 + j, indexConst(K - 1));
+            Expr byte = cast(acc, a.load(matmulOperandIndex(s, true, bi, r0 + r, k)));
+            if (signedA)
+              byte = byte + constantInt(acc, 128);
+            quad = binary(BinOp::BitOr, quad, binary(BinOp::Shl, byte, constantInt(acc, 8 * j)));
+          }
+          Expr aq = broadcast(quad, (int)L);
+          for (int64_t v = 0; v < NV; ++v)
+            b.store(t.Buf, at(r, v), vload(t.Buf, at(r, v), (int)L) + binary(BinOp::Dot4, aq, bv[v]));
+        }
+      });
+      Local done = b.local("done", acc, RW * P);
+      for (int64_t r = 0; r < RW; ++r)
+        for (int64_t v = 0; v < NV; ++v)
+          b.store(done.Buf, at(r, v), vload(t.Buf, at(r, v), (int)L));
+      for (int64_t r = 0; r < RW; ++r)
+        b.loop("j", P, [&](Expr j) {
+          Expr v = done.get(at(r, 0) + j);
+          std::vector<Expr> idx = bi;
+          if (s.RankA > 1)
+            idx.push_back(r0 + r);
+          idx.push_back(j0 + j);
+          y.store(idx, finish ? finish(v, bi, r0 + r, j0 + j) : v);
+        });
+    };
+    if (rowTiles >= colTiles)
+      b.loop("rt", rowTiles, [&](Expr rt) {
+        b.loop("jt", colTiles, [&](Expr jt) { body(rt, jt); });
+      }, LoopKind::Parallel);
+    else
+      b.loop("jt", colTiles, [&](Expr jt) {
+        b.loop("rt", rowTiles, [&](Expr rt) { body(rt, jt); });
+      }, LoopKind::Parallel);
+  }, "bi");
+  return true;
+}
+
+void lowerIntMatMul(LowerCtx &c, size_t aIdx, size_t bIdx, size_t azpIdx,
+                    size_t bzpIdx,
+                    const std::function<Expr(Expr, const std::vector<Expr> &,
+                                             Expr, Expr)> &finish,
+                    bool transA = false, bool transB = false,
+                    const std::function<Expr(const Expr &, const Expr &)> &bias = nullptr) {
+  KernelBuilder &b = c.b();
+  TensorRef a = c.in(aIdx), bm = c.in(bIdx), y = c.out(0);
+  std::optional<TensorRef> azp = zeroPoint(c, azpIdx), bzp = zeroPoint(c, bzpIdx);
+  MatMulShape s = matmulShape(c.node(), transA ? swapLastTwo(a.shape()) : a.shape(),
+                              transB ? swapLastTwo(bm.shape()) : bm.shape());
+  const DType acc = DType::I32;
+  bool biasPerRow = c.node().OpType == "QGemm" && c.hasIn(6) && c.in(6).rank() == 2 &&
+                    c.in(6).shape()[0] != 1;
+  if (lowerIntDotMatMul(c, s, a, azp, transA, finish, bias, biasPerRow))
+    return;
+  auto loadA = [&](const std::vector<Expr> &bi, const Expr &i, const Expr &k) {
+    Expr v = cast(acc, a.load(operandIndex(s, true, transA, bi, i, k)));
+    return azp ? v - cast(acc, loadMatParam(*azp, true, bi, i, k)) : v;
+  };
+  auto batchFlat = [&](const std::vector<Expr> &bi) {
+    Expr f = indexConst(0);
+    for (size_t d = 0; d < bi.size(); ++d)
+      f = f * s.Batch[d] + bi[d];
+    return f;
+  };
+  std::optional<TensorRef> rowSum;
+  if (bzp) {
+    rowSum = c.scratch("rowsum", acc, {numElements(s.Batch) * s.M});
+    b.loops(s.Batch, [&](const std::vector<Expr> &bi) {
+      b.loop("i", s.M, [&](Expr i) {
+        Local sum = b.local("rowsum", constantInt(acc, 0));
+        b.loop("k", s.K, [&](Expr k) { b.set(sum, sum.get() + loadA(bi, i, k)); });
+        rowSum->storeFlat(batchFlat(bi) * s.M + i, sum.get());
+      });
+    }, "rb");
+  }
+  MatMulSpec spec;
+  spec.Acc = acc;
+  spec.LoadA = loadA;
+  spec.LoadB = [&](const std::vector<Expr> &bi, const Expr &k, const Expr &j) {
+    return cast(acc, bm.load(operandIndex(s, false, transB, bi, k, j)));
+  };
+  if (bzp || bias)
+    spec.Init = [&](const std::vector<Expr> &bi, const Expr &i, const Expr &j) {
+      Expr start = bias ? bias(i, j) : constantInt(acc, 0);
+      if (!bzp)
+        return start;
+      return start - cast(acc, loadMatParam(*bzp, false, bi, i, j)) *
+                         rowSum->loadFlat(batchFlat(bi) * s.M + i);
+    };
+  if (finish)
+    spec.Finish = [&](const Expr &v, const std::vector<Expr> &bi, const Expr &i,
+                      const Expr &j) { return finish(v, bi, i, j); };
+  lowerMatrixProduct(c, s, y, spec);
+}
+
+void inferMatMulInteger(ir::Node &n) {
+  requireInputType(n, 0, "A", {DType::I8, DType::U8});
+  requireInputType(n, 1, "B", {DType::I8, DType::U8});
+  requireZeroPointType(n, 2, 0);
+  requireZeroPointType(n, 3, 1);
+  MatMulShape s = matmulShape(n, n.inShape(0), n.inShape(1));
+  checkMatParam(n, 2, s, true);
+  checkMatParam(n, 3, s, false);
+  n.setOutput(0, DType::I32, s.Out);
+}
+
+void lowerMatMulInteger(LowerCtx &c) {
+  lowerIntMatMul(c, 0, 1, 2, 3, nullptr);
+}
+
+} // namespace
+
+// Declared, and described, in IntegerOps.h.
+void checkQLinearTypes(const ir::Node &n, const char *a, const char *b) {
+  requireInputType(n, 0, a, {DType::I8, DType::U8});
+  requireInputType(n, 3, b, {DType::I8, DType::U8});
+  requireZeroPointType(n, 2, 0);
+  requireZeroPointType(n, 5, 3);
+  requireInputType(n, 7, "y_zero_point", {DType::I8, DType::U8});
+  for (size_t i : {1, 4, 6}) {
+    requireInputType(n, i, "a scale", {DType::F32, DType::F16, DType::BF16});
+    if (n.inDType(i) != n.inDType(1))
+      n.error() << "scales must share one type";
+  }
+}
+
+namespace {
+
+void inferQLinearMatMul(ir::Node &n) {
+  checkQLinearTypes(n, "a", "b");
+  MatMulShape s = matmulShape(n, n.inShape(0), n.inShape(3));
+  checkMatParam(n, 1, s, true);
+  checkMatParam(n, 2, s, true);
+  checkMatParam(n, 4, s, false);
+  checkMatParam(n, 5, s, false);
+  checkMatParam(n, 6, s, true);
+  checkMatParam(n, 7, s, true);
+  n.setOutput(0, n.inDType(7), s.Out);
+}
+
+} // namespace
+
+// Declared, and described, in IntegerOps.h.
+Expr requantize(DType out, bool f32, const Expr &acc, const Expr &mult, const Expr &zp) {
+  if (f32)
+    return requantizeF32(out, acc, mult, zp);
+  Expr v = saturateRound(out, cast(DType::F64, acc) * cast(DType::F64, mult),
+                         cast(DType::F64, zp));
+  return cast(DType::I32, cast(DType::F32, v));
+}
+
+namespace {
+
+} // namespace
+
+// Declared, and described, in IntegerOps.h.
+std::optional<std::pair<Expr, Expr>> fixedRequant(LowerCtx &c, const Expr &m) {
+  if (!(c.node().Plan.FixedRequantInput >= 0))
+    return std::nullopt;
+  size_t at = (size_t)c.node().Plan.FixedRequantInput;
+  TensorRef mult = c.in(at), shift = c.in(at + 1);
+  Expr i = mult.numel() == 1 ? indexConst(0) : m;
+  return std::make_pair(mult.loadFlat(i), shift.loadFlat(i));
+}
+
+namespace {
+
+void lowerQLinearMatMul(LowerCtx &c) {
+  KernelBuilder &b = c.b();
+  if ((c.node().Plan.FixedRequantInput >= 0)) {
+    TensorRef yzp = c.in(7);
+    DType out = c.node().inDType(7);
+    lowerIntMatMul(c, 0, 3, 2, 5, [&](Expr acc, const std::vector<Expr> &, Expr, Expr j) {
+      auto [m0, s] = *fixedRequant(c, j);
+      return requantizeFixed(out, acc, m0, s, yzp.loadFlat(indexConst(0)));
+    });
+    return;
+  }
+  TensorRef as = c.in(1), bs = c.in(4), ys = c.in(6), yzp = c.in(7);
+  DType st = c.node().inDType(1);
+  DType out = c.node().inDType(7);
+  bool f32 = allConstant({&as, &bs, &ys});
+  // Per-tensor scales (the usual case): one multiplier for the call.
+  std::optional<Local> mult;
+  if (as.numel() == 1 && bs.numel() == 1 && ys.numel() == 1)
+    mult = b.local("mult", requantMultiplierF32(st, as.loadFlat(indexConst(0)),
+                                                bs.loadFlat(indexConst(0)),
+                                                ys.loadFlat(indexConst(0))));
+  lowerIntMatMul(c, 0, 3, 2, 5,
+                 [&](Expr acc, const std::vector<Expr> &bi, Expr i, Expr j) {
+                   Expr m = mult ? mult->get()
+                                 : requantMultiplierF32(
+                                       st, loadMatParam(as, true, bi, i, j),
+                                       loadMatParam(bs, false, bi, i, j),
+                                       loadMatParam(ys, true, bi, i, j));
+                   return requantize(out, f32, acc, m, loadMatParam(yzp, true, bi, i, j));
+                 });
+}
+
+// ---------------------------------------------------------------------------
+// QGemm (com.microsoft)
+// ---------------------------------------------------------------------------
+//
+// Inputs: A, a_scale, a_zero_point, B, b_scale, b_zero_point, C?, y_scale?,
+// y_zero_point?; attributes alpha, transA, transB. The int32 accumulator
+// sum_k (a - a_zp)(b - b_zp) + C (C is quantized with scale alpha * a_scale *
+// b_scale and zero point 0) is requantized by alpha * a_scale * b_scale /
+// y_scale to y_zero_point's type, or, without y_scale, dequantized to f32.
+
+void inferQGemm(ir::Node &n) {
+  requireInputType(n, 0, "A", {DType::I8, DType::U8});
+  requireInputType(n, 3, "B", {DType::I8, DType::U8});
+  requireZeroPointType(n, 2, 0);
+  requireZeroPointType(n, 5, 3);
+  requireInputType(n, 1, "a_scale", {DType::F32});
+  requireInputType(n, 4, "b_scale", {DType::F32});
+  const Shape &a = n.inShape(0), &bsh = n.inShape(3);
+  if (a.size() != 2 || bsh.size() != 2)
+    n.error() << "A and B must be matrices (rank 2), got " << shapeToString(a) << " and "
+              << shapeToString(bsh);
+  bool ta = n.attrInt("transA", 0), tb = n.attrInt("transB", 0);
+  MatMulShape s = matmulShape(n, ta ? swapLastTwo(a) : a, tb ? swapLastTwo(bsh) : bsh);
+  requireScalarParam(n, 1, "a_scale");
+  requireScalarParam(n, 2, "a_zero_point");
+  checkMatParam(n, 4, s, false);
+  checkMatParam(n, 5, s, false);
+  if (n.hasInput(6)) {
+    requireInputType(n, 6, "C", {DType::I32});
+    const Shape &cs = n.inShape(6);
+    if (cs.size() > 2 || broadcastShapes(n, {cs, s.Out}) != s.Out)
+      n.error() << "C of shape " << shapeToString(cs) << " does not broadcast to "
+                << shapeToString(s.Out);
+  }
+  if (n.hasInput(8) && !n.hasInput(7))
+    n.error() << "y_zero_point is given without y_scale";
+  if (!n.hasInput(7)) {
+    n.setOutput(0, DType::F32, s.Out);
+    return;
+  }
+  requireInputType(n, 7, "y_scale", {DType::F32});
+  requireScalarParam(n, 7, "y_scale");
+  requireScalarParam(n, 8, "y_zero_point");
+  if (n.hasInput(8))
+    requireInputType(n, 8, "y_zero_point", {DType::I8, DType::U8});
+  n.setOutput(0, n.hasInput(8) ? n.inDType(8) : DType::U8, s.Out);
+}
+
+void lowerQGemm(LowerCtx &c) {
+  KernelBuilder &b = c.b();
+  const ir::Node &n = c.node();
+  TensorRef as = c.in(1), bs = c.in(4);
+  bool quantized = c.hasIn(7);
+  bool ta = n.attrInt("transA", 0), tb = n.attrInt("transB", 0);
+  Expr alpha = constant(DType::F32, n.attrFloat("alpha", 1.0));
+  bool f32 = allConstant({&as, &bs}) && (!quantized || c.in(7).constant());
+  DType out = n.Outputs[0]->Type.Type;
+  // alpha * a_scale * b_scale (/ y_scale) per column j.
+  auto multiplier = [&](const Expr &j) {
+    Expr bsj = bs.numel() == 1 ? bs.loadFlat(indexConst(0)) : bs.loadFlat(j);
+    Expr m = alpha * as.loadFlat(indexConst(0)) * bsj;
+    return quantized ? m / c.in(7).loadFlat(indexConst(0)) : m;
+  };
+  std::optional<Local> mult;
+  if (bs.numel() == 1 && n.Plan.FixedRequantInput < 0)
+    mult = b.local("mult", multiplier(indexConst(0)));
+  std::function<Expr(const Expr &, const Expr &)> bias;
+  std::optional<TensorRef> cIn;
+  if (c.hasIn(6)) {
+    cIn = c.in(6);
+    bias = [&](const Expr &i, const Expr &j) {
+      const Shape &cs = cIn->shape();
+      std::vector<Expr> idx;
+      if (cs.size() == 2)
+        idx.push_back(cs[0] == 1 ? indexConst(0) : i);
+      if (!cs.empty())
+        idx.push_back(cs.back() == 1 ? indexConst(0) : j);
+      return cast(DType::I32, cIn->load(idx));
+    };
+  }
+  lowerIntMatMul(
+      c, 0, 3, 2, 5,
+      [&](Expr acc, const std::vector<Expr> &, Expr, Expr j) {
+        Expr zp = c.hasIn(8) ? c.in(8).loadFlat(indexConst(0)) : constantInt(out, 0);
+        if (auto fixed = fixedRequant(c, j))
+          return requantizeFixed(out, acc, fixed->first, fixed->second, zp);
+        Expr m = mult ? mult->get() : multiplier(j);
+        if (!quantized)
+          return cast(DType::F32, acc) * m;
+        return requantize(out, f32, acc, m, zp);
+      },
+      ta, tb, bias);
+}
+
+
+} // namespace
+
+MLCC_OPS(IntegerMatMul) {
+  R.add({.Name = "MatMulInteger", .SinceVersion = 10, .Fusion = FusionClass::Opaque,
+         .Infer = inferMatMulInteger, .Lower = lowerMatMulInteger});
+  R.add({.Name = "QLinearMatMul", .SinceVersion = 10, .Fusion = FusionClass::Opaque,
+         .Infer = inferQLinearMatMul, .Lower = lowerQLinearMatMul});
+  R.add({.Domain = "com.microsoft", .Name = "QGemm", .SinceVersion = 1,
+         .Fusion = FusionClass::Opaque, .Infer = inferQGemm, .Lower = lowerQGemm});
+}
+
+} // namespace mlcc::ops

@@ -1,0 +1,123 @@
+//===- IntegerOps.h - What the integer op files share ----------------------===//
+//
+// IntegerMatMul.cpp (MatMulInteger, QLinearMatMul, QGemm), IntegerConv.cpp
+// (ConvInteger, QLinearConv) and DotConv.cpp (their dot-product paths):
+// zero points, type checks and requantization from the first, the
+// dot-product convolutions from the last, the register tile of the integer
+// convolutions.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "compiler/ops/Contraction.h"
+
+#include <functional>
+#include <optional>
+#include <utility>
+
+namespace mlcc::ops {
+
+/// The register tile of a pointwise integer convolution: output channels
+/// by pixels, one int32 vector of kTilePixels lanes per channel (one
+/// AVX-512 register, two AVX2 or four NEON ones; a target without vectors
+/// runs the lanes as scalars). DotConv.cpp's tap quads use the same width.
+constexpr int64_t kTileChannels = 4, kTilePixels = 16;
+
+// --- IntegerMatMul.cpp ------------------------------------------------------
+
+/// The zero point at input `i`, unless it is omitted or a constant 0.
+std::optional<TensorRef> zeroPoint(LowerCtx &c, size_t i);
+
+/// QLinearMatMul and QLinearConv share their operand layout: (a, a_scale,
+/// a_zp, b, b_scale, b_zp, y_scale, y_zp, ...) with 8-bit data, zero points
+/// of their data's type and scales of one float type.
+void checkQLinearTypes(const ir::Node &n, const char *a, const char *b);
+
+/// Requantizes an int32 accumulator by `mult` (f32) to `out` with zero
+/// point `zp`: in f32 like ONNX Runtime when `f32`, else in double like the
+/// ONNX reference. The result is an int32 in `out`'s range (the double one
+/// is converted through f32, where it is exact: vector conversions that do
+/// not narrow the element width, which every target has).
+kir::Expr requantize(DType out, bool f32, const kir::Expr &acc, const kir::Expr &mult, const kir::Expr &zp);
+
+/// The fixed-point multiplier and shift of output channel (column) `m`
+/// when pack-weights chose integer-only requantization, else nullopt.
+std::optional<std::pair<kir::Expr, kir::Expr>> fixedRequant(LowerCtx &c, const kir::Expr &m);
+
+// --- DotConv.cpp ------------------------------------------------------------
+
+/// Whether lowerIntTapQuads computes convolution `s`: 2-D, depthwise (one
+/// input and one output channel per group) and at least a vector of
+/// outputs per channel.
+bool tapQuadsFit(const ConvShape &s);
+
+/// A 2-D depthwise convolution of uint8 data x by int8 weights (zero point
+/// 0) on the int8 dot product. Per channel (the parallel loop), x is first
+/// rewritten as tap quads: T[u, py, i, ox] holds, as the four bytes of an
+/// int32, the inputs that taps 4u..4u+3 of one kernel row multiply for
+/// output column ox on padded input row iy = sh * i + py,
+///   T[u, py, i, ox] = sum_t xp[iy, sw * ox + (4u + t) dw] << 8t  (t < KW),
+/// xp being x bordered by the padding, whose bytes are the zero point `xz`
+/// (the rows and columns that reach it are split off at compile time, so
+/// the interior is read in whole vectors), so that one dot4 with the quad
+/// of those taps' weights does four of a row's multiply-adds. The rows are split by phase py = iy % sh, which
+/// makes the input of output q = oy * ow + ox for kernel row kh the affine
+///   T[u, (kh dh) % sh, oy + (kh dh) / sh, ox] = plane + q + (kh dh / sh) ow,
+/// so that tiles of consecutive outputs of the dense output (any width, no
+/// grid columns to skip) read whole vectors and store whole vectors. Tiles
+/// of NV vectors of outputs (chooseDotTile with one row) keep their int32
+/// sums in registers; the outputs past the last whole tile run in one
+/// narrower tail tile.
+void lowerIntTapQuads(LowerCtx &c, const ConvShape &s, const TensorRef &x, const kir::Expr &xz,
+                      const TensorRef &w, const std::function<kir::Expr(const kir::Expr &)> &init,
+                      const TensorRef &y, const std::function<kir::Expr(kir::Expr, kir::Expr)> &finish);
+
+/// A 2-D convolution on the int8 dot product (kernel IR dot4, x86 VNNI
+/// vpdpbusd: 4 bytes x 4 bytes summed into each int32 lane), chosen by
+/// pack-weights (plan Dot4Lanes = the vector lanes) for int8 weights
+/// with a zero point of 0 and one group. The weights come packed as int32
+/// quads of four consecutive input channels (mlcc.PackQuads, input
+/// `packed`: [M, C/4, KH, KW]), with their per-channel sums (input
+/// `packed` + 1), both computed at compile time.
+///
+/// The input is rewritten once per call as an int32 image of channel quads,
+/// one copy per kernel column kw and row phase py = iy % sh:
+///   X[n, c/4, kw, py, i, ox] = the bytes of channels 4(c/4)..+3 at input
+///   row sh * i + py - pad_top, column sw * ox + kw dw - pad_left,
+/// as unsigned values (int8 data offset by 128, and its zero point too, so
+/// that vpdpbusd's unsigned x signed product applies); the padding and the
+/// channels past C hold the zero point. The input of output q = oy * ow + ox
+/// for tap (kh, kw) is then
+///   X[n, c/4, kw, (kh dh) % sh, oy + (kh dh) / sh, ox] = plane + q,
+/// affine in q over the whole dense output: register tiles of R output
+/// channels x NV vectors of consecutive outputs (rows of any width, any
+/// stride) load whole vectors of quads, broadcast one weight quad per
+/// channel and store whole vectors, with
+///   sum_k (x - x_zp) w = sum over quads dot4(X, w4) - x_zp' sum_k w,
+/// the second term (with the bias) the accumulators' initial value. R and
+/// NV come from chooseDotTile; the last row tile is shifted back to
+/// overlap, and the outputs past the last whole tile run in one narrower
+/// tail tile ending at the last output. The quads of an output tile are
+/// first packed into a panel, each step's NV vectors contiguous, so that
+/// the tile loop reads one aligned sequential stream (the images' rows
+/// are scattered over the kernel columns and quads, and misaligned): on
+/// the 3x3 convolutions of resnet18's second stage this lifts the tiles
+/// from about 64% of the dot-product peak to about 81%. A pointwise
+/// convolution reads its quad image directly (see `direct`).
+void lowerIntDotConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx, size_t biasIdx,
+                     size_t packedIdx, const std::function<kir::Expr(kir::Expr, kir::Expr)> &finish);
+
+/// Stores `value` into the border of `planes` planes of Hp x Wp elements
+/// (flat in `buf`) around an image of H x W whose first element is at
+/// (top, left): the rows above and below, and the columns left and right of
+/// each image row. The image itself is written by the caller.
+void fillBorder(kir::KernelBuilder &b, const TensorRef &buf, int64_t planes, int64_t Hp, int64_t Wp,
+                int64_t top, int64_t left, int64_t H, int64_t W, const kir::Expr &value);
+
+/// Whether lowerIntDotConv handles convolution `s` with vectors of `lanes`:
+/// 2-D, one group, a vector of outputs per channel, and a stack panel (a
+/// convolution that is not pointwise and whose output tiles run outside)
+/// of one vector per step within kMaxPanelBytes.
+bool dotConvFits(const ConvShape &s, int64_t lanes);
+
+} // namespace mlcc::ops
