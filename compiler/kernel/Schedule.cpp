@@ -1,6 +1,7 @@
 #include "compiler/kernel/Schedule.h"
 
 #include "compiler/kernel/Builder.h"
+#include "compiler/kernel/MathExpansions.h"
 #include "compiler/kernel/Mutator.h"
 #include "compiler/support/Error.h"
 
@@ -269,59 +270,6 @@ bool vectorUnary(UnOp op) {
   default:
     return false; // libm calls stay scalar
   }
-}
-
-/// erf(x) for f32 as x * P(x^2) / Q(x^2) on [-4, 4] (erf is +-1 to f32
-/// precision beyond): a rational fit of ours with a maximum relative error
-/// of 4e-7 (a few ulp), made of operations that vectorize, unlike a call to
-/// libm's erff. NaN propagates through the clamp.
-/// Binds a value to a temporary and returns a reference to it, so that an
-/// expansion that uses a value several times refers to it, not copies it.
-using Let = std::function<Expr(const Expr &)>;
-
-Expr erfF32(const Expr &x0, const Let &let) {
-  static const double p[] = {1.1283791065216064,     0.1983959823846817,
-                             0.05035217106342316,    0.0036288569681346416,
-                             0.00013951645814813673, -1.935122327267891e-06,
-                             1.9704268439113548e-08};
-  static const double q[] = {1.0, 0.5091560482978821, 0.1143491193652153,
-                             0.014210740104317665, 0.0009365665027871728};
-  Expr x = let(min(max(x0, -4.0), 4.0)), t = let(x * x);
-  auto horner = [&](const double *c, int n) {
-    Expr r = constant(DType::F32, c[n - 1]);
-    for (int i = n - 2; i >= 0; --i)
-      r = r * t + c[i];
-    return r;
-  };
-  return x * horner(p, 7) / horner(q, 5);
-}
-
-/// exp(x) for f32: x = n ln2 + r with |r| <= ln2/2 (ln2 split in two
-/// parts), a degree-7 polynomial for exp(r) (the Cephes expf coefficients),
-/// and 2^n built in the exponent bits. Within 2 ulp of libm on the normal
-/// range; +inf above it, 0 below it (results that would be subnormal are
-/// flushed), NaN stays NaN.
-Expr expF32(const Expr &x0, const Let &let) {
-  const double hi = 88.3762626647949, lo = -87.3365447505531;
-  Expr x = let(x0);
-  Expr xc = min(max(x, lo), hi);
-  Expr n = let(floor(xc * 1.44269504088896341 + 0.5));
-  Expr r = let(xc - n * 0.693359375 - n * -2.12194440e-4);
-  Expr p = constant(DType::F32, 1.9875691500E-4);
-  for (double c : {1.3981999507E-3, 8.3334519073E-3, 4.1665795894E-2, 1.6666665459E-1,
-                   5.0000001201E-1})
-    p = p * r + c;
-  Expr y = let(p * r * r + r + 1.0);
-  Expr bits = binary(BinOp::Shl, cast(DType::I32, n) + constantInt(DType::I32, 127),
-                     constantInt(DType::I32, 23));
-  Expr v = y * bitcast(DType::F32, bits);
-  v = select(gt(x, hi), constant(DType::F32, INFINITY), v);
-  return select(lt(x, lo), constant(DType::F32, 0), v);
-}
-
-/// Math functions with a vectorizable expansion.
-bool expandable(UnOp op, DType t) {
-  return (op == UnOp::Erf || op == UnOp::Exp) && t == DType::F32;
 }
 
 /// Rewrites one innermost loop body for vectors of `Lanes` lanes.

@@ -1,0 +1,37 @@
+//===- MathExpansions.h - exp and erf as operations that vectorize --------===//
+//
+// Math functions that have no vector instruction, written as kernel IR
+// arithmetic (polynomials, bit manipulation) so that a vectorized loop does
+// not fall back to one libm call per lane. The vectorizer (Schedule.cpp)
+// expands them when it vectorizes a loop that calls them.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "compiler/kernel/KernelIR.h"
+
+#include <functional>
+
+namespace mlcc::kir {
+
+/// Binds a value to a temporary and returns a reference to it, so that an
+/// expansion that uses a value several times refers to it, not copies it.
+using Let = std::function<Expr(const Expr &)>;
+
+/// erf(x) for f32 as x * P(x^2) / Q(x^2) on [-4, 4] (erf is +-1 to f32
+/// precision beyond): a rational fit of ours with a maximum relative error
+/// of 4e-7 (a few ulp), made of operations that vectorize, unlike a call to
+/// libm's erff. NaN propagates through the clamp.
+Expr erfF32(const Expr &x0, const Let &let);
+
+/// exp(x) for f32: x = n ln2 + r with |r| <= ln2/2 (ln2 split in two
+/// parts), a degree-7 polynomial for exp(r) (the Cephes expf coefficients),
+/// and 2^n built in the exponent bits. Within 2 ulp of libm on the normal
+/// range; +inf above it, 0 below it (results that would be subnormal are
+/// flushed), NaN stays NaN.
+Expr expF32(const Expr &x0, const Let &let);
+
+/// Whether `op` on `t` has an expansion here.
+bool expandable(UnOp op, DType t);
+
+} // namespace mlcc::kir
