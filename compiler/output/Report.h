@@ -114,4 +114,7 @@ void checkBudgets(const ModelReport &r, const Budgets &b);
 /// A JSON string literal for arbitrary bytes (escaped as in error messages).
 std::string jsonString(const std::string &s);
 
+/// Text for HTML element content and attribute values (ReportHtml.cpp).
+std::string html(const std::string &s);
+
 } // namespace mlcc::output

@@ -21,9 +21,6 @@
 
 namespace mlcc::output {
 
-namespace {
-
-/// Text for HTML element content and attribute values.
 std::string html(const std::string &s) {
   std::string out;
   for (char c : escapeForMessage(s)) {
@@ -38,6 +35,8 @@ std::string html(const std::string &s) {
   }
   return out;
 }
+
+namespace {
 
 std::string fmt(double v, int decimals = 1) {
   char buf[64];

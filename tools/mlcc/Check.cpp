@@ -633,21 +633,6 @@ std::string nodesText(const std::vector<kir::NodeRef> &nodes, size_t max = 3) {
   return t;
 }
 
-std::string jsonString(const std::string &s) {
-  std::string o = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\')
-      o += '\\', o += c;
-    else if ((unsigned char)c < 0x20) {
-      char b[8];
-      std::snprintf(b, sizeof b, "\\u%04x", c);
-      o += b;
-    } else
-      o += c;
-  }
-  return o + "\"";
-}
-
 std::string jsonNumber(double v) {
   if (std::isnan(v))
     return "null";
@@ -668,9 +653,9 @@ struct Summary {
 
 std::string jsonReport(const Summary &s, const std::vector<Row> &rows) {
   std::ostringstream j;
-  j << "{\n  \"model\": " << jsonString(s.Model) << ",\n  \"target\": " << jsonString(s.Target)
-    << ",\n  \"reference\": " << jsonString(s.Reference)
-    << ",\n  \"criterion\": " << jsonString(s.Criterion)
+  j << "{\n  \"model\": " << output::jsonString(s.Model) << ",\n  \"target\": " << output::jsonString(s.Target)
+    << ",\n  \"reference\": " << output::jsonString(s.Reference)
+    << ",\n  \"criterion\": " << output::jsonString(s.Criterion)
     << ",\n  \"quantized\": " << (s.Quantized ? "true" : "false")
     << ",\n  \"calls\": " << s.Calls << ",\n  \"compared\": " << s.Compared
     << ",\n  \"out_of_tolerance\": " << s.Failed
@@ -679,16 +664,16 @@ std::string jsonReport(const Summary &s, const std::vector<Row> &rows) {
     << ",\n  \"reference_s\": " << jsonNumber(s.ReferenceS) << ",\n  \"rows\": [";
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row &r = rows[i];
-    j << (i ? "," : "") << "\n    {\"call\": " << r.Call << ", \"kernel\": " << jsonString(r.Kernel)
+    j << (i ? "," : "") << "\n    {\"call\": " << r.Call << ", \"kernel\": " << output::jsonString(r.Kernel)
       << ", \"nodes\": [";
     for (size_t k = 0; k < r.Nodes.size(); ++k)
-      j << (k ? ", " : "") << "{\"name\": " << jsonString(r.Nodes[k].Name)
-        << ", \"op\": " << jsonString(r.Nodes[k].Op) << "}";
-    j << "], \"tensor\": " << jsonString(r.Tensor) << ", \"reference\": " << jsonString(r.Against)
+      j << (k ? ", " : "") << "{\"name\": " << output::jsonString(r.Nodes[k].Name)
+        << ", \"op\": " << output::jsonString(r.Nodes[k].Op) << "}";
+    j << "], \"tensor\": " << output::jsonString(r.Tensor) << ", \"reference\": " << output::jsonString(r.Against)
       << ", \"shape\": [";
     for (size_t k = 0; k < r.Dims.size(); ++k)
       j << (k ? ", " : "") << r.Dims[k];
-    j << "], \"dtype\": " << jsonString(dtypeName(r.Type))
+    j << "], \"dtype\": " << output::jsonString(dtypeName(r.Type))
       << ", \"compared\": " << (r.Compared ? "true" : "false");
     if (r.Compared)
       j << ", \"max_abs_error\": " << jsonNumber(r.S.MaxAbs)
@@ -697,19 +682,11 @@ std::string jsonReport(const Summary &s, const std::vector<Row> &rows) {
         << ", \"snr_drop_db\": " << jsonNumber(r.Drop)
         << ", \"within_tolerance\": " << (r.Pass ? "true" : "false");
     else
-      j << ", \"note\": " << jsonString(r.Note);
+      j << ", \"note\": " << output::jsonString(r.Note);
     j << "}";
   }
   j << "\n  ]\n}\n";
   return j.str();
-}
-
-std::string htmlEscape(const std::string &s) {
-  std::string o;
-  for (char c : s)
-    o += c == '<' ? "&lt;" : c == '>' ? "&gt;" : c == '&' ? "&amp;" : c == '"' ? "&quot;"
-                                                                       : std::string(1, c);
-  return o;
 }
 
 /// One self-contained page: the SNR of every compared call as a chart (SVG),
@@ -734,13 +711,13 @@ std::string htmlReport(const Summary &s, const std::vector<Row> &rows, double mi
   double step = shown.empty() ? 0 : (right - left) / (double)shown.size();
   std::ostringstream o;
   o << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>mlcc check: "
-    << htmlEscape(s.Model) << "</title>\n<style>body{font:14px sans-serif;margin:20px}"
+    << output::html(s.Model) << "</title>\n<style>body{font:14px sans-serif;margin:20px}"
        "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px;"
        "text-align:right}td.l,th.l{text-align:left}tr.bad{background:#fdd}"
        "tr.first{background:#f99}</style></head><body>\n"
-    << "<h1>mlcc check: " << htmlEscape(s.Model) << "</h1>\n<p>Target " << htmlEscape(s.Target)
-    << ". Reference: " << htmlEscape(s.Reference) << ". Within tolerance: "
-    << htmlEscape(s.Criterion) << ". " << s.Compared << " of " << s.Calls
+    << "<h1>mlcc check: " << output::html(s.Model) << "</h1>\n<p>Target " << output::html(s.Target)
+    << ". Reference: " << output::html(s.Reference) << ". Within tolerance: "
+    << output::html(s.Criterion) << ". " << s.Compared << " of " << s.Calls
     << " kernel calls compared, " << s.Failed << " out of tolerance.</p>\n"
     << "<h2>SNR per kernel call (dB, higher is better; exact results drawn at the top)</h2>\n"
     << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << w << "\" height=\"" << h
@@ -760,7 +737,7 @@ std::string htmlReport(const Summary &s, const std::vector<Row> &rows, double mi
     double yy = y(r.S.Snr);
     o << "<rect x=\"" << x << "\" y=\"" << yy << "\" width=\"" << bw << "\" height=\""
       << (h - bottom) - yy << "\" fill=\"" << (r.Pass ? "#4a7fd4" : "#d44") << "\"><title>call "
-      << r.Call << ": " << htmlEscape(r.Tensor) << " (" << htmlEscape(nodesText(r.Nodes, 8))
+      << r.Call << ": " << output::html(r.Tensor) << " (" << output::html(nodesText(r.Nodes, 8))
       << ") SNR " << num(r.S.Snr, "%.1f") << " dB</title></rect>\n";
     if (shown.size() <= 60 || i % (shown.size() / 30 + 1) == 0)
       o << "<text x=\"" << x + bw / 2 << "\" y=\"" << h - bottom + 14
@@ -775,8 +752,8 @@ std::string htmlReport(const Summary &s, const std::vector<Row> &rows, double mi
   for (const Row &r : rows) {
     bool first = (long)r.Call == s.FirstFailure && !r.Pass;
     o << "<tr" << (first ? " class=\"first\"" : !r.Pass ? " class=\"bad\"" : "") << "><td>"
-      << r.Call << "</td><td class=\"l\">" << htmlEscape(r.Kernel) << "</td><td class=\"l\">"
-      << htmlEscape(nodesText(r.Nodes, 100)) << "</td><td class=\"l\">" << htmlEscape(r.Tensor)
+      << r.Call << "</td><td class=\"l\">" << output::html(r.Kernel) << "</td><td class=\"l\">"
+      << output::html(nodesText(r.Nodes, 100)) << "</td><td class=\"l\">" << output::html(r.Tensor)
       << "</td><td>" << shapeText(r.Dims) << "</td>";
     if (r.Compared)
       o << "<td>" << num(r.S.MaxAbs) << "</td><td>" << num(r.S.Rel) << "</td><td>"
@@ -785,7 +762,7 @@ std::string htmlReport(const Summary &s, const std::vector<Row> &rows, double mi
         << "</td>";
     else
       o << "<td></td><td></td><td></td>" << (s.Quantized ? "<td></td>" : "") << "<td class=\"l\">"
-        << htmlEscape(r.Note) << "</td>";
+        << output::html(r.Note) << "</td>";
     o << "</tr>\n";
   }
   o << "</table>\n</body></html>\n";
