@@ -530,12 +530,26 @@ std::string KernelPlan::str() const {
     field("pixel_columns");
   if (Wino)
     field("winograd=" + std::to_string(Wino->Tile) + " rows=" + std::to_string(Wino->Rows) +
-          " pitch=" + std::to_string(Wino->Pitch));
+          " pitch=" + std::to_string(Wino->Pitch) + " skew=" + std::to_string(Wino->Skew));
   if (Dot4Lanes)
     field("dot4=" + std::to_string(Dot4Lanes) + " packed=" + std::to_string(Dot4Input));
-  if (Dot4Taps)
-    field("dot4_taps");
-  if (FixedRequantInput >= 0)
+  auto intTile = [&](const char *name, const IntTile &t) {
+    std::string s = std::string(name) + "=" + std::to_string(t.Rows) + "x" +
+                    std::to_string(t.Vectors * t.Lanes) + " lanes=" + std::to_string(t.Lanes);
+    if (t.TailGroups > 1)
+      s += " tail_groups=" + std::to_string(t.TailGroups);
+    field(s);
+  };
+  if (Dot)
+    intTile("dot_tile", *Dot);
+  if (Taps)
+    intTile("dot4_taps", *Taps);
+  if (Int)
+    intTile("int_tile", *Int);
+  if (Depthwise)
+    field("plane<=" + std::to_string(Depthwise->MaxElements) +
+          " grid_round=" + std::to_string(Depthwise->GridRound));
+  if (FixedRequant)
     field("fixed_requant=" + std::to_string(FixedRequantInput));
   if (PerOutput)
     field("per_output");

@@ -1,11 +1,13 @@
 //===- KernelPlan.h - How a node's kernel is laid out and scheduled --------===//
 //
-// pack-weights decides, from the target description (compiler/target/
+// plan-kernels decides, from the target description (compiler/target/
 // TargetDesc.h) and the node's shapes, how the kernel of a contraction or
-// convolution runs: its register tile, which input holds the packed
-// weights, Winograd or direct, int8 dot products in quads, fixed-point
-// requantization, one output per GPU thread. It writes that here, typed;
-// the op's lowering reads it. An empty plan is the op's own loop nest.
+// convolution runs: its register tile, Winograd or direct, int8 dot
+// products in quads, the integer tiles, the depthwise planes, fixed-point
+// requantization, one output per GPU thread; pack-weights then adds the
+// operands the plan reads (packed weights, requantization constants) and
+// records where. The op's lowering reads the plan; it holds no target
+// constant of its own. An empty plan is the op's own loop nest.
 // Plans are not ONNX: they print after a node's attributes as plan{...}.
 //
 //===----------------------------------------------------------------------===//
@@ -19,33 +21,61 @@ namespace mlcc::ir {
 
 struct KernelPlan {
   /// A contraction's register tile over packed weights (see
-  /// ops::lowerTiledContraction and kir::ContractionTile).
+  /// ops::lowerTiledContraction).
   struct Tile {
     int64_t Lanes = 1, Panel = 1, Rows = 1;
     int64_t ReduceBlock = 0, RowBlock = 0; ///< cache blocking; 0: none
     bool operator==(const Tile &) const = default;
   };
   std::optional<Tile> Register;
-  /// The input that holds the packed weights (float tile or Winograd); -1: none.
+  /// The input that holds the packed weights (float tile or Winograd); -1:
+  /// not packed yet (pack-weights adds it).
   int64_t PackedInput = -1;
   /// A convolution computed as a product over the packed image's pixel
   /// columns (packed input image).
   bool PixelColumns = false;
   /// A 3x3 convolution in the Winograd domain: output tile, rows of tiles
-  /// per block and the transformed image's pitch.
+  /// per block, the transformed image's pitch, and the elements (a cache
+  /// line) between the slices of its stack buffers.
   struct Winograd {
-    int64_t Tile = 0, Rows = 0, Pitch = 0;
+    int64_t Tile = 0, Rows = 0, Pitch = 0, Skew = 0;
     bool operator==(const Winograd &) const = default;
   };
   std::optional<Winograd> Wino;
   /// int8 products as dot products of byte quads on vectors of Dot4Lanes
-  /// int32 (x86 VNNI), the packed quads in input Dot4Input; 0: none.
+  /// int32 (x86 VNNI), the packed quads in input Dot4Input (-1: not packed
+  /// yet); 0: none.
   int64_t Dot4Lanes = 0;
   int64_t Dot4Input = -1;
-  /// A depthwise int8 convolution with its taps in quads.
-  bool Dot4Taps = false;
-  /// The input holding the per-channel requantization in fixed point
-  /// (multipliers and shifts); -1: requantized in float.
+  /// A register tile of int32 accumulators: Rows output channels x Vectors
+  /// vectors of Lanes outputs; a remainder of the outputs runs in
+  /// TailGroups parallel groups of row tiles.
+  struct IntTile {
+    int64_t Rows = 1, Vectors = 1, Lanes = 1, TailGroups = 1;
+    bool operator==(const IntTile &) const = default;
+  };
+  /// The dense dot-product convolution's tile (Dot4Lanes), when its shape
+  /// fits the lowering (ops::dotConvFits).
+  std::optional<IntTile> Dot;
+  /// A depthwise int8 convolution with its taps on dot products: four taps
+  /// of a kernel row per quad in tiles of one channel, or (Vectors 0: a
+  /// shape that lowering does not take) one tap per quad.
+  std::optional<IntTile> Taps;
+  /// The tile of the integer convolutions without dot products (pointwise
+  /// and windowed; a target without vectors runs the lanes as scalars).
+  std::optional<IntTile> Int;
+  /// An f32 depthwise convolution whose padded planes of at most
+  /// MaxElements are copied to the stack, its flattened output grid rounded
+  /// up to GridRound elements.
+  struct Plane {
+    int64_t MaxElements = 0, GridRound = 1;
+    bool operator==(const Plane &) const = default;
+  };
+  std::optional<Plane> Depthwise;
+  /// Requantization by per-channel fixed-point multipliers and shifts
+  /// (targets without floating point), at inputs FixedRequantInput and the
+  /// next (-1: not added yet).
+  bool FixedRequant = false;
   int64_t FixedRequantInput = -1;
   /// One output per iteration (the form a GPU runs one thread per output of).
   bool PerOutput = false;

@@ -16,8 +16,8 @@
 //               the lowering's own parallel loops) run on the caller's
 //               workers.
 //
-// Lowerings that build register tiles themselves (the contraction
-// generator) read the same TargetDesc to size their tiles.
+// Register tiles and cache blocks are the plans' (compiler/schedule/
+// CostModel.h chooses them, compiler/ir/KernelPlan.h holds them).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -28,41 +28,6 @@
 #include <optional>
 
 namespace mlcc::kir {
-
-/// The register tile of a contraction (see ops::lowerTiledContraction): a
-/// tile of Rows x Panel accumulators, Panel = Panel/Lanes vectors per row,
-/// held in registers across the whole reduction.
-struct ContractionTile {
-  int64_t Lanes = 1; ///< vector width in elements
-  int64_t Panel = 1; ///< columns per tile (a multiple of Lanes)
-  int64_t Rows = 1;  ///< rows per tile
-  /// Cache blocking (0: none): the reduction runs in blocks of about
-  /// ReduceBlock steps (whole slices of its outermost axis), and for each
-  /// block every row tile of a block of RowBlock rows (a multiple of Rows)
-  /// accumulates into partial sums in memory, so the block's slice of the
-  /// B panel is read from the L1 cache by all of them.
-  int64_t ReduceBlock = 0;
-  int64_t RowBlock = 0;
-  /// The chooser's estimate of the tile's efficiency (higher is better):
-  /// the useful fraction of the computed rows and columns, the FMA latency
-  /// hidden, the operand loads per FMA, the cache (see below).
-  double Score = 0;
-};
-
-/// Picks the tile for an f32 contraction with `rows` x `cols` outputs: the
-/// accumulators, one vector of each operand and a broadcast fit in the
-/// target's registers; the tile wastes little of the edges (edge tiles are
-/// shifted back to overlap, so rows need not divide evenly); and there are
-/// enough independent accumulators to hide the FMA latency.
-/// With `fullPanels` the panel never exceeds `cols` (a B operand read in
-/// place, without padding). With `reduction` (the length of the sum) and a
-/// target with an L1 size, a packed B panel larger than half the L1 cache
-/// is blocked (ReduceBlock, RowBlock); without L1 size, the panel that
-/// every row tile reads again should fit in t.L2Bytes: wider panels that
-/// do not are tried last.
-ContractionTile chooseContractionTile(const TargetDesc &t, int64_t rows,
-                                      int64_t cols, bool fullPanels = false,
-                                      int64_t reduction = 0);
 
 /// Loop `v`'s coefficient in the Index expression `e` (0 when e does not
 /// depend on v), or nothing when e is not affine in v with a constant

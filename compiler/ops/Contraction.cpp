@@ -264,12 +264,7 @@ std::optional<PackedOperand> packedOperand(const ir::Node &n) {
   if (!n.Plan.Register)
     return std::nullopt;
   PackedOperand p;
-  const ir::KernelPlan::Tile &t = *n.Plan.Register;
-  p.Tile.Lanes = t.Lanes;
-  p.Tile.Panel = t.Panel;
-  p.Tile.Rows = t.Rows;
-  p.Tile.ReduceBlock = t.ReduceBlock;
-  p.Tile.RowBlock = t.RowBlock;
+  p.Tile = *n.Plan.Register;
   p.PixelColumns = n.Plan.PixelColumns;
   p.Input = (size_t)std::max<int64_t>(n.Plan.PackedInput, 0);
   if (p.Tile.Lanes < 1 || p.Tile.Panel % p.Tile.Lanes || p.Tile.Rows < 1 ||

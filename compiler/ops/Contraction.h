@@ -110,7 +110,7 @@ void lowerMatrixProduct(LowerCtx &c, const MatMulShape &s, const TensorRef &y,
 struct TiledContraction {
   int64_t Rows = 0, Cols = 0;
   std::vector<int64_t> Reduce;
-  kir::ContractionTile Tile;
+  ir::KernelPlan::Tile Tile;
   DType Acc = DType::F32;
   /// A(r, k), a scalar of type Acc.
   std::function<Expr(const Expr &r, const std::vector<Expr> &k)> LoadA;
@@ -139,7 +139,7 @@ void lowerTiledContraction(LowerCtx &c, const TiledContraction &t);
 /// the tile of its pixels-as-columns form (out[m, p] = W[m, :] . x[:, p], B
 /// read directly from the input, no packed operand).
 struct PackedOperand {
-  kir::ContractionTile Tile;
+  ir::KernelPlan::Tile Tile;
   size_t Input = 0;
   bool PixelColumns = false;
 };

@@ -221,10 +221,6 @@ void lowerPointwise(LowerCtx &c, const ConvShape &s, const PackedOperand &po) {
   });
 }
 
-/// Elements (one cache line of f32) added between the slices of the
-/// Winograd stack buffers.
-constexpr int64_t kSliceSkew = 16;
-
 /// A stride-1 3x3 convolution as Winograd's F(m x m, 3 x 3) (see
 /// Winograd.h; pack-weights chooses it and folds the kernel transform U,
 /// [a*a, M, C]). Per image, the output's m x m tiles run in blocks of
@@ -272,7 +268,7 @@ void lowerConvWinograd(LowerCtx &c, const ConvShape &s, const PackedOperand &po)
       // The a*a slices of each buffer are a cache line more than their
       // size apart, so that the transforms' a*a streams (one per slice) do
       // not all map to the same cache sets.
-      const int64_t vs = C * T + kSliceSkew, ps = M * T + kSliceSkew;
+      const int64_t vs = C * T + wp.Skew, ps = M * T + wp.Skew;
       Local v = b.local("wv", t, pos * vs);
       Local p = b.local("wp", t, pos * ps);
       // Input transform.
@@ -342,13 +338,6 @@ void lowerConvWinograd(LowerCtx &c, const ConvShape &s, const PackedOperand &po)
     }, LoopKind::Parallel);
   });
 }
-
-/// The largest zero-bordered plane (elements) a depthwise convolution pads
-/// on the stack: 8 KiB of f32.
-constexpr int64_t kMaxPaddedPlane = 2048;
-/// A depthwise convolution's flattened output grid is a multiple of this
-/// many elements (16 f32 lanes: AVX-512).
-constexpr int64_t kGridRound = 16;
 
 /// A 2-D convolution with one input channel per group (depthwise, with a
 /// small channel multiplier). A small padded image is copied channel by
@@ -424,19 +413,22 @@ void lowerDepthwise(LowerCtx &c, const ConvShape &s) {
   // keeps (every row of the plane is a row of the grid): then, when that
   // takes fewer vectors, the grid's rows are output rows, each rounded up
   // to whole vectors (a loop per row).
+  // (The plan's Depthwise: planes of at most MaxElements, the grid rounded
+  // to GridRound; without a plan, no copy.)
   PaddedInput whole(c, s, x, /*scratch=*/false);
-  if (whole.Padded && whole.Hp * whole.Wp <= kMaxPaddedPlane) {
+  const ir::KernelPlan::Plane planePlan = c.node().Plan.Depthwise.value_or(ir::KernelPlan::Plane{});
+  if (whole.Padded && whole.Hp * whole.Wp <= planePlan.MaxElements) {
     const int64_t Wp = whole.Wp, OH = w.Out[0], OW = w.Out[1];
-    const int64_t st = w.Strides[1];
-    const int64_t rowPitch = (OW + kGridRound - 1) / kGridRound * kGridRound;
+    const int64_t st = w.Strides[1], gridRound = planePlan.GridRound;
+    const int64_t rowPitch = (OW + gridRound - 1) / gridRound * gridRound;
     const bool flat = w.Strides[0] == w.Strides[1] &&
-                      (OH * Wp + kGridRound - 1) / kGridRound <= OH * (rowPitch / kGridRound);
+                      (OH * Wp + gridRound - 1) / gridRound <= OH * (rowPitch / gridRound);
     const bool rows = !flat && w.Strides[0] == w.Strides[1];
-    // The grid, rounded up to whole vectors of the widest targets (a few
-    // more dropped outputs instead of narrower vectors for the remainder),
+    // The grid, rounded up to the plan's whole vectors (a few more dropped
+    // outputs instead of narrower vectors for the remainder),
     // the furthest plane element it reads, and the plane's size.
     const int64_t gridSize = rows ? OH * rowPitch
-                                  : (OH * Wp + kGridRound - 1) / kGridRound * kGridRound;
+                                  : (OH * Wp + gridRound - 1) / gridRound * gridRound;
     int64_t last = (rows ? (OH - 1) * st * Wp + (rowPitch - 1) * st : (gridSize - 1) * st) +
                    (w.Kernel[0] - 1) * w.Dilations[0] * Wp + (w.Kernel[1] - 1) * w.Dilations[1];
     int64_t planeSize = flat || rows ? std::max(whole.Hp * Wp, last + 1) : whole.Hp * Wp;

@@ -2,8 +2,8 @@
 //
 // The paths of IntegerConv.cpp that pack-weights' plan selects on targets
 // with an int8 dot product (kernel IR dot4: x86 VNNI vpdpbusd): dense
-// convolutions over packed weight quads in register tiles (chooseDotTile,
-// lowerIntDotConv) and depthwise ones with four taps of a kernel row per
+// convolutions over packed weight quads in register tiles (the plan's Dot
+// tile, lowerIntDotConv) and depthwise ones with four taps of a kernel row per
 // quad (lowerIntTapQuads). Their entry points are declared in IntegerOps.h.
 //
 //===----------------------------------------------------------------------===//
@@ -27,51 +27,10 @@ std::pair<int64_t, int64_t> insideRange(int64_t n, int64_t a, int64_t o, int64_t
   return {lo, std::max(lo, std::min(hi, n))};
 }
 
-/// The register tile of the dot-product convolutions: R output channels (1
-/// for depthwise) x NV vectors of `lanes` outputs, for M channels, Q
-/// outputs per channel and `steps` reduction steps (quads x taps); the
-/// outputs past the last whole tile run in one tail tile of as few vectors
-/// as cover them (tailVectors). Estimated cycles per tile step: the dot
-/// products (two per cycle) plus a quarter cycle per load (NV vectors and R
-/// broadcasts: loads issue beside the dot products, but not for free), or
-/// the dot product's latency (one per accumulator per step), whichever is
-/// more; plus the epilogue per tile; times the tiles, edge tiles computed
-/// whole. (A stand-alone probe of the tile loop over packed panels on Ice
-/// Lake: 6 x 4 tiles reach about 93% of the dot-product peak, 4 x 4 about
-/// 90%, 8 x 2 about 83%, which the quarter cycle per load reproduces.)
-struct DotTile {
-  int64_t R = 1, NV = 1;
-};
-
-/// The largest panel that a dense dot-product convolution packs on the
-/// stack of the thread that runs an output tile (a step's vectors for
-/// every reduction step; see lowerIntDotConv).
-constexpr int64_t kMaxPanelBytes = 256 * 1024;
-
-/// The parallel groups of row tiles that the tail tile of a dense
-/// dot-product convolution runs in (each group packs its own panel).
-constexpr int64_t kTailGroups = 8;
-
+/// Vectors of the one tail tile that covers the outputs past the last whole
+/// tile of P outputs (as schedule::tileCost counts them).
 int64_t tailVectors(int64_t Q, int64_t P, int64_t lanes) {
   return (Q % P + lanes - 1) / lanes;
-}
-
-DotTile chooseDotTile(int64_t M, int64_t Q, int64_t steps, int64_t lanes, int64_t maxNV = 4) {
-  auto tileCost = [&](int64_t r, int64_t nv) {
-    double step = std::max((double)(r * nv) / 2 + (double)(r + nv) * 0.25, 5.0);
-    return (double)steps * step + 3.0 * (double)(r * nv);
-  };
-  DotTile best;
-  double bestCost = -1;
-  for (int64_t nv = 1; nv <= maxNV && nv * lanes <= Q; ++nv)
-    for (int64_t r = 1; r <= std::min<int64_t>(M, 24) && r * nv <= 24; ++r) {
-      int64_t tail = tailVectors(Q, nv * lanes, lanes);
-      double perRows = (double)(Q / (nv * lanes)) * tileCost(r, nv) + (tail ? tileCost(r, tail) : 0);
-      double cost = (double)((M + r - 1) / r) * perRows;
-      if (bestCost < 0 || cost < bestCost)
-        bestCost = cost, best = {r, nv};
-    }
-  return best;
 }
 
 /// Writes a plane of int32 at `plane` of `buf`, `rows` x `cols`, whose
@@ -109,14 +68,13 @@ void writeSplitPlane(KernelBuilder &b, const TensorRef &buf, const Expr &plane, 
 } // namespace
 
 // Declared, and described, in IntegerOps.h.
-bool tapQuadsFit(const ConvShape &s) {
-  return s.W.rank() == 2 && s.Group == s.C && s.M == s.C && s.N > 0 &&
-         numElements(s.W.Out) >= kTilePixels;
+std::optional<DotGeometry> tapQuadsGeometry(const ConvShape &s, int64_t lanes) {
+  if (s.W.rank() != 2 || s.Group != s.C || s.M != s.C || s.N <= 0 ||
+      numElements(s.W.Out) < lanes)
+    return std::nullopt;
+  return DotGeometry{1, numElements(s.W.Out), s.W.Kernel[0] * ((s.W.Kernel[1] + 3) / 4), 4};
 }
 
-namespace {
-
-} // namespace
 
 // Declared, and described, in IntegerOps.h.
 void lowerIntTapQuads(LowerCtx &c, const ConvShape &s, const TensorRef &x, const Expr &xz,
@@ -124,7 +82,8 @@ void lowerIntTapQuads(LowerCtx &c, const ConvShape &s, const TensorRef &x, const
                       const TensorRef &y, const std::function<Expr(Expr, Expr)> &finish) {
   KernelBuilder &b = c.b();
   const DType acc = DType::I32;
-  const int64_t L = kTilePixels;
+  const ir::KernelPlan::IntTile &tile = *c.node().Plan.Taps;
+  const int64_t L = tile.Lanes;
   const Window &win = s.W;
   const int64_t C = s.C, KH = win.Kernel[0], KW = win.Kernel[1], oh = win.Out[0],
                 ow = win.Out[1], sh = win.Strides[0], sw = win.Strides[1],
@@ -132,7 +91,7 @@ void lowerIntTapQuads(LowerCtx &c, const ConvShape &s, const TensorRef &x, const
   const int64_t H = s.InSpatial[0], W = s.InSpatial[1], top = win.PadBegin[0],
                 left = win.PadBegin[1];
   const int64_t U = (KW + 3) / 4, Hq = oh + (KH - 1) * dh / sh, Q = oh * ow;
-  const int64_t NV = chooseDotTile(1, Q, KH * U, L).NV, P = NV * L, wholeTiles = Q / P,
+  const int64_t NV = tile.Vectors, P = NV * L, wholeTiles = Q / P,
                 tail = tailVectors(Q, P, L);
   TensorRef T = c.scratch("tapquads", acc, {C, U, sh, Hq, ow});
   auto fin = [&](const Expr &v, const Expr &m) { return finish ? finish(v, m) : v; };
@@ -210,9 +169,6 @@ void lowerIntTapQuads(LowerCtx &c, const ConvShape &s, const TensorRef &x, const
   });
 }
 
-namespace {
-
-} // namespace
 
 // Declared, and described, in IntegerOps.h.
 void fillBorder(KernelBuilder &b, const TensorRef &buf, int64_t planes, int64_t Hp, int64_t Wp,
@@ -261,16 +217,21 @@ bool dotConvRowsOuter(const ConvShape &s) {
 } // namespace
 
 // Declared, and described, in IntegerOps.h.
-bool dotConvFits(const ConvShape &s, int64_t lanes) {
+std::optional<DotGeometry> dotConvGeometry(const ConvShape &s, int64_t lanes, int64_t stackBytes) {
   if (s.W.rank() != 2 || s.Group != 1 || s.M <= 0 || s.N <= 0 || numElements(s.W.Out) < lanes)
-    return false;
-  return numElements(s.W.Kernel) == 1 || dotConvRowsOuter(s) ||
-         dotConvSteps(s) * lanes * 4 <= kMaxPanelBytes;
+    return std::nullopt;
+  // A pointwise convolution reads its quad image in place, and row tiles
+  // outside the output tiles pack their panels in the arena; otherwise a
+  // panel of one vector per step must fit the stack, and the tile's vectors
+  // are bounded by it.
+  const int64_t steps = dotConvSteps(s);
+  const bool inPlace = numElements(s.W.Kernel) == 1 || dotConvRowsOuter(s);
+  if (!inPlace && steps * lanes * 4 > stackBytes)
+    return std::nullopt;
+  return DotGeometry{s.M, numElements(s.W.Out), steps,
+                     inPlace ? 4 : stackBytes / (steps * lanes * 4)};
 }
 
-namespace {
-
-} // namespace
 
 // Declared, and described, in IntegerOps.h.
 void lowerIntDotConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx, size_t biasIdx,
@@ -283,7 +244,8 @@ void lowerIntDotConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx, size_
   if (biasIdx && c.hasIn(biasIdx))
     bias = c.in(biasIdx);
   const DType acc = DType::I32;
-  const int64_t L = (node.Plan.Dot4Lanes ? node.Plan.Dot4Lanes : 16);
+  const ir::KernelPlan::IntTile &dotTile = *node.Plan.Dot;
+  const int64_t L = dotTile.Lanes;
   const bool signedX = x.dtype() == DType::I8;
   const Window &win = s.W;
   const int64_t H = s.InSpatial[0], W = s.InSpatial[1], C = s.C, Cq = (C + 3) / 4;
@@ -347,9 +309,7 @@ void lowerIntDotConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx, size_
   // each quad holds consecutive outputs (copying them into panels made
   // mobilenet_v2 about 10% slower).
   const bool direct = KH * KW == 1, rowsOuter = dotConvRowsOuter(s);
-  const int64_t steps = dotConvSteps(s);
-  const auto [R, NV] = chooseDotTile(s.M, Q, steps, L,
-                                     direct || rowsOuter ? 4 : kMaxPanelBytes / (steps * L * 4));
+  const int64_t steps = dotConvSteps(s), R = dotTile.Rows, NV = dotTile.Vectors;
   const int64_t P = NV * L, rowTiles = (s.M + R - 1) / R, wholeTiles = Q / P,
                 tail = tailVectors(Q, P, L), tailStart = Q - tail * L;
   auto fin = [&](const Expr &v, const Expr &m) { return finish ? finish(v, m) : v; };
@@ -461,7 +421,7 @@ void lowerIntDotConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx, size_
         sweep(pt * P, NV, indexConst(0), indexConst(rowTiles));
       }, LoopKind::Parallel);
     if (tail > 0) {
-      const int64_t per = (rowTiles + kTailGroups - 1) / kTailGroups,
+      const int64_t per = (rowTiles + dotTile.TailGroups - 1) / dotTile.TailGroups,
                     groups = (rowTiles + per - 1) / per;
       b.loop("g", groups, [&](Expr g) {
         sweep(indexConst(tailStart), tail, g * per, min(g * per + per, indexConst(rowTiles)));
@@ -469,10 +429,5 @@ void lowerIntDotConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx, size_
     }
   });
 }
-
-namespace {
-
-
-} // namespace
 
 } // namespace mlcc::ops

@@ -12,13 +12,14 @@
 // copied into a scratch image bordered with xz, so that every window is
 // whole and the per-channel initial value exact at the borders.
 //
-// Pointwise and 2-D convolutions run in register tiles of 4 output channels
-// x 16 output positions (int32 vectors that stay in registers for the whole
-// window sum; LLVM turns the widening multiply-adds into vpmaddwd/vpdpwssd
-// on x86); others, and images smaller than a tile, run the shared
-// row-at-a-time loop nest (compiler/ops/Contraction.h). When pack-weights'
-// plan chose dot products of byte quads (Dot4Lanes, Dot4Taps), lowerIntConv
-// hands the convolution to DotConv.cpp.
+// Pointwise and 2-D convolutions run in the plan's Int register tiles of
+// output channels x output positions (int32 vectors that stay in registers
+// for the whole window sum; LLVM turns the widening multiply-adds into
+// vpmaddwd/vpdpwssd on x86); others, images smaller than a tile, and nodes
+// without a plan run the shared row-at-a-time loop nest
+// (compiler/ops/Contraction.h). When the plan chose dot products of byte
+// quads (Dot4Lanes with a Dot tile, Taps), lowerIntConv hands the
+// convolution to DotConv.cpp.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/ops/Contraction.h"
@@ -58,8 +59,8 @@ Expr loadChannelParam(const TensorRef &t, const Expr &m) {
 /// Whether lowerIntPointwise handles a convolution: every kernel extent and
 /// stride 1, no padding, at least a vector of pixels per image, and an
 /// input in a buffer.
-bool isIntPointwise(const ConvShape &s, const TensorRef &x) {
-  if (!x.buffer() || numElements(s.W.Out) < kTilePixels || s.W.Out != s.InSpatial)
+bool isIntPointwise(const ConvShape &s, const TensorRef &x, const ir::KernelPlan::IntTile *tile) {
+  if (!tile || !x.buffer() || numElements(s.W.Out) < tile->Lanes || s.W.Out != s.InSpatial)
     return false;
   for (size_t d = 0; d < s.W.rank(); ++d)
     if (s.W.Kernel[d] != 1 || s.W.Strides[d] != 1 || s.W.PadBegin[d] != 0)
@@ -80,9 +81,10 @@ void lowerIntPointwise(LowerCtx &c, const ConvShape &s, const TensorRef &x,
                        const TensorRef &y, const std::function<Expr(Expr, Expr)> &finish) {
   KernelBuilder &b = c.b();
   const DType acc = DType::I32;
-  const int L = (int)kTilePixels;
+  const ir::KernelPlan::IntTile &tile = *c.node().Plan.Int;
+  const int L = (int)tile.Lanes;
   int64_t cg = s.C / s.Group, mg = s.M / s.Group, hw = numElements(s.W.Out);
-  int64_t rows = std::min(kTileChannels, mg);
+  int64_t rows = std::min(tile.Rows, mg);
   int64_t rowTiles = (mg + rows - 1) / rows, colTiles = (hw + L - 1) / L;
   auto at = [&](int64_t r) { return indexConst(r * L); };
   b.loop("n", s.N, [&](Expr n) {
@@ -121,17 +123,17 @@ void lowerIntPointwise(LowerCtx &c, const ConvShape &s, const TensorRef &x,
 
 /// Whether lowerIntWindow handles a 2-D convolution over an image of padded
 /// extents Hp x Wp (see there).
-bool isIntWindow(const ConvShape &s, int64_t Wp) {
-  if (s.W.rank() != 2 || numElements(s.W.Out) == 0)
+bool isIntWindow(const ConvShape &s, int64_t Wp, const ir::KernelPlan::IntTile *tile) {
+  if (!tile || s.W.rank() != 2 || numElements(s.W.Out) == 0)
     return false;
-  int64_t sh = s.W.Strides[0], sw = s.W.Strides[1];
-  if (s.W.Out[1] >= kTilePixels)
+  int64_t sh = s.W.Strides[0], sw = s.W.Strides[1], L = tile->Lanes;
+  if (s.W.Out[1] >= L)
     return true;
-  return (sh * Wp) % sw == 0 && (s.W.Out[0] - 1) * (sh * Wp / sw) + s.W.Out[1] >= kTilePixels;
+  return (sh * Wp) % sw == 0 && (s.W.Out[0] - 1) * (sh * Wp / sw) + s.W.Out[1] >= L;
 }
 
 /// A 2-D convolution over `src` ([N, C, Hp, Wp], every window inside it) in
-/// register tiles of output channels x kTilePixels output positions, whose
+/// register tiles of output channels x the plan's Int lanes of output positions, whose
 /// int32 accumulators stay in registers for the whole window sum; each step
 /// of the sum multiplies one (strided) vector of input bytes by one weight
 /// per channel. The positions of a tile are consecutive outputs of one row
@@ -147,11 +149,12 @@ void lowerIntWindow(LowerCtx &c, const ConvShape &s, const kir::Buffer &src,
                     const std::function<Expr(Expr, Expr)> &finish, bool tapDot = false) {
   KernelBuilder &b = c.b();
   const DType acc = DType::I32;
-  const int L = (int)kTilePixels;
+  const ir::KernelPlan::IntTile &intTile = *c.node().Plan.Int;
+  const int L = (int)intTile.Lanes;
   const Window &win = s.W;
   int64_t cg = s.C / s.Group, mg = s.M / s.Group, oh = win.Out[0], ow = win.Out[1];
   int64_t sh = win.Strides[0], sw = win.Strides[1];
-  int64_t rows = std::min(kTileChannels, mg), rowTiles = (mg + rows - 1) / rows;
+  int64_t rows = std::min(intTile.Rows, mg), rowTiles = (mg + rows - 1) / rows;
   bool rowMode = ow >= L;
   int64_t V = rowMode ? 0 : sh * Wp / sw, Q = rowMode ? 0 : (oh - 1) * V + ow;
   auto at = [&](int64_t r) { return indexConst(r * L); };
@@ -246,8 +249,7 @@ void lowerIntConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx,
   // The int8 dot-product path, when pack-weights chose it and the image
   // fills a vector.
   size_t packedIdx = (size_t)std::max<int64_t>(c.node().Plan.Dot4Input, 0);
-  if (c.node().Plan.Dot4Lanes && c.hasIn(packedIdx) &&
-      dotConvFits(s, (c.node().Plan.Dot4Lanes ? c.node().Plan.Dot4Lanes : 16))) {
+  if (c.node().Plan.Dot && c.node().Plan.Dot4Input >= 0 && c.hasIn(packedIdx)) {
     lowerIntDotConv(c, xIdx, xzpIdx, wIdx, biasIdx, packedIdx, finish);
     return;
   }
@@ -293,15 +295,16 @@ void lowerIntConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx,
     first = [&](const Expr &m) { return init->load({m}); };
   else if (bias)
     first = [&](const Expr &m) { return cast(acc, bias->load({m})); };
-  if (isIntPointwise(s, x)) {
+  const ir::KernelPlan::IntTile *tile = c.node().Plan.Int ? &*c.node().Plan.Int : nullptr;
+  if (isIntPointwise(s, x, tile)) {
     lowerIntPointwise(c, s, x, w, wz, first, y, finish);
     return;
   }
-  // Taps on dot4 (pack-weights' plan: Dot4Taps): uint8 data, int8 weights
-  // with a zero point of 0.
-  const bool tapDot = c.node().Plan.Dot4Taps && !wzp &&
+  // Taps on dot4 (the plan's Taps): uint8 data, int8 weights with a zero
+  // point of 0; four taps per quad when the plan has a tile for them.
+  const bool tapDot = c.node().Plan.Taps && !wzp &&
                       x.dtype() == DType::U8 && w.dtype() == DType::I8;
-  if (tapDot && tapQuadsFit(s)) {
+  if (tapDot && c.node().Plan.Taps->Vectors > 0) {
     // Reads x directly: its tap-quad images hold x_zp in the padding.
     Expr xz = xzp ? cast(acc, xzp->loadFlat(indexConst(0))) : constantInt(acc, 0);
     lowerIntTapQuads(c, s, x, xz, w, first, y, finish);
@@ -309,7 +312,7 @@ void lowerIntConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx,
   }
   // The register-tiled path reads whole windows: it needs the bordered
   // copy whenever a window reaches outside x (bordered with 0 without x_zp).
-  bool window = isIntWindow(s, outside ? padded.back() : s.InSpatial.back()) &&
+  bool window = isIntWindow(s, outside ? padded.back() : s.InSpatial.back(), tile) &&
                 (outside || x.buffer());
   if ((xzp || window) && outside && numElements(s.W.Out) > 0) {
     src = c.scratch("xpad", x.dtype(), padded);

@@ -88,6 +88,35 @@ std::optional<TensorRef> zeroPoint(LowerCtx &c, size_t i) {
   return t;
 }
 
+std::optional<IntegerOperands> integerOperands(const ir::Node &n) {
+  IntegerOperands o;
+  if (n.Domain == "" && n.OpType == "QLinearConv")
+    o = {true, 0, 3, 5, 9};
+  else if (n.Domain == "" && n.OpType == "ConvInteger")
+    o = {true, 0, 1, 3, 4};
+  else if (n.Domain == "" && n.OpType == "QLinearMatMul")
+    o = {false, 0, 3, 5, 8};
+  else if (n.Domain == "" && n.OpType == "MatMulInteger")
+    o = {false, 0, 1, 3, 4};
+  else if (n.Domain == "com.microsoft" && n.OpType == "QGemm")
+    o = {false, 0, 3, 5, 9, n.attrInt("transB", 0) != 0};
+  else
+    return std::nullopt;
+  return o;
+}
+
+bool zeroOrAbsent(const ir::Node &n, size_t i) {
+  if (!n.hasInput(i))
+    return true;
+  const ir::Value *z = n.Inputs[i];
+  if (!z->Const)
+    return false;
+  for (int64_t k = 0; k < z->Type.numel(); ++k)
+    if (z->Const->intAt(z->Const->isSplat() ? 0 : k) != 0)
+      return false;
+  return true;
+}
+
 namespace {
 
 /// Lowers sum_k (a - a_zp)(b - b_zp) in int32 and stores finish(acc, bi, i, j):
@@ -131,9 +160,12 @@ bool lowerIntDotMatMul(LowerCtx &c, const MatMulShape &s, const TensorRef &a,
                        const std::function<Expr(const Expr &, const Expr &)> &bias,
                        bool biasPerRow) {
   const ir::Node &node = c.node();
-  const int64_t L = (node.Plan.Dot4Lanes ? node.Plan.Dot4Lanes : 16);
-  size_t packedIdx = (size_t)std::max<int64_t>(node.Plan.Dot4Input, 0);
-  if (!node.Plan.Dot4Lanes || !c.hasIn(packedIdx) || s.RankB != 2 || transA ||
+  if (!node.Plan.Dot || node.Plan.Dot4Input < 0)
+    return false;
+  const ir::KernelPlan::IntTile &tile = *node.Plan.Dot;
+  const int64_t L = tile.Lanes;
+  size_t packedIdx = (size_t)node.Plan.Dot4Input;
+  if (!c.hasIn(packedIdx) || s.RankB != 2 || transA ||
       s.N < L || s.M <= 0 || biasPerRow || (azp && azp->numel() != 1))
     return false;
   KernelBuilder &b = c.b();
@@ -150,8 +182,12 @@ bool lowerIntDotMatMul(LowerCtx &c, const MatMulShape &s, const TensorRef &a,
     Expr v = constantInt(acc, 0) - az * colsum.load({j});
     colinit.storeFlat(j, bias ? bias(indexConst(0), j) + v : v);
   });
-  const int64_t NV = N >= 4 * L ? 4 : N >= 2 * L ? 2 : 1, P = NV * L;
-  const int64_t RW = std::min<int64_t>(4, M), rowTiles = (M + RW - 1) / RW, colTiles = (N + P - 1) / P;
+  // The plan's tile, halved across until the columns fill it.
+  int64_t NV = tile.Vectors;
+  while (NV > 1 && N < NV * L)
+    NV /= 2;
+  const int64_t P = NV * L;
+  const int64_t RW = std::min<int64_t>(tile.Rows, M), rowTiles = (M + RW - 1) / RW, colTiles = (N + P - 1) / P;
   auto at = [&](int64_t r, int64_t v) { return indexConst((r * NV + v) * L); };
   b.loops(s.Batch, [&](const std::vector<Expr> &bi) {
     auto body = [&](const Expr &rt, const Expr &jt) {

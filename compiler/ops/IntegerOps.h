@@ -17,12 +17,6 @@
 
 namespace mlcc::ops {
 
-/// The register tile of a pointwise integer convolution: output channels
-/// by pixels, one int32 vector of kTilePixels lanes per channel (one
-/// AVX-512 register, two AVX2 or four NEON ones; a target without vectors
-/// runs the lanes as scalars). DotConv.cpp's tap quads use the same width.
-constexpr int64_t kTileChannels = 4, kTilePixels = 16;
-
 // --- IntegerMatMul.cpp ------------------------------------------------------
 
 /// The zero point at input `i`, unless it is omitted or a constant 0.
@@ -46,10 +40,18 @@ std::optional<std::pair<kir::Expr, kir::Expr>> fixedRequant(LowerCtx &c, const k
 
 // --- DotConv.cpp ------------------------------------------------------------
 
-/// Whether lowerIntTapQuads computes convolution `s`: 2-D, depthwise (one
-/// input and one output channel per group) and at least a vector of
-/// outputs per channel.
-bool tapQuadsFit(const ConvShape &s);
+/// The contraction a dot-product convolution tiles, for plan-kernels'
+/// cost model: Rows (output channels per tile row) x Cols outputs over
+/// Steps reduction steps (quads x taps), with at most MaxVectors vectors
+/// across.
+struct DotGeometry {
+  int64_t Rows, Cols, Steps, MaxVectors;
+};
+
+/// Whether lowerIntTapQuads computes convolution `s` with vectors of
+/// `lanes` (2-D, depthwise: one input and one output channel per group,
+/// and at least a vector of outputs per channel), and what it tiles.
+std::optional<DotGeometry> tapQuadsGeometry(const ConvShape &s, int64_t lanes);
 
 /// A 2-D depthwise convolution of uint8 data x by int8 weights (zero point
 /// 0) on the int8 dot product. Per channel (the parallel loop), x is first
@@ -65,7 +67,7 @@ bool tapQuadsFit(const ConvShape &s);
 ///   T[u, (kh dh) % sh, oy + (kh dh) / sh, ox] = plane + q + (kh dh / sh) ow,
 /// so that tiles of consecutive outputs of the dense output (any width, no
 /// grid columns to skip) read whole vectors and store whole vectors. Tiles
-/// of NV vectors of outputs (chooseDotTile with one row) keep their int32
+/// of NV vectors of outputs (the plan's Taps tile) keep their int32
 /// sums in registers; the outputs past the last whole tile run in one
 /// narrower tail tile.
 void lowerIntTapQuads(LowerCtx &c, const ConvShape &s, const TensorRef &x, const kir::Expr &xz,
@@ -95,7 +97,7 @@ void lowerIntTapQuads(LowerCtx &c, const ConvShape &s, const TensorRef &x, const
 /// channel and store whole vectors, with
 ///   sum_k (x - x_zp) w = sum over quads dot4(X, w4) - x_zp' sum_k w,
 /// the second term (with the bias) the accumulators' initial value. R and
-/// NV come from chooseDotTile; the last row tile is shifted back to
+/// NV come from the plan's Dot tile; the last row tile is shifted back to
 /// overlap, and the outputs past the last whole tile run in one narrower
 /// tail tile ending at the last output. The quads of an output tile are
 /// first packed into a panel, each step's NV vectors contiguous, so that
@@ -114,10 +116,26 @@ void lowerIntDotConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx, size_
 void fillBorder(kir::KernelBuilder &b, const TensorRef &buf, int64_t planes, int64_t Hp, int64_t Wp,
                 int64_t top, int64_t left, int64_t H, int64_t W, const kir::Expr &value);
 
-/// Whether lowerIntDotConv handles convolution `s` with vectors of `lanes`:
-/// 2-D, one group, a vector of outputs per channel, and a stack panel (a
-/// convolution that is not pointwise and whose output tiles run outside)
-/// of one vector per step within kMaxPanelBytes.
-bool dotConvFits(const ConvShape &s, int64_t lanes);
+/// Whether lowerIntDotConv handles convolution `s` with vectors of `lanes`
+/// (2-D, one group, a vector of outputs per channel, and a stack panel, for
+/// a convolution that is not pointwise and whose output tiles run outside,
+/// of one vector per step within `stackBytes`), and what it tiles.
+std::optional<DotGeometry> dotConvGeometry(const ConvShape &s, int64_t lanes, int64_t stackBytes);
+
+/// Where an integer convolution's or matrix product's operands are (input
+/// indices): QLinearConv, ConvInteger, QLinearMatMul, MatMulInteger and
+/// com.microsoft QGemm.
+struct IntegerOperands {
+  bool Conv = false;
+  size_t X = 0, W = 0, WZeroPoint = 0;
+  /// The first index past the op's own optional inputs (where pack-weights
+  /// appends operands).
+  size_t Appended = 0;
+  bool TransposedW = false; ///< QGemm transB: W is [N, K]
+};
+std::optional<IntegerOperands> integerOperands(const ir::Node &n);
+
+/// Whether input `i` (a zero point) is omitted or a constant of zeros.
+bool zeroOrAbsent(const ir::Node &n, size_t i);
 
 } // namespace mlcc::ops

@@ -61,17 +61,39 @@ void foldBatchNorm(ir::Graph &g);
 /// step after it.
 void fuseQdq(ir::Graph &g);
 
-/// pack-weights: constant weights of float Conv/Gemm/MatMul are reordered
-/// (by an mlcc.PackPanels node that constant folding evaluates) into the
-/// panels of the register tile chosen for `target`; the node then lowers
-/// through the register-tiled contraction generator. Returns whether it
-/// packed any (the packing nodes fold in the infer-and-fold step after it).
-bool packWeights(ir::Graph &g, const TargetDesc &target);
+/// plan-kernels: decides every node's kernel plan (ir::KernelPlan) for
+/// `target` with the cost model of compiler/schedule/CostModel.h (see
+/// PlanKernels.cpp); on a GPU (`gpu`) only one output per thread and the
+/// integer tiles. It only decides: the operands a plan reads are added by
+/// pack-weights and fixed-point-requant. Returns whether it planned any.
+bool planKernels(ir::Graph &g, const TargetDesc &target, bool gpu);
+/// The plan of one node (shapes inferred); empty: the op's own loop nest.
+ir::KernelPlan planKernel(const ir::Node &n, const TargetDesc &target, bool gpu);
 
-/// pack-weights for a GPU target: float convolutions and matrix products
-/// lower one output per iteration (plan PerOutput), the form a GPU runs
-/// one thread per output of (or in shared-memory tiles); nothing is packed.
-void layoutForGpu(ir::Graph &g);
+/// pack-weights: adds the weights the plans read, in their layout, as
+/// nodes that constant folding evaluates: f32 panels of the register
+/// tile's width (mlcc.PackPanels), the Winograd-domain kernel
+/// (mlcc.WinogradWeights), int8 quads (mlcc.PackQuads, mlcc.PackQuadsK)
+/// with their int32 sums; the plan records the input. Returns whether it
+/// added any (they fold in the infer-and-fold step after it).
+bool packWeights(ir::Graph &g);
+
+/// fixed-point-requant: for nodes whose plan requantizes in fixed point
+/// (targets without floating point), appends each output channel's Q31
+/// multiplier and shift (constants) and records where. Returns whether it
+/// added any.
+bool fixedPointRequant(ir::Graph &g);
+
+/// The per-channel fixed-point requantization of an integer convolution or
+/// matrix product with constant f32 scales (x, w per channel, y per tensor):
+/// the real multiplier x_scale * w_scale[c] (* alpha) / y_scale as an int32
+/// Q31 multiplier M0 in [2^30, 2^31) and a right shift S in [1, 62]
+/// (m = M0 * 2^-S), or nothing when a scale is not such a constant or a
+/// multiplier falls outside that range.
+struct FixedPointScales {
+  std::vector<int64_t> Multipliers, Shifts;
+};
+std::optional<FixedPointScales> fixedPointScales(const ir::Node &n);
 
 /// dispatch-library: float matrix products (MatMul, Gemm, 1x1 Conv)
 /// become mlcc.Gemm nodes whose kernels a target hands to its library

@@ -109,7 +109,7 @@ private:
 std::vector<std::string> passNames() {
   return {"infer-and-fold", "eliminate-dead-code",
           "eliminate-common-subexpressions", "fold-batch-norm", "quantize", "fuse-qdq",
-          "pack-weights", "dispatch-library", "fuse-ops", "lower-to-kernels", "plan-memory", "schedule"};
+          "plan-kernels", "fixed-point-requant", "pack-weights", "dispatch-library", "fuse-ops", "lower-to-kernels", "plan-memory", "schedule"};
 }
 
 kir::Program runPipeline(ir::Graph &g, const PipelineOptions &options) {
@@ -144,15 +144,16 @@ kir::Program runPipeline(ir::Graph &g, const PipelineOptions &options) {
     return {};
   passes.run("fuse-qdq", passes::fuseQdq, PassRunner::Rewrite);
   cleanUp(options.Fold); // the DequantizeLinear nodes of constants fold now
-  // CPU targets pack weights for their register tiles; a GPU target hands
-  // matrix products to its library instead.
+  // How every kernel runs (a GPU target plans one output per thread and
+  // hands matrix products to its library below), then the operands the
+  // plans read: fixed-point requantization constants, packed weights.
+  passes.run("plan-kernels", [&](ir::Graph &x) {
+    passes::planKernels(x, options.Schedule, options.Gpu);
+  });
+  passes.run("fixed-point-requant", [&](ir::Graph &x) { passes::fixedPointRequant(x); });
   changed = false;
-  passes.run("pack-weights", [&](ir::Graph &x) {
-    if (options.Gpu)
-      passes::layoutForGpu(x);
-    else
-      changed = passes::packWeights(x, options.Schedule);
-  }, PassRunner::Rewrite);
+  passes.run("pack-weights", [&](ir::Graph &x) { changed = passes::packWeights(x); },
+             PassRunner::Rewrite);
   if (changed)
     cleanUp(options.Fold);
   changed = false;

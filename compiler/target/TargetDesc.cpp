@@ -59,7 +59,9 @@ std::string TargetDesc::describe() const {
   s << "general registers: " << GeneralRegisters << "\n"
     << "float unit:        " << (FloatUnit ? Fma ? "yes, with fused multiply-add" : "yes" : "none")
     << "\n"
-    << "caches planned:    L1 " << bytesText(L1Bytes) << ", L2 " << bytesText(L2Bytes) << "\n"
+    << "caches planned:    L1 " << bytesText(L1Bytes) << ", L2 " << bytesText(L2Bytes)
+    << ", lines " << bytesText(CacheLineBytes) << "\n"
+    << "kernel stack:      " << bytesText(StackBytes) << "\n"
     << "int multiply-accumulate:";
   if (IntMacs.empty())
     s << " scalar only";

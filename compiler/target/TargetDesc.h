@@ -48,6 +48,13 @@ struct TargetDesc {
   /// runs its reduction in blocks whose slice of the panel stays in it;
   /// 0: no blocking.
   int64_t L1Bytes = 0;
+  /// The cache line (buffers that are read together are kept this far
+  /// apart so they do not share lines); 0: no cache.
+  int64_t CacheLineBytes = 0;
+  /// The scratch one kernel call may keep on its stack (a panel of packed
+  /// activations, a zero-bordered plane): the worker threads' stacks on an
+  /// application processor, a share of the RAM on a microcontroller.
+  int64_t StackBytes = 0;
   /// The integer multiply-accumulate forms, as the kernels can use them
   /// (X86Vnni only on vectors of VectorBytes).
   std::vector<MacForm> IntMacs;

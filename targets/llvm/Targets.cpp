@@ -268,10 +268,16 @@ TargetDesc describeTarget(const TargetSpec &t) {
     s.VectorRegisters = 0;
   // Application processors have a private L2 of 512 KiB or more (x86-64,
   // Cortex-A, RV64 with vectors); microcontrollers have no cache to plan.
-  // They have an L1 data cache of 32 KiB or more.
+  // They have an L1 data cache of 32 KiB or more, 64-byte lines, and
+  // threads whose stacks take 256 KiB of kernel scratch; a microcontroller
+  // gives a kernel 8 KiB of its stack.
   if (triple.isX86() || triple.isAArch64() || (triple.isRISCV64() && has("v"))) {
     s.L2Bytes = 512 * 1024;
     s.L1Bytes = 32 * 1024;
+    s.CacheLineBytes = 64;
+    s.StackBytes = 256 * 1024;
+  } else {
+    s.StackBytes = 8 * 1024;
   }
   return s;
 }

@@ -1,4 +1,4 @@
-// ir::KernelPlan: what pack-weights decides for a node, typed.
+// ir::KernelPlan: what plan-kernels decides for a node, typed.
 #include "compiler/ir/Graph.h"
 
 #include <catch2/catch.hpp>
@@ -27,16 +27,22 @@ TEST_CASE("a plan prints what it decides", "[plan]") {
   ir::KernelPlan w;
   w.Register = ir::KernelPlan::Tile{8, 8, 4, 0, 0};
   w.PackedInput = 3;
-  w.Wino = ir::KernelPlan::Winograd{4, 2, 30};
-  CHECK(w.str() == "plan{tile=4x8 lanes=8, packed=3, winograd=4 rows=2 pitch=30}");
+  w.Wino = ir::KernelPlan::Winograd{4, 2, 30, 16};
+  CHECK(w.str() == "plan{tile=4x8 lanes=8, packed=3, winograd=4 rows=2 pitch=30 skew=16}");
 
   ir::KernelPlan d;
   d.Dot4Lanes = 16;
   d.Dot4Input = 9;
+  d.Dot = ir::KernelPlan::IntTile{6, 4, 16, 8};
+  d.FixedRequant = true;
   d.FixedRequantInput = 11;
-  CHECK(d.str() == "plan{dot4=16 packed=9, fixed_requant=11}");
+  CHECK(d.str() == "plan{dot4=16 packed=9, dot_tile=6x64 lanes=16 tail_groups=8, fixed_requant=11}");
   ir::KernelPlan g;
   g.PerOutput = true;
-  g.Dot4Taps = true;
-  CHECK(g.str() == "plan{dot4_taps, per_output}");
+  g.Taps = ir::KernelPlan::IntTile{1, 2, 16, 1};
+  g.Int = ir::KernelPlan::IntTile{4, 1, 16, 1};
+  CHECK(g.str() == "plan{dot4_taps=1x32 lanes=16, int_tile=4x16 lanes=16, per_output}");
+  ir::KernelPlan dw;
+  dw.Depthwise = ir::KernelPlan::Plane{2048, 16};
+  CHECK(dw.str() == "plan{plane<=2048 grid_round=16}");
 }

@@ -155,6 +155,8 @@ TargetDesc avx512(int64_t l1, int64_t l2) {
   t.Fma = true;
   t.L1Bytes = l1;
   t.L2Bytes = l2;
+  t.CacheLineBytes = 64;
+  t.StackBytes = 256 * 1024;
   return t;
 }
 

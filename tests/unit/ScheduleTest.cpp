@@ -150,22 +150,6 @@ TEST_CASE("strideOf reads affine index expressions", "[schedule]") {
   CHECK_FALSE(strideOf(varRef(i) / 2, i).has_value());
 }
 
-TEST_CASE("contraction tiles fit the registers", "[schedule]") {
-  TargetDesc avx512;
-  avx512.VectorBytes = 64;
-  avx512.VectorRegisters = 32;
-  for (int64_t rows : {1, 7, 14, 56, 112})
-    for (int64_t cols : {8, 64, 256, 1000}) {
-      ContractionTile t = chooseContractionTile(avx512, rows, cols);
-      INFO(rows << " x " << cols);
-      CHECK(t.Lanes == 16);
-      CHECK(t.Panel % t.Lanes == 0);
-      CHECK(t.Rows <= rows);
-      int64_t nv = t.Panel / t.Lanes;
-      CHECK(t.Rows * nv + nv + 1 <= 32);
-    }
-}
-
 TEST_CASE("vectorize: reductions into a scalar combine their lanes", "[schedule]") {
   const int64_t n = 45;
   KernelBuilder b("rowstats");

@@ -1,0 +1,82 @@
+//===- FixedPointRequant.cpp - Requantization without floating point ------===//
+//
+// fixed-point-requant: on targets without floating point, plan-kernels plans
+// the integer convolutions and matrix products to requantize in integers
+// (ops::requant::requantizeFixed). This pass computes, for each output
+// channel (column), the real multiplier x_scale * w_scale (* alpha) /
+// y_scale in f32, as ONNX Runtime does, and writes it as an int32 Q31
+// multiplier M0 in [2^30, 2^31) and a right shift S (m = M0 * 2^-S),
+// appended to the node's inputs as two constants.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/passes/Passes.h"
+
+#include <array>
+#include <cmath>
+
+namespace mlcc::passes {
+
+std::optional<FixedPointScales> fixedPointScales(const ir::Node &n) {
+  std::array<size_t, 3> idx; // x scale, w scale, y scale
+  if (n.Domain == "" && (n.OpType == "QLinearConv" || n.OpType == "QLinearMatMul"))
+    idx = {1, 4, 6};
+  else if (n.Domain == "com.microsoft" && n.OpType == "QGemm" && n.hasInput(7))
+    idx = {1, 4, 7};
+  else
+    return std::nullopt;
+  for (size_t i : idx)
+    if (!n.hasInput(i) || !n.Inputs[i]->Const || n.inDType(i) != DType::F32)
+      return std::nullopt;
+  if (n.Inputs[idx[0]]->Type.numel() != 1 || n.Inputs[idx[2]]->Type.numel() != 1)
+    return std::nullopt;
+  const Tensor &ws = *n.Inputs[idx[1]]->Const;
+  float xs = (float)n.Inputs[idx[0]]->Const->doubleAt(0);
+  float ys = (float)n.Inputs[idx[2]]->Const->doubleAt(0);
+  float alpha = (float)n.attrFloat("alpha", 1.0);
+  FixedPointScales f;
+  for (int64_t c = 0; c < ws.numel(); ++c) {
+    float m = xs * (float)ws.doubleAt(c);
+    if (n.OpType == "QGemm")
+      m = alpha * m;
+    m = m / ys;
+    int e = 0;
+    double frac = std::frexp((double)m, &e); // m = frac * 2^e, frac in [0.5, 1)
+    int64_t m0 = (int64_t)std::llround(frac * 2147483648.0);
+    if (m0 == (int64_t)1 << 31) {
+      m0 /= 2;
+      ++e;
+    }
+    int64_t s = 31 - e;
+    if (!(m > 0) || s < 1 || s > 62)
+      return std::nullopt;
+    f.Multipliers.push_back(m0);
+    f.Shifts.push_back(s);
+  }
+  return f;
+}
+
+bool fixedPointRequant(ir::Graph &g) {
+  bool changed = false;
+  for (auto &np : g.Nodes) {
+    ir::Node &n = *np;
+    if (!n.Plan.FixedRequant || n.Plan.FixedRequantInput >= 0)
+      continue;
+    std::optional<FixedPointScales> f = fixedPointScales(n);
+    if (!f)
+      n.error(ErrorKind::Internal) << "internal error: planned fixed-point requantization "
+                                      "without fixed-point scales";
+    int64_t channels = (int64_t)f->Multipliers.size();
+    auto constant = [&](const std::string &what, const std::vector<int64_t> &v) {
+      ir::Value *c = g.addValue(g.uniqueValueName(n.Name + "/" + what), {DType::I32, {channels}});
+      c->Const = std::make_shared<Tensor>(Tensor::fromInts(DType::I32, {channels}, v));
+      return c;
+    };
+    n.Plan.FixedRequantInput = (int64_t)n.Inputs.size();
+    n.Inputs.push_back(constant("requant_multiplier", f->Multipliers));
+    n.Inputs.push_back(constant("requant_shift", f->Shifts));
+    changed = true;
+  }
+  return changed;
+}
+
+} // namespace mlcc::passes

@@ -1,0 +1,273 @@
+//===- PlanKernels.cpp - How every kernel runs on the target --------------===//
+//
+// plan-kernels: the one pass that decides, node by node, how a kernel runs
+// on the target (its ir::KernelPlan), from the target description and the
+// shapes, asking the one cost model (compiler/schedule/CostModel.h) for
+// every tile and block shape:
+//
+//   f32 Conv, Gemm, MatMul with constant weights
+//       a register tile over the weights packed in panels of its width
+//       (rows: output pixels, M or all rows of A; columns: output channels
+//       or N; reduction: input channels x window, or K), cache-blocked when
+//       a panel outgrows the L2 cache. A pointwise convolution whose weights
+//       fit in half the L2 cache (or any, on a target without one) and a
+//       convolution with a short reduction (fewer than 4 vectors' lanes: a
+//       first layer's 3 channels x 3x3) take the pixels as the tile's
+//       columns instead, read in place (nothing packed, vector stores),
+//       unless pixels as rows waste less at the edges net of their
+//       transposed stores. A stride-1 3x3 convolution with enough channels
+//       runs as Winograd's F(2x2, 3x3) in blocks of output tiles.
+//       Depthwise-like convolutions (fewer than 4 output channels per group)
+//       keep their own loop nest.
+//   f32 depthwise Conv
+//       the largest zero-bordered plane it copies to the stack (8 KiB, or
+//       the target's kernel stack if less) and the rounding of its
+//       flattened output grid (a multiple of the target's f32 lanes, at
+//       least 16, so narrow targets run several vectors per step).
+//   QLinearConv, ConvInteger, QLinearMatMul, MatMulInteger, QGemm
+//       on targets with int8 dot products of byte quads (x86 VNNI), dense
+//       ones with int8 constant weights of zero point 0 on them, with their
+//       register tile; depthwise ones of uint8 data with four taps of a
+//       kernel row per quad (16-lane vectors); the int32 register tile of
+//       the convolutions' other paths (4 channels x 16 outputs, or the
+//       target's i32 lanes if more); without floating point, fixed-point
+//       requantization.
+//   GPU
+//       one output per thread for f32 convolutions and matrix products.
+//
+// It only decides: pack-weights adds the packed operands a plan reads and
+// fixed-point-requant the requantization constants.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/ops/IntegerOps.h"
+#include "compiler/passes/Passes.h"
+#include "compiler/schedule/CostModel.h"
+
+#include <algorithm>
+
+namespace mlcc::passes {
+
+using schedule::MacKind;
+using schedule::TileChoice;
+using schedule::TileProblem;
+
+namespace {
+
+/// The largest plane a depthwise convolution copies to the stack: beyond
+/// it, clipping the windows at the border costs less than the copy.
+constexpr int64_t kMaxPlaneBytes = 8 * 1024;
+/// Outputs per register row of the integer convolutions' tiles, and the
+/// fewest outputs per tile row (a 16-lane vector, or several narrower ones
+/// that LLVM keeps in registers).
+constexpr int64_t kIntTileRows = 4, kIntTileOutputs = 16;
+/// The rounding of a depthwise convolution's flattened grid: at least 16
+/// (several vectors per step on narrow targets).
+constexpr int64_t kMinGridRound = 16;
+/// The dot-product matrix products' tile: 4 rows x 4 vectors (halved across
+/// by the lowering until the columns fill it).
+constexpr int64_t kDotMatMulRows = 4, kDotMatMulVectors = 4;
+/// The parallel groups of row tiles that a dense dot-product convolution's
+/// tail tile runs in (each group packs its own panel).
+constexpr int64_t kTailGroups = 8;
+
+/// Whether `n` is a standard-domain f32 node with constant f32 weights
+/// (input 1) and a non-empty output: what packing and Winograd both start
+/// from.
+bool constantF32Weights(const ir::Node &n) {
+  return n.Domain == "" && n.hasInput(1) && n.Inputs[1]->Const && n.inDType(0) == DType::F32 &&
+         n.inDType(1) == DType::F32 && n.Outputs[0] && n.Outputs[0]->Type.numel() > 0;
+}
+
+/// A float contraction over packed weights: Groups x (Rows x Cols outputs
+/// over Reduce), or pixels as the columns (PixelColumns).
+struct Contraction {
+  int64_t Rows, Cols, Reduce;
+  bool PixelColumns = false;
+};
+
+/// Whether and how `n` (f32, constant weights) is a packed contraction on
+/// `t` (see the top of the file).
+std::optional<Contraction> contractionOf(const ir::Node &n, const TargetDesc &t) {
+  if (!constantF32Weights(n))
+    return std::nullopt;
+  const Shape &w = n.inShape(1), &y = n.Outputs[0]->Type.Dims;
+  const int64_t lanes = t.lanes(DType::F32);
+  if (n.OpType == "Conv") {
+    if (w.size() != 4 || y.size() != 4)
+      return std::nullopt;
+    int64_t groups = n.attrInt("group", 1), mg = w[0] / groups;
+    if (mg < 4)
+      return std::nullopt;
+    // Pointwise: pixels as the tile's columns, read straight from the input
+    // (when there are enough pixels for a vector), unless the weights are
+    // too large to be read again for every panel of pixels from the L2
+    // cache: with pixels as rows the packed weights stream once.
+    bool pointwise = w[2] == 1 && w[3] == 1 && n.inShape(0) == Shape{y[0], n.inShape(0)[1], y[2], y[3]};
+    int64_t reduce = w[1] * w[2] * w[3];
+    bool weightsFit = t.L2Bytes == 0 || numElements(w) * 4 <= t.L2Bytes / 2;
+    if (pointwise && y[2] * y[3] >= 16 && weightsFit)
+      return Contraction{mg, y[2] * y[3], reduce, true};
+    // A short reduction: with pixels as rows, every output is stored as a
+    // scalar of a transposed tile, which costs about as much as its
+    // K / lanes multiply-adds when K is below a few vectors' lanes; with
+    // pixels as columns the stores are vectors (the input is read along
+    // the row, strided for a strided convolution).
+    if (!pointwise && reduce < 4 * lanes && n.attrInts("strides", {1, 1})[1] <= 4)
+      return Contraction{mg, y[3], reduce, true};
+    return Contraction{y[2] * y[3], mg, reduce};
+  }
+  if (n.OpType == "Gemm")
+    return Contraction{y[0], y[1], n.inShape(0)[n.attrInt("transA", 0) ? 0 : 1]};
+  if (n.OpType == "MatMul") {
+    const Shape &a = n.inShape(0);
+    if (w.size() != 2 || a.size() < 2)
+      return std::nullopt;
+    return Contraction{numElements(a) / a.back(), w[1], w[0]};
+  }
+  return std::nullopt;
+}
+
+/// The f32 plan of `n`: Winograd, pixel columns or packed panels.
+std::optional<ir::KernelPlan> floatPlan(const ir::Node &n, const TargetDesc &t) {
+  ir::KernelPlan p;
+  if (n.OpType == "Conv" && constantF32Weights(n)) {
+    const Shape &w = n.inShape(1), &y = n.Outputs[0]->Type.Dims;
+    if (w.size() == 4 && y.size() == 4 && w[2] == 3 && w[3] == 3 &&
+        n.attrInt("group", 1) == 1 &&
+        n.attrInts("strides", {1, 1}) == std::vector<int64_t>{1, 1} &&
+        n.attrInts("dilations", {1, 1}) == std::vector<int64_t>{1, 1})
+      if (auto wb = schedule::chooseWinogradBlocks(t, w[1], w[0], y[2], y[3])) {
+        // The products: rows output channels, columns tiles (read in place).
+        TileChoice tile = schedule::chooseTile(
+            t, TileProblem{MacKind::F32Fma, w[0], wb->Rows * wb->Pitch, w[1], true});
+        p.Register = tile.plan();
+        p.Wino = ir::KernelPlan::Winograd{wb->Tile, wb->Rows, wb->Pitch, t.CacheLineBytes / 4};
+        return p;
+      }
+  }
+  std::optional<Contraction> c = contractionOf(n, t);
+  if (!c)
+    return std::nullopt;
+  if (c->PixelColumns) {
+    TileChoice tile = schedule::chooseTile(t, TileProblem{MacKind::F32Fma, c->Rows, c->Cols, 0, true});
+    bool taken = true;
+    // Pixels as rows instead (packed weights) when the reduction is not
+    // short and their tile wastes less at the edges (few pixels: a 14x14
+    // map fills 3 panels of 64 and a quarter), net of the transposed
+    // stores: one per output, against its reduce / lanes multiply-adds.
+    if (c->Reduce >= 4 * tile.Lanes) {
+      TileChoice rowsTile =
+          schedule::chooseTile(t, TileProblem{MacKind::F32Fma, c->Cols, c->Rows, c->Reduce});
+      double storeCost = 1.0 + (double)rowsTile.Lanes / (double)c->Reduce;
+      taken = -rowsTile.Cost / storeCost <= -tile.Cost;
+    }
+    if (taken && tile.Vectors * tile.Lanes <= c->Cols) {
+      p.Register = tile.plan();
+      p.PixelColumns = true;
+      return p;
+    }
+    c = Contraction{c->Cols, c->Rows, c->Reduce};
+  }
+  p.Register =
+      schedule::chooseTile(t, TileProblem{MacKind::F32Fma, c->Rows, c->Cols, c->Reduce}).plan();
+  return p;
+}
+
+/// Whether `n` lowers through ops' depthwise path (a 2-D f32 convolution
+/// with one input channel per group and at most 7x7 taps).
+bool depthwiseF32(const ir::Node &n) {
+  if (n.Domain != "" || n.OpType != "Conv" || !n.hasInput(1) || n.inDType(0) != DType::F32)
+    return false;
+  const Shape &x = n.inShape(0), &w = n.inShape(1);
+  return x.size() == 4 && w.size() == 4 && x[1] == n.attrInt("group", 1) && w[2] * w[3] <= 49;
+}
+
+/// The dot-product plan of an integer node on a target with VNNI, if any.
+std::optional<ir::KernelPlan> dotPlan(const ir::Node &n, const ops::IntegerOperands &o,
+                                      const TargetDesc &t) {
+  const int64_t lanes = t.lanes(DType::I32);
+  ir::KernelPlan p;
+  const bool constInt8W = n.hasInput(o.W) && n.Inputs[o.W]->Const && n.inDType(o.W) == DType::I8;
+  if (!o.Conv) {
+    if (n.OpType == "QGemm" && n.attrInt("transA", 0))
+      return std::nullopt;
+    if (!constInt8W || n.inShape(o.W).size() != 2 || !ops::zeroOrAbsent(n, o.WZeroPoint))
+      return std::nullopt;
+    p.Dot4Lanes = lanes;
+    p.Dot = ir::KernelPlan::IntTile{kDotMatMulRows, kDotMatMulVectors, lanes, 1};
+    return p;
+  }
+  const int64_t group = n.attrInt("group", 1);
+  if (group > 1) {
+    // Depthwise: uint8 data, int8 weights of zero point 0, 16-lane vectors.
+    if (lanes != kIntTileOutputs || !n.hasInput(o.W) || n.inDType(o.W) != DType::I8 ||
+        n.inDType(o.X) != DType::U8 || !ops::zeroOrAbsent(n, o.WZeroPoint))
+      return std::nullopt;
+    ir::KernelPlan::IntTile taps{1, 0, lanes, 1};
+    if (auto geo = ops::tapQuadsGeometry(ops::convShape(n, o.X, o.W), lanes))
+      taps.Vectors = schedule::chooseTile(t, TileProblem{MacKind::Int8Dot, geo->Rows, geo->Cols,
+                                                         geo->Steps, false, geo->MaxVectors})
+                         .Vectors;
+    p.Taps = taps;
+    return p;
+  }
+  if (!constInt8W || n.inShape(o.W).size() != 4 || n.numInputs() > o.Appended ||
+      !ops::zeroOrAbsent(n, o.WZeroPoint))
+    return std::nullopt;
+  p.Dot4Lanes = lanes;
+  if (auto geo = ops::dotConvGeometry(ops::convShape(n, o.X, o.W), lanes, t.StackBytes)) {
+    TileChoice tile = schedule::chooseTile(
+        t, TileProblem{MacKind::Int8Dot, geo->Rows, geo->Cols, geo->Steps, false, geo->MaxVectors});
+    p.Dot = ir::KernelPlan::IntTile{tile.Rows, tile.Vectors, lanes, kTailGroups};
+  }
+  return p;
+}
+
+} // namespace
+
+ir::KernelPlan planKernel(const ir::Node &n, const TargetDesc &t, bool gpu) {
+  ir::KernelPlan p;
+  std::optional<ops::IntegerOperands> io = ops::integerOperands(n);
+  if (io && io->Conv)
+    p.Int = ir::KernelPlan::IntTile{
+        kIntTileRows, 1, std::max<int64_t>(kIntTileOutputs, t.lanes(DType::I32)), 1};
+  if (gpu) {
+    bool floatConv = n.Domain.empty() && n.OpType == "Conv" && n.hasInput(0) &&
+                     n.inDType(0) == DType::F32;
+    bool product = (n.Domain.empty() && (n.OpType == "MatMul" || n.OpType == "Gemm" ||
+                                         n.OpType == "MatMulInteger" ||
+                                         n.OpType == "QLinearMatMul")) ||
+                   (n.Domain == "com.microsoft" && n.OpType == "QGemm");
+    p.PerOutput = floatConv || product;
+    return p;
+  }
+  if (!t.FloatUnit && fixedPointScales(n)) {
+    p.FixedRequant = true;
+    return p;
+  }
+  if (io && t.has(MacForm::X86Vnni))
+    if (std::optional<ir::KernelPlan> d = dotPlan(n, *io, t)) {
+      d->Int = p.Int;
+      return *d;
+    }
+  if (std::optional<ir::KernelPlan> f = floatPlan(n, t))
+    return *f;
+  if (depthwiseF32(n))
+    p.Depthwise = ir::KernelPlan::Plane{
+        std::min(kMaxPlaneBytes, t.StackBytes) / 4,
+        std::max<int64_t>(kMinGridRound, t.lanes(DType::F32))};
+  return p;
+}
+
+bool planKernels(ir::Graph &g, const TargetDesc &target, bool gpu) {
+  bool changed = false;
+  for (auto &n : g.Nodes) {
+    if (!n->Plan.empty())
+      continue;
+    n->Plan = planKernel(*n, target, gpu);
+    changed |= !n->Plan.empty();
+  }
+  return changed;
+}
+
+} // namespace mlcc::passes

@@ -1,0 +1,88 @@
+//===- CostModel.h - What a kernel's schedule costs on a target -------------===//
+//
+// The one place that estimates what a schedule costs: plan-kernels asks it
+// for every register tile and Winograd block shape it considers, and keeps
+// the cheapest. Estimates read only the target description
+// (compiler/target/TargetDesc.h) and the shapes; no lowering holds a tile
+// size or a cache size of its own.
+//
+//   register tiles   Rows x Vectors vectors of accumulators held across a
+//                    whole reduction, for the multiply-accumulate form the
+//                    plan uses: f32 FMA (or a scalar FPU) and int8 dot
+//                    products in quads (x86 VNNI). chooseTile enumerates the
+//                    tiles whose accumulators, operand vectors and
+//                    broadcasts fit the registers and keeps the cheapest.
+//   cache blocks     a contraction whose packed panel outgrows the L2 cache
+//                    runs its reduction in blocks that stay in the L1 cache.
+//   Winograd blocks  how many rows of output tiles a block of F(m x m, 3 x 3)
+//                    computes, and how wide, so that its stack buffers stay
+//                    in the cache and few tiles are wasted.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "compiler/ir/KernelPlan.h"
+#include "compiler/target/TargetDesc.h"
+
+#include <cstdint>
+#include <optional>
+
+namespace mlcc::schedule {
+
+/// The multiply-accumulate form a register tile is built on.
+enum class MacKind : uint8_t {
+  F32Fma,  ///< f32 multiply-adds: vectors of lanes(F32), or a scalar FPU
+  Int8Dot, ///< int8 dot products of byte quads into int32 lanes (x86 VNNI)
+};
+
+/// A contraction to tile: Rows x Cols outputs, the columns along vectors.
+struct TileProblem {
+  MacKind Mac = MacKind::F32Fma;
+  int64_t Rows = 1, Cols = 1;
+  /// The sum's length (f32: elements; int8 dot: quad steps); 0: unknown.
+  int64_t Reduce = 0;
+  /// Columns read in place from the operand: no panel may pass Cols.
+  bool FullPanels = false;
+  /// The most vectors across (0: the form's own limit).
+  int64_t MaxVectors = 0;
+};
+
+/// A register tile: Rows x Vectors vectors of Lanes accumulators, and (f32
+/// tiles over packed panels) the cache blocks of the reduction (see
+/// ir::KernelPlan::Tile); Cost is the model's estimate for the whole
+/// contraction (lower is better; only comparable within one problem).
+struct TileChoice {
+  int64_t Lanes = 1, Vectors = 1, Rows = 1;
+  int64_t ReduceBlock = 0, RowBlock = 0;
+  double Cost = 0;
+  /// The f32 tile as a plan (Panel = Vectors x Lanes columns).
+  ir::KernelPlan::Tile plan() const;
+};
+
+/// The model's cost of a Rows x Vectors tile for `p` on `t` (lower is
+/// better). f32: minus the tile's efficiency (the useful fraction of the
+/// computed rows and columns, the FMA latency hidden by independent
+/// accumulators, the operand loads per FMA, halved when the panel every row
+/// tile reads again does not fit the L2 cache and is not blocked). int8
+/// dot: estimated cycles of the whole contraction (see CostModel.cpp).
+double tileCost(const TargetDesc &t, const TileProblem &p, int64_t rows, int64_t vectors);
+
+/// The cheapest register tile for `p` among those that fit the target's
+/// registers; ties keep the first in order of (vectors, rows).
+TileChoice chooseTile(const TargetDesc &t, const TileProblem &p);
+
+/// The block shape of a stride-1 3x3 convolution as Winograd's
+/// F(m x m, 3 x 3): blocks of Rows rows of output tiles, Pitch tiles wide.
+struct WinogradBlocks {
+  int64_t Tile = 2, Rows = 1, Pitch = 1;
+  double Cost = 0; ///< tiles computed per tile of the output
+};
+
+/// The Winograd block shape for an f32 convolution with c input and mo
+/// output channels and an oh x ow output, or nothing when Winograd should
+/// not run (too few channels, no cache or vectors to plan for, too many
+/// tiles wasted, buffers or weights too large for the cache).
+std::optional<WinogradBlocks> chooseWinogradBlocks(const TargetDesc &t, int64_t c, int64_t mo,
+                                                   int64_t oh, int64_t ow);
+
+} // namespace mlcc::schedule
