@@ -1,0 +1,282 @@
+// The schedule layer: the cost model's choices (compiler/schedule/CostModel)
+// and the plans that plan-kernels, fixed-point-requant and pack-weights give
+// nodes for each class of target (AVX-512 with VNNI, AVX2, AArch64 NEON,
+// Cortex-M4, Cortex-M0+), from the targets' real descriptions.
+#include "compiler/passes/Passes.h"
+#include "compiler/schedule/CostModel.h"
+#include "targets/llvm/Targets.h"
+
+#include <catch2/catch.hpp>
+
+using namespace mlcc;
+using schedule::MacKind;
+using schedule::TileProblem;
+
+namespace {
+
+TargetDesc describe(const std::string &target, const std::string &cpu = "") {
+  return llvmgen::describeTarget(llvmgen::resolveTarget(target, cpu, ""));
+}
+
+TargetDesc avx512Vnni() { return describe("x86_64", "icelake-server"); }
+
+ir::Attribute ints(std::vector<int64_t> v) {
+  ir::Attribute a;
+  a.Kind = ir::AttrKind::Ints;
+  a.Ints = std::move(v);
+  return a;
+}
+
+ir::Attribute floatAttr(double v) {
+  ir::Attribute a;
+  a.Kind = ir::AttrKind::Float;
+  a.F = v;
+  return a;
+}
+
+/// A graph with one node `op` whose inputs are `inputs` (a null type: an
+/// omitted input; a tensor: a constant) and whose output has `out`.
+struct OneNode {
+  ir::Graph G;
+  ir::Node *N = nullptr;
+  OneNode(const std::string &op, const std::string &domain,
+          const std::vector<std::pair<ir::TensorType, TensorPtr>> &inputs, ir::TensorType out,
+          std::map<std::string, ir::Attribute> attrs = {}) {
+    auto n = std::make_unique<ir::Node>();
+    n->Name = "n";
+    n->OpType = op;
+    n->Domain = domain;
+    n->Opset = 13;
+    n->Attrs = std::move(attrs);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (inputs[i].first.Dims.empty() && !inputs[i].second) {
+        n->Inputs.push_back(nullptr);
+        continue;
+      }
+      ir::Value *v = G.addValue("in" + std::to_string(i), inputs[i].first);
+      v->Const = inputs[i].second;
+      if (!v->Const)
+        G.Inputs.push_back(v);
+      n->Inputs.push_back(v);
+    }
+    ir::Value *y = G.addValue("y", out);
+    y->Producer = n.get();
+    n->Outputs = {y};
+    G.Outputs = {y};
+    N = G.addNode(std::move(n));
+  }
+};
+
+TensorPtr zeros(DType t, Shape s) {
+  return std::make_shared<Tensor>(
+      Tensor::fromInts(t, s, std::vector<int64_t>((size_t)numElements(s), 0)));
+}
+TensorPtr filled(DType t, Shape s, double v) {
+  return std::make_shared<Tensor>(
+      Tensor::fromDoubles(t, s, std::vector<double>((size_t)numElements(s), v)));
+}
+
+/// An f32 convolution x [1, c, h, h] by constant w [m, c / group, k, k].
+OneNode floatConv(int64_t c, int64_t m, int64_t h, int64_t k, int64_t group = 1) {
+  int64_t pad = k / 2;
+  return OneNode("Conv", "",
+                 {{{DType::F32, {1, c, h, h}}, nullptr},
+                  {{DType::F32, {m, c / group, k, k}}, filled(DType::F32, {m, c / group, k, k}, 0.5)}},
+                 {DType::F32, {1, m, h, h}},
+                 {{"kernel_shape", ints({k, k})},
+                  {"pads", ints({pad, pad, pad, pad})},
+                  {"group", ir::intAttr(group)}});
+}
+
+/// A QLinearConv of uint8 x [1, c, h, h] by int8 constant weights (zero
+/// point 0), scales 0.02 / 0.01 / 0.05.
+OneNode qlinearConv(int64_t c, int64_t m, int64_t h, int64_t k, int64_t group = 1) {
+  int64_t pad = k / 2;
+  Shape w{m, c / group, k, k};
+  auto scalar = [](DType t, double v) { return std::make_pair(ir::TensorType{t, {}}, filled(t, {}, v)); };
+  return OneNode("QLinearConv", "",
+                 {{{DType::U8, {1, c, h, h}}, nullptr}, scalar(DType::F32, 0.02),
+                  scalar(DType::U8, 128), {{DType::I8, w}, filled(DType::I8, w, 3)},
+                  {{DType::F32, {m}}, filled(DType::F32, {m}, 0.01)},
+                  {{DType::I8, {m}}, zeros(DType::I8, {m})}, scalar(DType::F32, 0.05),
+                  scalar(DType::U8, 128)},
+                 {DType::U8, {1, m, h, h}},
+                 {{"kernel_shape", ints({k, k})},
+                  {"pads", ints({pad, pad, pad, pad})},
+                  {"group", ir::intAttr(group)}});
+}
+
+} // namespace
+
+TEST_CASE("the cost model's register tiles fit each target's registers", "[plan]") {
+  for (const char *name : {"x86_64", "x86_64-v3", "aarch64-linux", "cortex-m4", "riscv64-linux-v"}) {
+    TargetDesc t = describe(name);
+    const int64_t regs = t.VectorRegisters > 0 ? t.VectorRegisters : 32;
+    for (int64_t rows : {1, 7, 56, 112})
+      for (int64_t cols : {8, 64, 1000}) {
+        schedule::TileChoice c =
+            schedule::chooseTile(t, TileProblem{MacKind::F32Fma, rows, cols, 256});
+        INFO(name << ": " << rows << " x " << cols);
+        CHECK(c.Lanes == t.lanes(DType::F32));
+        CHECK(c.Rows <= rows);
+        CHECK(c.Rows * c.Vectors + c.Vectors + 1 <= regs);
+        // No cheaper tile among those that fit.
+        for (int64_t nv = 1; nv <= c.Vectors; ++nv)
+          for (int64_t r = 1; r <= std::min<int64_t>(rows, (regs - nv - 1) / nv); ++r)
+            CHECK(schedule::tileCost(t, TileProblem{MacKind::F32Fma, rows, cols, 256}, r, nv) >=
+                  c.Cost - 1e-9);
+      }
+  }
+  // A vector target's tiles are wider than a scalar FPU's lanes.
+  CHECK(schedule::chooseTile(describe("x86_64-v3"), TileProblem{MacKind::F32Fma, 64, 64}).Lanes == 8);
+  CHECK(schedule::chooseTile(describe("cortex-m4"), TileProblem{MacKind::F32Fma, 64, 64}).Lanes == 1);
+}
+
+TEST_CASE("int8 dot tiles keep a quarter of the registers free", "[plan]") {
+  TargetDesc t = avx512Vnni();
+  for (int64_t m : {8, 64, 512})
+    for (int64_t q : {16, 49, 196, 3136}) {
+      schedule::TileChoice c =
+          schedule::chooseTile(t, TileProblem{MacKind::Int8Dot, m, q, 64, false, 4});
+      INFO(m << " x " << q);
+      CHECK(c.Lanes == 16);
+      CHECK(c.Rows * c.Vectors <= 24);
+      CHECK(c.Vectors * 16 <= q);
+    }
+  // A long reduction over a big image: many accumulators hide the latency.
+  schedule::TileChoice big = schedule::chooseTile(t, TileProblem{MacKind::Int8Dot, 256, 3136, 576});
+  CHECK(big.Rows * big.Vectors >= 16);
+}
+
+TEST_CASE("a contraction whose panel outgrows the L2 cache is blocked", "[plan]") {
+  TargetDesc t = avx512Vnni();
+  schedule::TileChoice small = schedule::chooseTile(t, TileProblem{MacKind::F32Fma, 196, 256, 256});
+  CHECK(small.ReduceBlock == 0);
+  schedule::TileChoice large = schedule::chooseTile(t, TileProblem{MacKind::F32Fma, 196, 512, 4608});
+  CHECK(large.ReduceBlock > 0);
+  CHECK(large.ReduceBlock * large.Vectors * large.Lanes * 4 <= t.L1Bytes / 2);
+  CHECK(large.RowBlock % large.Rows == 0);
+}
+
+TEST_CASE("Winograd only where the cache and the channels pay for it", "[plan]") {
+  TargetDesc t = avx512Vnni();
+  auto wb = schedule::chooseWinogradBlocks(t, 128, 128, 28, 28);
+  REQUIRE(wb);
+  CHECK(wb->Tile == 2);
+  CHECK(wb->Cost <= 1.35);
+  CHECK(wb->Rows * wb->Pitch >= t.lanes(DType::F32));
+  CHECK_FALSE(schedule::chooseWinogradBlocks(t, 32, 128, 28, 28));       // few channels
+  CHECK_FALSE(schedule::chooseWinogradBlocks(describe("cortex-m4"), 128, 128, 28, 28)); // no cache
+}
+
+TEST_CASE("plan-kernels: f32 convolutions on each target class", "[plan]") {
+  // A 3x3 convolution with 128 channels: Winograd where there are vectors
+  // and a cache, packed register tiles on Cortex-M4 (a scalar FPU).
+  for (const char *name : {"x86_64", "x86_64-v3", "aarch64-linux"}) {
+    OneNode c = floatConv(128, 128, 28, 3);
+    TargetDesc t = describe(name);
+    ir::KernelPlan p = passes::planKernel(*c.N, t, false);
+    INFO(name << ": " << p.str());
+    REQUIRE(p.Wino);
+    CHECK(p.Wino->Skew == t.CacheLineBytes / 4);
+    REQUIRE(p.Register);
+    CHECK(p.Register->Lanes == t.lanes(DType::F32));
+  }
+  {
+    OneNode c = floatConv(128, 128, 28, 3);
+    ir::KernelPlan p = passes::planKernel(*c.N, describe("cortex-m4"), false);
+    INFO(p.str());
+    CHECK_FALSE(p.Wino);
+    REQUIRE(p.Register);
+    CHECK(p.Register->Lanes == 1);
+    CHECK(p.Register->Panel <= 16);
+  }
+  // A pointwise convolution reads pixels in place.
+  {
+    OneNode c = floatConv(64, 64, 14, 1);
+    ir::KernelPlan p = passes::planKernel(*c.N, avx512Vnni(), false);
+    INFO(p.str());
+    CHECK(p.PixelColumns);
+  }
+  // A depthwise one keeps its loop nest, with the target's plane budget.
+  for (const char *name : {"x86_64", "x86_64-v3", "cortex-m4"}) {
+    OneNode c = floatConv(32, 32, 28, 3, 32);
+    TargetDesc t = describe(name);
+    ir::KernelPlan p = passes::planKernel(*c.N, t, false);
+    INFO(name << ": " << p.str());
+    CHECK_FALSE(p.Register);
+    REQUIRE(p.Depthwise);
+    CHECK(p.Depthwise->MaxElements * 4 <= t.StackBytes);
+    CHECK(p.Depthwise->GridRound % t.lanes(DType::F32) == 0);
+  }
+  // On a GPU: one output per thread, nothing packed.
+  {
+    OneNode c = floatConv(64, 64, 14, 3);
+    ir::KernelPlan p = passes::planKernel(*c.N, avx512Vnni(), true);
+    CHECK(p.PerOutput);
+    CHECK_FALSE(p.Register);
+  }
+}
+
+TEST_CASE("plan-kernels: int8 convolutions on each target class", "[plan]") {
+  // VNNI: dot products with a tile; depthwise: four taps per quad.
+  {
+    OneNode c = qlinearConv(64, 64, 28, 3);
+    ir::KernelPlan p = passes::planKernel(*c.N, avx512Vnni(), false);
+    INFO(p.str());
+    CHECK(p.Dot4Lanes == 16);
+    REQUIRE(p.Dot);
+    CHECK(p.Dot->Rows * p.Dot->Vectors <= 24);
+    REQUIRE(p.Int);
+    OneNode d = qlinearConv(64, 64, 28, 3, 64);
+    ir::KernelPlan q = passes::planKernel(*d.N, avx512Vnni(), false);
+    INFO(q.str());
+    REQUIRE(q.Taps);
+    CHECK(q.Taps->Vectors >= 1);
+  }
+  // AVX2 and AArch64 (no VNNI): the int32 tiles, no dot products yet.
+  for (const char *name : {"x86_64-v3", "aarch64-linux"}) {
+    OneNode c = qlinearConv(64, 64, 28, 3);
+    ir::KernelPlan p = passes::planKernel(*c.N, describe(name), false);
+    INFO(name << ": " << p.str());
+    CHECK(p.Dot4Lanes == 0);
+    REQUIRE(p.Int);
+    CHECK(p.Int->Lanes * p.Int->Vectors >= 16);
+  }
+  // Cortex-M0+: no floating point, so fixed-point requantization; the
+  // pass adds one multiplier and shift per channel.
+  {
+    OneNode c = qlinearConv(8, 16, 8, 3);
+    TargetDesc m0 = describe("cortex-m0plus");
+    REQUIRE_FALSE(m0.FloatUnit);
+    CHECK(passes::planKernels(c.G, m0, false));
+    CHECK(c.N->Plan.FixedRequant);
+    CHECK(passes::fixedPointRequant(c.G));
+    REQUIRE(c.N->Plan.FixedRequantInput == 8); // after the 8 inputs (no bias)
+    const Tensor &mult = *c.N->Inputs[8]->Const, &shift = *c.N->Inputs[9]->Const;
+    REQUIRE(mult.numel() == 16);
+    // 0.02 * 0.01 / 0.05 = 0.004 = M0 * 2^-S with M0 in [2^30, 2^31).
+    double m = (double)mult.intAt(0) * std::ldexp(1.0, -(int)shift.intAt(0));
+    CHECK(mult.intAt(0) >= (int64_t(1) << 30));
+    CHECK(std::fabs(m - 0.02f * 0.01f / 0.05f) < 1e-9);
+    CHECK_FALSE(passes::fixedPointRequant(c.G)); // once
+  }
+}
+
+TEST_CASE("pack-weights adds the operands the plans read, once", "[plan]") {
+  OneNode c = floatConv(64, 64, 28, 3);
+  TargetDesc t = describe("x86_64-v3");
+  REQUIRE(passes::planKernels(c.G, t, false));
+  REQUIRE(c.N->Plan.Register);
+  CHECK(c.N->Plan.PackedInput == -1);
+  CHECK(passes::packWeights(c.G));
+  REQUIRE(c.G.Nodes.size() == 2);
+  const ir::Node &pack = *c.G.Nodes[0];
+  CHECK(pack.Domain == "mlcc");
+  CHECK(((pack.OpType == "PackPanels" && pack.attrInt("panel", 0) == c.N->Plan.Register->Panel) ||
+         pack.OpType == "WinogradWeights"));
+  REQUIRE(c.N->Plan.PackedInput == 3);
+  CHECK(c.N->Inputs[3] == pack.Outputs[0]);
+  CHECK_FALSE(passes::packWeights(c.G));
+  CHECK_FALSE(passes::planKernels(c.G, t, false)); // planned nodes keep their plan
+}
