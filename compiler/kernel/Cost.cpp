@@ -12,8 +12,11 @@ namespace mlcc::kir {
 
 namespace {
 
+/// Walks a statement and counts one of the two measures of Cost.h.
 class Counter {
 public:
+  explicit Counter(bool stores) : Stores(stores) {}
+
   double stmt(const Stmt &s) {
     if (!s)
       return 0;
@@ -25,6 +28,11 @@ public:
       return n;
     }
     case StmtKind::For: {
+      if (Stores) {
+        bool fixed = s->Begin->isConst() && s->End->isConst();
+        double trips = fixed ? (double)std::max<int64_t>(s->End->IntValue - s->Begin->IntValue, 0) : 1;
+        return trips * stmt(s->Inner);
+      }
       std::optional<int64_t> begin = eval(s->Begin), end = eval(s->End);
       if (!begin || !end) {
         Env[s->LoopVar.get()] = begin.value_or(0);
@@ -41,11 +49,13 @@ public:
       return n;
     }
     case StmtKind::Store: {
+      if (Stores)
+        return s->Value->Lanes;
       std::set<const ExprNode *> seen;
       return expr(s->Value, seen);
     }
     case StmtKind::If: {
-      if (std::optional<int64_t> c = eval(s->Cond))
+      if (std::optional<int64_t> c = Stores ? std::nullopt : eval(s->Cond))
         return stmt(*c ? s->Inner : s->Else);
       return std::max(stmt(s->Inner), stmt(s->Else));
     }
@@ -129,15 +139,16 @@ private:
     }
   }
 
+  const bool Stores;
   std::map<const VarNode *, int64_t> Env;
 };
 
+int64_t toCount(double n) { return n >= 9.2e18 ? INT64_MAX : (int64_t)n; }
+
 } // namespace
 
-int64_t countOps(const Kernel &k) {
-  Counter c;
-  double n = c.stmt(k.Body);
-  return n >= 9.2e18 ? INT64_MAX : (int64_t)n;
-}
+int64_t countOps(const Kernel &k) { return toCount(Counter(false).stmt(k.Body)); }
+
+int64_t workOf(const Stmt &s) { return toCount(Counter(true).stmt(s)); }
 
 } // namespace mlcc::kir

@@ -1,6 +1,10 @@
 //===- Cost.h - What a kernel computes, counted ----------------------------===//
 //
-// The arithmetic a kernel performs, estimated from its kernel IR for reports
+// The kernel-level estimates, two measures from one walk of the kernel IR
+// (the plans' costs, before kernels exist, are compiler/schedule/
+// CostModel.h's).
+//
+// countOps: the arithmetic a kernel performs, for reports
 // (`--report`, `-v`): every unary or binary operation on tensor elements (not
 // on Index values, which are addressing) in a stored value, times the lanes
 // of its vector, times the trip counts of the loops around it. A
@@ -21,5 +25,11 @@ namespace mlcc::kir {
 
 /// Element operations one run of `k` performs (see above).
 int64_t countOps(const Kernel &k);
+
+/// workOf: the elements one run of `s` stores (a vector store counts its
+/// lanes), at least: loops whose bounds are not constants count one trip,
+/// an If its costlier branch. Cheap and conservative, for deciding whether
+/// a loop is worth a fork (parallelize) or a GPU block's shared work.
+int64_t workOf(const Stmt &s);
 
 } // namespace mlcc::kir

@@ -1,6 +1,7 @@
 #include "compiler/kernel/GpuSchedule.h"
 
 #include "compiler/kernel/Builder.h"
+#include "compiler/kernel/Cost.h"
 #include "compiler/kernel/Mutator.h"
 #include "compiler/kernel/Schedule.h"
 #include "compiler/support/Error.h"

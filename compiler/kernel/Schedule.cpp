@@ -1,6 +1,7 @@
 #include "compiler/kernel/Schedule.h"
 
 #include "compiler/kernel/Builder.h"
+#include "compiler/kernel/Cost.h"
 #include "compiler/kernel/MathExpansions.h"
 #include "compiler/kernel/Mutator.h"
 #include "compiler/support/Error.h"
@@ -685,34 +686,6 @@ bool hasParallelLoop(const Stmt &s) {
 }
 
 } // namespace
-
-int64_t workOf(const Stmt &s) {
-  if (!s)
-    return 0;
-  switch (s->Kind) {
-  case StmtKind::Block: {
-    int64_t w = 0;
-    for (auto &c : s->Body)
-      w += workOf(c);
-    return w;
-  }
-  case StmtKind::For: {
-    int64_t trips = s->Begin->isConst() && s->End->isConst()
-                        ? std::max<int64_t>(s->End->IntValue - s->Begin->IntValue, 0)
-                        : 1;
-    return trips * workOf(s->Inner);
-  }
-  case StmtKind::Store:
-    return s->Value->Lanes;
-  case StmtKind::If:
-    return std::max(workOf(s->Inner), workOf(s->Else));
-  case StmtKind::Alloc:
-    return workOf(s->Inner);
-  case StmtKind::Barrier:
-    return 0;
-  }
-  return 0;
-}
 
 /// Each iteration stores only to parameters (no local declared outside
 /// it), at an index affine in the loop variable whose step is at least the

@@ -54,10 +54,6 @@ constexpr int64_t kMaxStride = 4;
 /// neighbour (or a repeated one) is a group of its own.
 std::vector<std::vector<size_t>> strideGroups(const std::vector<Expr> &indices, int64_t stride);
 
-/// Element operations one run of `s` performs, at least (loops with bounds
-/// that are not constants count once).
-int64_t workOf(const Stmt &s);
-
 /// Whether the iterations of the loop `loop` (a For with constant bounds)
 /// are independent: they store to distinct elements of parameters, at
 /// indices affine in the loop variable, and read no element another
