@@ -89,6 +89,25 @@ private:
       }
       Scalar a = eval(*e.A);
       Scalar b = eval(*e.B);
+      // The common cases without evalBinary's dispatch (the same
+      // arithmetic: 64-bit integers wrap, f64 needs no rounding): index
+      // arithmetic is most of what a folded kernel evaluates.
+      if (e.A->Type == DType::Index || e.A->Type == DType::I64) {
+        uint64_t x = (uint64_t)a.I, y = (uint64_t)b.I;
+        switch (e.Bin) {
+        case BinOp::Add: return Scalar{(int64_t)(x + y), 0};
+        case BinOp::Sub: return Scalar{(int64_t)(x - y), 0};
+        case BinOp::Mul: return Scalar{(int64_t)(x * y), 0};
+        default: break;
+        }
+      } else if (e.A->Type == DType::F64) {
+        switch (e.Bin) {
+        case BinOp::Add: return Scalar{0, a.F + b.F};
+        case BinOp::Sub: return Scalar{0, a.F - b.F};
+        case BinOp::Mul: return Scalar{0, a.F * b.F};
+        default: break;
+        }
+      }
       return evalBinary(e.Bin, e.A->Type, a, b);
     }
     case ExprKind::Select:
@@ -143,13 +162,17 @@ private:
         exec(s->Else);
       return;
     case StmtKind::Alloc: {
+      // Zeroed storage, kept for the next run of the same allocation (a
+      // local inside a loop).
       const BufferNode *b = s->Buf.get();
-      std::vector<uint8_t> storage((size_t)b->Size * dtypeSize(b->Type), 0);
+      std::vector<uint8_t> storage = std::move(Storage[b]);
+      storage.assign((size_t)b->Size * dtypeSize(b->Type), 0);
       Slots.push_back({b, (int)Bufs.size()});
       Bufs.push_back({storage.data(), b->Type, b->Size});
       exec(s->Inner);
       Bufs.pop_back();
       Slots.pop_back();
+      Storage[b] = std::move(storage);
       return;
     }
     case StmtKind::Barrier: // the thread loops around it run one after the other
@@ -198,6 +221,7 @@ private:
 
   const Kernel &K;
   std::unordered_map<const StmtNode *, CopyShape> CopyShapes;
+  std::unordered_map<const BufferNode *, std::vector<uint8_t>> Storage;
   std::vector<BufSlot> Bufs;
   std::vector<std::pair<const BufferNode *, int>> Slots;
   std::vector<std::pair<const VarNode *, int64_t>> VarValues;
