@@ -1,6 +1,7 @@
 #include "compiler/kernel/KernelIR.h"
 
 #include "compiler/kernel/Mutator.h"
+#include "compiler/kernel/PrintNames.h"
 
 #include "compiler/kernel/ScalarEval.h"
 #include "compiler/support/Error.h"
@@ -586,31 +587,48 @@ void Kernel::finalize() {
 // Printing
 // ---------------------------------------------------------------------------
 
+const std::string &PrintNames::name(const VarNode *v) {
+  auto it = VarNames.find(v);
+  if (it != VarNames.end())
+    return it->second;
+  std::string n = Canonical ? "v" + std::to_string(VarNames.size()) : unique(v->Name);
+  return VarNames[v] = std::move(n);
+}
+
+const std::string &PrintNames::name(const BufferNode *b) {
+  auto it = BufNames.find(b);
+  if (it != BufNames.end())
+    return it->second;
+  std::string n = Canonical ? "b" + std::to_string(BufNames.size()) : unique(b->Name);
+  return BufNames[b] = std::move(n);
+}
+
+std::string PrintNames::unique(const std::string &base) {
+  std::string n = base.empty() ? "t" : base;
+  int &count = Used[n];
+  std::string result = count ? n + "_" + std::to_string(count) : n;
+  ++count;
+  // A generated suffix could collide with a real name; retry if so.
+  while (Taken.count(result))
+    result = n + "_" + std::to_string(count++);
+  Taken.insert(result);
+  return result;
+}
+
+std::string gemmAlphaText(double alpha) {
+  std::ostringstream os;
+  os << alpha;
+  return os.str();
+}
+
 namespace {
 
 class Printer {
 public:
-  explicit Printer(bool canonical) : Canonical(canonical) {}
+  explicit Printer(bool canonical) : Names(canonical) {}
 
-  std::string name(const VarNode *v) {
-    auto it = VarNames.find(v);
-    if (it != VarNames.end())
-      return it->second;
-    std::string n = Canonical ? "v" + std::to_string(VarNames.size())
-                              : unique(v->Name);
-    VarNames[v] = n;
-    return n;
-  }
-
-  std::string name(const BufferNode *b) {
-    auto it = BufNames.find(b);
-    if (it != BufNames.end())
-      return it->second;
-    std::string n = Canonical ? "b" + std::to_string(BufNames.size())
-                              : unique(b->Name);
-    BufNames[b] = n;
-    return n;
-  }
+  const std::string &name(const VarNode *v) { return Names.name(v); }
+  const std::string &name(const BufferNode *b) { return Names.name(b); }
 
   static std::string constText(const ExprNode &e) {
     char buf[64];
@@ -766,23 +784,7 @@ public:
   }
 
 private:
-  std::string unique(const std::string &base) {
-    std::string n = base.empty() ? "t" : base;
-    int &count = Used[n];
-    std::string result = count ? n + "_" + std::to_string(count) : n;
-    ++count;
-    // A generated suffix could collide with a real name; retry if so.
-    while (Taken.count(result))
-      result = n + "_" + std::to_string(count++);
-    Taken.insert(result);
-    return result;
-  }
-
-  bool Canonical;
-  std::map<const VarNode *, std::string> VarNames;
-  std::map<const BufferNode *, std::string> BufNames;
-  std::map<std::string, int> Used;
-  std::set<std::string> Taken;
+  PrintNames Names;
 };
 
 } // namespace
@@ -807,7 +809,7 @@ std::string print(const Kernel &k, bool withName) {
        << p.name(g->B.get()) << (g->TransB ? "^T" : "") << " -> " << p.name(g->C.get())
        << ": batch " << g->Batch << ", " << g->M << "x" << g->N << "x" << g->K << ", ld "
        << g->Lda << "/" << g->Ldb << "/" << g->Ldc << ", strides " << g->StrideA << "/"
-       << g->StrideB << "/" << g->StrideC << ", alpha " << g->Alpha << "\n";
+       << g->StrideB << "/" << g->StrideC << ", alpha " << gemmAlphaText(g->Alpha) << "\n";
   p.stmt(os, k.Body, 1);
   return os.str();
 }

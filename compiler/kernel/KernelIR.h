@@ -316,9 +316,10 @@ int maxExprDepth(const Kernel &k);
 /// kernel on violation. Emitters may assume a verified kernel.
 void verify(const Kernel &k);
 
-/// Deterministic text of a kernel ("--emit kernels"); also the key used to
-/// share identical kernels between nodes (the name is not printed when
-/// `withName` is false).
+/// Deterministic text of a kernel ("--emit kernels"); without its name when
+/// `withName` is false, and then with its variables and buffers named in
+/// order of first appearance. Structural equality (Equality.h) tells kernels
+/// and expressions apart exactly as this text does, without printing.
 std::string print(const Kernel &k, bool withName = true);
 std::string print(const Expr &e);
 

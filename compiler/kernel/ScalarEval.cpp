@@ -1,9 +1,8 @@
 #include "compiler/kernel/ScalarEval.h"
 
 #include "compiler/support/Error.h"
-#include "compiler/support/Float16.h"
+#include "compiler/support/NarrowFloat.h"
 #include "compiler/support/Tensor.h"
-#include "compiler/support/Float8.h"
 
 #include <cmath>
 #include <cstring>
@@ -40,16 +39,14 @@ double roundFloat(DType type, double v) {
   case DType::F32:
     return (double)(float)v;
   case DType::F16:
-    return halfToFloat(floatToHalf((float)v));
   case DType::BF16:
-    return bfloat16ToFloat(floatToBfloat16((float)v));
   case DType::F8E4M3FN:
   case DType::F8E4M3FNUZ:
   case DType::F8E5M2:
   case DType::F8E5M2FNUZ:
   case DType::F8E8M0:
-    // Via f32, without saturation (see Float8.h).
-    return float8ToFloat(type, floatToFloat8(type, (float)v));
+    // Stored and loaded again, via f32 (float8 without saturation).
+    return narrowBitsToFloat(type, floatToNarrowBits(type, (float)v));
   default:
     return v;
   }

@@ -2,6 +2,7 @@
 
 #include "compiler/kernel/Builder.h"
 #include "compiler/kernel/Cost.h"
+#include "compiler/kernel/Equality.h"
 #include "compiler/kernel/MathExpansions.h"
 #include "compiler/kernel/Mutator.h"
 #include "compiler/support/Error.h"
@@ -15,10 +16,10 @@ namespace mlcc::kir {
 
 namespace {
 
-/// A sum of Index expressions as its terms (printed) with their integer
-/// coefficients, and its constant part: sums, differences and products by
-/// constants are distributed.
-void sumTerms(const Expr &e, int64_t k, std::map<std::string, int64_t> &terms, int64_t &c) {
+/// A sum of Index expressions as its terms (structurally equal ones merged)
+/// with their integer coefficients, and its constant part: sums,
+/// differences and products by constants are distributed.
+void sumTerms(const Expr &e, int64_t k, std::map<ExprKey, int64_t> &terms, int64_t &c) {
   if (e->isConst() && e->Type == DType::Index) {
     c += k * e->IntValue;
     return;
@@ -35,14 +36,15 @@ void sumTerms(const Expr &e, int64_t k, std::map<std::string, int64_t> &terms, i
       return;
     }
   }
-  if ((terms[print(e)] += k) == 0)
-    terms.erase(print(e));
+  ExprKey term(e);
+  if ((terms[term] += k) == 0)
+    terms.erase(term);
 }
 
 } // namespace
 
 std::optional<int64_t> constantDifference(const Expr &a, const Expr &b) {
-  std::map<std::string, int64_t> ta, tb;
+  std::map<ExprKey, int64_t> ta, tb;
   int64_t ca = 0, cb = 0;
   sumTerms(a, 1, ta, ca);
   sumTerms(b, 1, tb, cb);
@@ -293,19 +295,19 @@ private:
 /// are all in groups of two or more (per buffer and stride, their distinct
 /// indices in strideGroups).
 bool wideLoadsGrouped(const std::vector<Expr> &values, const Var &v) {
-  std::map<std::pair<const BufferNode *, int64_t>, std::map<std::string, Expr>> wide;
+  std::map<std::pair<const BufferNode *, int64_t>, std::set<ExprKey>> wide;
   for (const Expr &value : values)
     visitExprs(value, [&](const Expr &e) {
       if (e->Kind != ExprKind::Load)
         return;
       auto s = strideOf(e->A, v);
       if (s && *s > kMaxStride)
-        wide[{e->Buf.get(), *s}].emplace(print(e->A), e->A);
+        wide[{e->Buf.get(), *s}].emplace(e->A);
     });
-  for (auto &[key, byText] : wide) {
+  for (auto &[key, distinct] : wide) {
     std::vector<Expr> indices;
-    for (auto &kv : byText)
-      indices.push_back(kv.second);
+    for (const ExprKey &index : distinct)
+      indices.push_back(index.expr());
     for (const std::vector<size_t> &g : strideGroups(indices, key.second))
       if (g.size() < 2)
         return false;
@@ -353,7 +355,7 @@ private:
         (e->Bin != BinOp::Add && e->Bin != BinOp::Max && e->Bin != BinOp::Min))
       return nullptr;
     auto isAcc = [&](const Expr &x) {
-      return x->Kind == ExprKind::Load && x->Buf == st->Buf && print(x->A) == print(st->Index);
+      return x->Kind == ExprKind::Load && x->Buf == st->Buf && structuralEqual(x->A, st->Index);
     };
     Expr f = isAcc(e->A) ? e->B : isAcc(e->B) ? e->A : nullptr;
     if (!f)
@@ -439,7 +441,7 @@ private:
       for (auto &other : stores) {
         visitExprs(other->Value, [&](const Expr &e) {
           if (e->Kind == ExprKind::Load && e->Buf == st->Buf &&
-              (print(e->A) != print(st->Index) || (reduced[si] && other != st)))
+              (!structuralEqual(e->A, st->Index) || (reduced[si] && other != st)))
             hazard = true;
         });
         if (other != st && other->Buf == st->Buf) {
@@ -741,7 +743,7 @@ bool iterationsIndependent(const StmtNode &s) {
   if (!ok)
     return false;
   std::set<const BufferNode *> written;
-  std::set<std::pair<const BufferNode *, std::string>> storedAt; // buffer, index
+  std::set<std::pair<const BufferNode *, ExprKey>> storedAt; // buffer, index
   for (auto &[st, around] : stores) {
     if (locals.count(st->Buf.get()))
       continue; // the iteration's own temporary
@@ -780,11 +782,11 @@ bool iterationsIndependent(const StmtNode &s) {
       }
     }
     written.insert(st->Buf.get());
-    storedAt.insert({st->Buf.get(), print(st->Index)});
+    storedAt.insert({st->Buf.get(), ExprKey(st->Index)});
   }
   visitExprs(s.Inner, [&](const Expr &e) {
     if (e->Kind == ExprKind::Load && written.count(e->Buf.get()) &&
-        !storedAt.count({e->Buf.get(), print(e->A)}))
+        !storedAt.count({e->Buf.get(), ExprKey(e->A)}))
       ok = false;
   });
   return ok;

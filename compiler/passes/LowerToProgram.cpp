@@ -18,12 +18,14 @@
 //    output directly, and the op makes no kernel.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/kernel/Equality.h"
 #include "compiler/ops/Lowering.h"
 #include "compiler/passes/Passes.h"
 
 #include <cctype>
 #include <map>
 #include <set>
+#include <unordered_map>
 
 namespace mlcc::passes {
 
@@ -236,16 +238,16 @@ private:
   }
 
   size_t addKernel(kir::Kernel k, const std::string &opName) {
-    std::string key = kir::print(k, false);
-    auto it = KernelByText.find(key);
-    if (it != KernelByText.end())
+    kir::KernelKey key(k);
+    auto it = KernelByStructure.find(key);
+    if (it != KernelByStructure.end())
       return it->second;
     std::string lower;
     for (char ch : opName)
       lower += (char)std::tolower((unsigned char)ch);
     k.Name = "k" + std::to_string(P.Kernels.size()) + "_" + sanitize(lower, "op");
     P.Kernels.push_back(std::move(k));
-    KernelByText[key] = P.Kernels.size() - 1;
+    KernelByStructure.emplace(std::move(key), P.Kernels.size() - 1);
     return P.Kernels.size() - 1;
   }
 
@@ -345,7 +347,9 @@ private:
   Classes C;
   std::map<const ir::Value *, Storage> ClassStorage;
   std::map<const Tensor *, size_t> ConstIndex;
-  std::map<std::string, size_t> KernelByText;
+  /// The kernels made so far, by structure: a node whose kernel equals an
+  /// earlier one up to the names of its variables and buffers calls that one.
+  std::unordered_map<kir::KernelKey, size_t> KernelByStructure;
   std::vector<size_t> PendingCopies;
   /// Nodes whose inputs are written in place into their output.
   std::set<const ir::Node *> InPlace;

@@ -1,8 +1,7 @@
 #include "compiler/support/Tensor.h"
 
 #include "compiler/support/Error.h"
-#include "compiler/support/Float16.h"
-#include "compiler/support/Float8.h"
+#include "compiler/support/NarrowFloat.h"
 
 #include <algorithm>
 #include <cmath>
@@ -98,13 +97,9 @@ void storeScalar(DType dtype, void *dst, double v) {
   case DType::F64:
     std::memcpy(dst, &v, 8);
     return;
-  case DType::F16: {
-    uint16_t h = floatToHalf((float)v);
-    std::memcpy(dst, &h, 2);
-    return;
-  }
+  case DType::F16:
   case DType::BF16: {
-    uint16_t h = floatToBfloat16((float)v);
+    uint16_t h = (uint16_t)floatToNarrowBits(dtype, (float)v);
     std::memcpy(dst, &h, 2);
     return;
   }
@@ -119,7 +114,7 @@ void storeScalar(DType dtype, void *dst, double v) {
   case DType::F8E5M2FNUZ:
   case DType::F8E8M0: {
     // Through f32 and without saturation, like a kernel IR cast.
-    uint8_t b = floatToFloat8(dtype, (float)v);
+    uint8_t b = (uint8_t)floatToNarrowBits(dtype, (float)v);
     std::memcpy(dst, &b, 1);
     return;
   }
@@ -204,22 +199,18 @@ double loadScalarDouble(DType dtype, const void *src) {
     std::memcpy(&d, src, 8);
     return d;
   }
-  case DType::F16: {
-    uint16_t h;
-    std::memcpy(&h, src, 2);
-    return halfToFloat(h);
-  }
+  case DType::F16:
   case DType::BF16: {
     uint16_t h;
     std::memcpy(&h, src, 2);
-    return bfloat16ToFloat(h);
+    return narrowBitsToFloat(dtype, h);
   }
   case DType::F8E4M3FN:
   case DType::F8E4M3FNUZ:
   case DType::F8E5M2:
   case DType::F8E5M2FNUZ:
   case DType::F8E8M0:
-    return float8ToFloat(dtype, *(const uint8_t *)src);
+    return narrowBitsToFloat(dtype, *(const uint8_t *)src);
   case DType::U64: {
     uint64_t u;
     std::memcpy(&u, src, 8);

@@ -7,6 +7,7 @@
 #include "compiler/support/Error.h"
 #include "compiler/support/Float16.h"
 #include "compiler/support/Float8.h"
+#include "compiler/support/NarrowFloat.h"
 
 #include <algorithm>
 #include <cmath>
@@ -803,15 +804,14 @@ private:
     case DType::F64:
       return llvm::ConstantFP::get(t, e.FloatValue);
     case DType::F16:
-      return llvm::ConstantInt::get(t, floatToHalf((float)e.FloatValue));
     case DType::BF16:
-      return llvm::ConstantInt::get(t, floatToBfloat16((float)e.FloatValue));
     case DType::F8E4M3FN:
     case DType::F8E4M3FNUZ:
     case DType::F8E5M2:
     case DType::F8E5M2FNUZ:
     case DType::F8E8M0:
-      return llvm::ConstantInt::get(t, mlcc::floatToFloat8(e.Type, (float)e.FloatValue));
+      // The bit pattern, encoded on the host.
+      return llvm::ConstantInt::get(t, floatToNarrowBits(e.Type, (float)e.FloatValue));
     default:
       return llvm::ConstantInt::get(t, (uint64_t)e.IntValue, isSignedInt(e.Type));
     }
