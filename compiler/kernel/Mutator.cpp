@@ -144,4 +144,12 @@ bool dependsOn(const Expr &e, const Var &v) {
 
 Var newVar(const std::string &name) { return std::make_shared<VarNode>(VarNode{name}); }
 
+Kernel rewrite(const Kernel &k, Mutator &m) {
+  Kernel r = k;
+  r.Body = m.mutate(k.Body);
+  if (r.Body != k.Body)
+    r.finalize();
+  return r;
+}
+
 } // namespace mlcc::kir

@@ -45,4 +45,7 @@ bool dependsOn(const Expr &e, const Var &v);
 /// A fresh loop variable.
 Var newVar(const std::string &name);
 
+/// `k` with its body rewritten by `m` (finalized again when it changed).
+Kernel rewrite(const Kernel &k, Mutator &m);
+
 } // namespace mlcc::kir

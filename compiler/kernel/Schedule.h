@@ -16,6 +16,11 @@
 //               the lowering's own parallel loops) run on the caller's
 //               workers.
 //
+// One rewrite per file: Vectorize.cpp, Scalarize.cpp, Collapse.cpp,
+// Parallelize.cpp (MathExpansions.cpp holds the vector forms of exp and erf);
+// Affine.cpp the index analyses they share; Schedule.cpp the order they run
+// in for a CPU target.
+//
 // Register tiles and cache blocks are the plans' (compiler/schedule/
 // CostModel.h chooses them, compiler/ir/KernelPlan.h holds them).
 //
