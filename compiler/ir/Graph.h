@@ -120,7 +120,7 @@ public:
   /// computed by one kernel. The group's first node builds the loop nest;
   /// the others are elementwise nodes applied to each element it stores.
   int Group = -1;
-  /// How its kernel runs (set by pack-weights; empty: the op's own loop
+  /// How its kernel runs (set by plan-kernels; empty: the op's own loop
   /// nest). Not an attribute: no ONNX meaning, never written to a model.
   KernelPlan Plan;
 

@@ -53,7 +53,7 @@ void lowerConvolution(LowerCtx &c, const ConvShape &s, const TensorRef &y,
 /// The same convolution as a loop nest over the outputs, each summing its
 /// window in a local accumulator: iterations are independent, so a GPU
 /// runs one thread per output (nodes whose plan says PerOutput, by
-/// pack-weights for a GPU target).
+/// plan-kernels for a GPU target).
 void lowerConvolutionPerOutput(LowerCtx &c, const ConvShape &s, const TensorRef &y,
                                const ConvSpec &spec);
 
@@ -89,7 +89,7 @@ struct MatMulSpec {
 };
 
 /// y[bi, i, j] = Finish(Init + sum_k A[bi, i, k] * B[bi, k, j]); nodes
-/// whose plan says PerOutput (pack-weights for a GPU target) get a loop nest
+/// whose plan says PerOutput (plan-kernels for a GPU target) get a loop nest
 /// over the outputs, each summing in a local accumulator.
 void lowerMatrixProduct(LowerCtx &c, const MatMulShape &s, const TensorRef &y,
                         const MatMulSpec &spec);
@@ -134,7 +134,7 @@ struct TiledContraction {
 
 void lowerTiledContraction(LowerCtx &c, const TiledContraction &t);
 
-/// Attributes pack-weights sets on a contraction whose B operand it packed,
+/// What the plan says of a contraction whose B operand pack-weights packed,
 /// and the packed operand's input index; or, for a pointwise convolution,
 /// the tile of its pixels-as-columns form (out[m, p] = W[m, :] . x[:, p], B
 /// read directly from the input, no packed operand).

@@ -95,7 +95,7 @@ struct PaddedInput {
 };
 
 /// A 2-D convolution through the register-tiled generator (weights packed
-/// by pack-weights): per image and group, the tile's rows are output pixels
+/// by plan-kernels): per image and group, the tile's rows are output pixels
 /// (all of them, row-major, so that a small feature map still fills whole
 /// tiles and every weight panel is read once per tile of pixels) and its
 /// columns output channels.
@@ -140,7 +140,7 @@ void lowerConvTiled(LowerCtx &c, const ConvShape &s, const PackedOperand &po) {
 }
 
 /// A 2-D convolution through the register-tiled generator with output
-/// pixels as the tile's columns (pack-weights chooses this when the output
+/// pixels as the tile's columns (plan-kernels chooses this when the output
 /// rows are wide): per image, group and output row, out[m, ox] = sum over
 /// (input channel, kh, kw) of W[m, ..] x[.., oy * sh + kh * dh, ox * sw + kw *
 /// dw]. The weights are broadcast, the input is read as vectors along the
@@ -222,7 +222,7 @@ void lowerPointwise(LowerCtx &c, const ConvShape &s, const PackedOperand &po) {
 }
 
 /// A stride-1 3x3 convolution as Winograd's F(m x m, 3 x 3) (see
-/// Winograd.h; pack-weights chooses it and folds the kernel transform U,
+/// Winograd.h; plan-kernels chooses it, pack-weights folds the kernel transform U,
 /// [a*a, M, C]). Per image, the output's m x m tiles run in blocks of
 /// `rows` rows of tiles, each row `pitch` tiles wide (tiles past the
 /// output's width are computed on the zero padding and dropped, so that the

@@ -1,6 +1,6 @@
 //===- DotConv.cpp - int8 convolutions on dot products of byte quads ------===//
 //
-// The paths of IntegerConv.cpp that pack-weights' plan selects on targets
+// The paths of IntegerConv.cpp that plan-kernels' plan selects on targets
 // with an int8 dot product (kernel IR dot4: x86 VNNI vpdpbusd): dense
 // convolutions over packed weight quads in register tiles (the plan's Dot
 // tile, lowerIntDotConv) and depthwise ones with four taps of a kernel row per
@@ -72,7 +72,7 @@ std::optional<DotGeometry> tapQuadsGeometry(const ConvShape &s, int64_t lanes) {
   if (s.W.rank() != 2 || s.Group != s.C || s.M != s.C || s.N <= 0 ||
       numElements(s.W.Out) < lanes)
     return std::nullopt;
-  return DotGeometry{1, numElements(s.W.Out), s.W.Kernel[0] * ((s.W.Kernel[1] + 3) / 4), 4};
+  return DotGeometry{1, numElements(s.W.Out), s.W.Kernel[0] * ((s.W.Kernel[1] + 3) / 4), 0};
 }
 
 
@@ -229,7 +229,7 @@ std::optional<DotGeometry> dotConvGeometry(const ConvShape &s, int64_t lanes, in
   if (!inPlace && steps * lanes * 4 > stackBytes)
     return std::nullopt;
   return DotGeometry{s.M, numElements(s.W.Out), steps,
-                     inPlace ? 4 : stackBytes / (steps * lanes * 4)};
+                     inPlace ? 0 : stackBytes / (steps * lanes * 4)};
 }
 
 

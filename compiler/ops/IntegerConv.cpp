@@ -246,7 +246,7 @@ void lowerIntConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx,
                   const std::function<Expr(Expr, Expr)> &finish) {
   KernelBuilder &b = c.b();
   ConvShape s = convShape(c.node(), xIdx, wIdx);
-  // The int8 dot-product path, when pack-weights chose it and the image
+  // The int8 dot-product path, when plan-kernels chose it and the image
   // fills a vector.
   size_t packedIdx = (size_t)std::max<int64_t>(c.node().Plan.Dot4Input, 0);
   if (c.node().Plan.Dot && c.node().Plan.Dot4Input >= 0 && c.hasIn(packedIdx)) {

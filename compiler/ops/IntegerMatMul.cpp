@@ -9,7 +9,7 @@
 // formed where A's element is loaded (outside the loop over columns) and the
 // row sums of (a - az) are computed once per call when bz may be nonzero;
 // the innermost loop multiplies and adds the raw 8-bit values (widened to
-// int32). With pack-weights' plan (Dot4Lanes) the products run on dot
+// int32). With plan-kernels' plan (Dot4Lanes) the products run on dot
 // products of byte quads (lowerIntDotMatMul).
 //
 // Requantization (shared with IntegerConv.cpp through IntegerOps.h): the
@@ -142,7 +142,7 @@ std::vector<Expr> operandIndex(const MatMulShape &s, bool isA, bool trans,
 }
 
 /// sum_k (a - a_zp) b over constant int8 B on the int8 dot product (kernel
-/// IR dot4), chosen by pack-weights (plan Dot4Lanes = the vector
+/// IR dot4), chosen by plan-kernels (plan Dot4Lanes = the vector
 /// lanes) when B's zero point is 0: B comes packed as int32 quads of four
 /// consecutive k per column, [ceil(K / 4), N] (mlcc.PackQuadsK), with its
 /// column sums, both computed at compile time (the node's last two inputs).

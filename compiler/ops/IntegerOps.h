@@ -35,7 +35,7 @@ void checkQLinearTypes(const ir::Node &n, const char *a, const char *b);
 kir::Expr requantize(DType out, bool f32, const kir::Expr &acc, const kir::Expr &mult, const kir::Expr &zp);
 
 /// The fixed-point multiplier and shift of output channel (column) `m`
-/// when pack-weights chose integer-only requantization, else nullopt.
+/// when plan-kernels chose integer-only requantization, else nullopt.
 std::optional<std::pair<kir::Expr, kir::Expr>> fixedRequant(LowerCtx &c, const kir::Expr &m);
 
 // --- DotConv.cpp ------------------------------------------------------------
@@ -43,7 +43,7 @@ std::optional<std::pair<kir::Expr, kir::Expr>> fixedRequant(LowerCtx &c, const k
 /// The contraction a dot-product convolution tiles, for plan-kernels'
 /// cost model: Rows (output channels per tile row) x Cols outputs over
 /// Steps reduction steps (quads x taps), with at most MaxVectors vectors
-/// across.
+/// across (0: no bound of the lowering's own).
 struct DotGeometry {
   int64_t Rows, Cols, Steps, MaxVectors;
 };
@@ -76,7 +76,7 @@ void lowerIntTapQuads(LowerCtx &c, const ConvShape &s, const TensorRef &x, const
 
 /// A 2-D convolution on the int8 dot product (kernel IR dot4, x86 VNNI
 /// vpdpbusd: 4 bytes x 4 bytes summed into each int32 lane), chosen by
-/// pack-weights (plan Dot4Lanes = the vector lanes) for int8 weights
+/// plan-kernels (plan Dot4Lanes = the vector lanes, Dot = the tile) for int8 weights
 /// with a zero point of 0 and one group. The weights come packed as int32
 /// quads of four consecutive input channels (mlcc.PackQuads, input
 /// `packed`: [M, C/4, KH, KW]), with their per-channel sums (input

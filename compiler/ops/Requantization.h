@@ -114,7 +114,7 @@ inline Expr saturateRoundF32(DType out, const Expr &v) {
 }
 
 /// saturate(round(acc * m0 * 2^-shift) + zp) in integers only, for targets
-/// without floating point (pack-weights' plan: FixedRequantInput): `m0` is a Q31
+/// without floating point (the plan's FixedRequant): `m0` is a Q31
 /// multiplier in [2^30, 2^31), `shift` in [1, 62] (both int32); the product
 /// is exact in int64 and rounds half up. The result is an int32 in `out`'s
 /// range.
