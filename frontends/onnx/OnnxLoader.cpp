@@ -222,20 +222,13 @@ TensorPtr convertSparse(const pb::SparseTensor &sp, const TensorContext &ctx) {
 }
 
 /// Turns one dimension of a graph input into a number.
-int64_t bindDim(const pb::TensorShape::Dimension &d, const LoadOptions &opts,
-                std::set<std::string> &unbound) {
-  if (d.has_dim_value())
-    return d.dim_value();
-  if (d.has_dim_param() && !d.dim_param().empty()) {
-    auto it = opts.Dims.find(d.dim_param());
-    if (it != opts.Dims.end())
-      return it->second;
-    unbound.insert(d.dim_param());
-    return -1;
-  }
-  unbound.insert("?");
-  return -1;
-}
+/// A dimension of a graph input that nothing binds: the input, its axis and
+/// its name (dim_param; "" when it has none).
+struct UnboundDim {
+  std::string Input;
+  size_t Axis;
+  std::string Name;
+};
 
 class GraphBuilder {
 public:
@@ -261,6 +254,8 @@ public:
 
 private:
   static constexpr int MaxSubgraphDepth = 32;
+  /// The symbolic dimensions bound by --dim and --shape (bindShapeNames).
+  std::map<std::string, int64_t> Bound;
 
   std::shared_ptr<ir::Graph> buildGraph(const pb::Graph &gp, bool isMain,
                                         const std::map<std::string, ir::Value *> *outer) {
@@ -287,7 +282,9 @@ private:
       scope[name] = v;
     }
 
-    std::set<std::string> unbound;
+    std::vector<UnboundDim> unbound;
+    if (isMain)
+      bindShapeNames(gp);
     for (auto &vi : gp.input()) {
       if (scope.count(vi.name()))
         continue; // IR < 4: initializers listed as inputs are constants
@@ -307,21 +304,13 @@ private:
       g->Inputs.push_back(v);
       scope[vi.name()] = v;
     }
-    if (!unbound.empty()) {
-      std::ostringstream names;
-      bool first = true;
-      for (auto &n : unbound) {
-        names << (first ? "" : ", ") << n;
-        first = false;
-      }
-      if (unbound.count("?"))
-        fail(ErrorKind::Invalid)
-            << "a graph input has a dimension with neither a value nor a "
-               "name; mlcc needs static shapes";
-      fail(ErrorKind::Invalid)
-          << "unbound symbolic dimension(s): " << names.str()
-          << "; bind each with --dim NAME=VALUE";
-    }
+    for (auto &[name, shape] : Opts.Shapes)
+      if (isMain && std::find_if(g->Inputs.begin(), g->Inputs.end(), [&](const ir::Value *v) {
+                      return v->Name == name;
+                    }) == g->Inputs.end())
+        fail(ErrorKind::Usage) << "--shape names '" << name << "', which is not a graph input";
+    if (!unbound.empty())
+      failUnbound(*g, unbound);
     for (auto &[name, t] : Opts.Frozen)
       if (isMain && !scope.count(name))
         fail(ErrorKind::Usage) << "--freeze names '" << name
@@ -344,6 +333,63 @@ private:
     return g;
   }
 
+  /// The symbolic dimensions' values: --dim's, then those that --shape
+  /// gives a named dimension (one name bound to two values is an error).
+  void bindShapeNames(const pb::Graph &gp) {
+    Bound = Opts.Dims;
+    std::map<std::string, std::string> boundBy; // name -> the flag that bound it
+    for (auto &[name, value] : Opts.Dims)
+      boundBy[name] = "--dim " + name + "=" + std::to_string(value);
+    for (auto &vi : gp.input()) {
+      auto given = Opts.Shapes.find(vi.name());
+      if (given == Opts.Shapes.end() || !vi.type().has_tensor_type() ||
+          !vi.type().tensor_type().has_shape())
+        continue;
+      const auto &dims = vi.type().tensor_type().shape().dim();
+      for (int axis = 0; axis < dims.size() && axis < (int)given->second.size(); ++axis) {
+        const std::string &name = dims[axis].dim_param();
+        if (dims[axis].has_dim_value() || name.empty())
+          continue;
+        int64_t value = given->second[(size_t)axis];
+        auto [it, fresh] = Bound.emplace(name, value);
+        std::string flag = "--shape " + vi.name() + " (axis " + std::to_string(axis) + ")";
+        if (!fresh && it->second != value)
+          fail(ErrorKind::Usage) << "dimension '" << name << "' is " << value << " by " << flag
+                                 << " but " << it->second << " by " << boundBy[name];
+        boundBy.emplace(name, flag);
+      }
+    }
+  }
+
+  /// The error for graph inputs with dimensions nothing binds: which input
+  /// and axis, and the flag that fixes it.
+  [[noreturn]] void failUnbound(const ir::Graph &g, const std::vector<UnboundDim> &unbound) {
+    for (const UnboundDim &u : unbound) {
+      if (!u.Name.empty())
+        continue;
+      // The --shape argument that fixes the input: its sizes, N where
+      // nothing gives one.
+      std::string flag = "--shape " + u.Input + "=";
+      for (const ir::Value *v : g.Inputs)
+        if (v->Name == u.Input)
+          for (size_t axis = 0; axis < v->Type.Dims.size(); ++axis)
+            flag += (axis ? "x" : "") +
+                    (v->Type.Dims[axis] < 0 ? std::string("N") : std::to_string(v->Type.Dims[axis]));
+      fail(ErrorKind::Invalid) << "graph input '" << u.Input << "' axis " << u.Axis
+                               << " has neither a size nor a name; give the input's shape with "
+                               << flag << " (N: the sizes to compile for)";
+    }
+    std::set<std::string> names;
+    std::string where;
+    for (const UnboundDim &u : unbound)
+      if (names.insert(u.Name).second)
+        where += (where.empty() ? "" : ", ") + u.Name + " (graph input '" + u.Input +
+                 "' axis " + std::to_string(u.Axis) + ")";
+    fail(ErrorKind::Invalid) << "unbound symbolic dimension(s): " << where
+                             << "; bind each with --dim NAME=VALUE (or give the input's "
+                                "whole shape with --shape NAME=D0xD1x...)";
+  }
+
   void checkFrozen(const pb::ValueInfo &vi, const Tensor &t) {
     if (!vi.type().has_tensor_type())
       return;
@@ -354,8 +400,8 @@ private:
                              << dtypeOnnxName(*dt);
   }
 
-  ir::TensorType inputType(const pb::ValueInfo &vi,
-                           std::set<std::string> &unbound, bool isMain) {
+  ir::TensorType inputType(const pb::ValueInfo &vi, std::vector<UnboundDim> &unbound,
+                           bool isMain) {
     const pb::TypeInfo &tp = vi.type();
     if (!tp.has_tensor_type()) {
       if (!isMain)
@@ -370,14 +416,23 @@ private:
     if (!tt.has_elem_type() && !isMain)
       return {};
     DType dtype = tensorDType(tt.elem_type(), ctx);
+    auto given = isMain ? Opts.Shapes.find(vi.name()) : Opts.Shapes.end();
     if (!tt.has_shape()) {
       if (!isMain)
         return {dtype, {}};
+      if (given != Opts.Shapes.end())
+        return {dtype, given->second};
       fail(ErrorKind::Invalid) << "graph input '" << vi.name()
-                               << "' has no shape; mlcc needs static shapes";
+                               << "' has no shape; give it with --shape " << vi.name()
+                               << "=D0xD1x...";
     }
+    if (given != Opts.Shapes.end() && (int)given->second.size() != tt.shape().dim_size())
+      fail(ErrorKind::Usage) << "--shape " << vi.name() << ": " << given->second.size()
+                             << " dimensions, but the model declares "
+                             << tt.shape().dim_size();
     Shape dims;
     for (auto &d : tt.shape().dim()) {
+      size_t axis = dims.size();
       // -1 stands for "unknown" inside mlcc; a model cannot declare it.
       if (d.has_dim_value() && d.dim_value() < 0)
         fail(ErrorKind::Invalid) << "graph input '" << vi.name()
@@ -386,7 +441,26 @@ private:
         dims.push_back(-1);
         continue;
       }
-      dims.push_back(bindDim(d, Opts, unbound));
+      if (given != Opts.Shapes.end()) {
+        int64_t want = given->second[axis];
+        if (d.has_dim_value() && d.dim_value() != want)
+          fail(ErrorKind::Usage) << "--shape " << vi.name() << ": axis " << axis << " is "
+                                 << d.dim_value() << " in the model, not " << want;
+        dims.push_back(want);
+        continue;
+      }
+      if (d.has_dim_value()) {
+        dims.push_back(d.dim_value());
+        continue;
+      }
+      const std::string &name = d.has_dim_param() ? d.dim_param() : std::string();
+      auto bound = name.empty() ? Bound.end() : Bound.find(name);
+      if (bound != Bound.end()) {
+        dims.push_back(bound->second);
+        continue;
+      }
+      unbound.push_back({vi.name(), axis, name});
+      dims.push_back(-1);
     }
     for (int64_t d : dims)
       if (d < -1)

@@ -28,6 +28,10 @@ constexpr int64_t MaxDefaultOpset = 28;
 struct LoadOptions {
   /// Values for symbolic dimensions (dim_param), by name.
   std::map<std::string, int64_t> Dims;
+  /// Whole shapes of graph inputs, by input name (`--shape`): they give
+  /// every dimension, named, unnamed or absent; a dimension the model fixes
+  /// must agree, and a named one binds that name for the other inputs.
+  std::map<std::string, Shape> Shapes;
   /// Graph inputs to turn into constants, by input name.
   std::map<std::string, TensorPtr> Frozen;
 };

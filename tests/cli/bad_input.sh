@@ -50,8 +50,20 @@ expect empty-file    1 "is not an ONNX model" -- "$work/empty.onnx" -o "$work/ou
 expect missing-file  1 "cannot open model"    -- "$work/nope.onnx" -o "$work/out/libm.a"
 expect unknown-op    3 "node 'frob1' (FrobnicateTensor): operator FrobnicateTensor is not supported" \
                        -- "$data/unknown_op.onnx" -o "$work/out/libm.a"
-expect unbound-dim   1 "unbound symbolic dimension(s): batch; bind each with --dim" \
+expect unbound-dim   1 "unbound symbolic dimension(s): batch (graph input 'x' axis 0); bind each with --dim" \
                        -- "$data/symbolic_dim.onnx" -o "$work/out/libm.a"
+expect unnamed-dim   1 "graph input 'x' axis 1 has neither a size nor a name; give the input's shape with --shape x=2xNx4" \
+                       -- "$data/unnamed_dim.onnx" -o "$work/out/libm.a"
+expect shape-rank    2 "--shape x: 2 dimensions, but the model declares 3" \
+                       -- "$data/unnamed_dim.onnx" --shape x=5x4 -o "$work/out/libm.a"
+expect shape-fixed   2 "--shape x: axis 0 is 2 in the model, not 3" \
+                       -- "$data/unnamed_dim.onnx" --shape x=3x5x4 -o "$work/out/libm.a"
+expect shape-syntax  2 "--shape x: '2xax4' is not a shape D0xD1x..." \
+                       -- "$data/unnamed_dim.onnx" --shape x=2xax4 -o "$work/out/libm.a"
+expect shape-input   2 "--shape names 'z', which is not a graph input" \
+                       -- "$data/unnamed_dim.onnx" --shape z=2 -o "$work/out/libm.a"
+expect shape-clash   2 "dimension 'seq' is 6 by --shape a (axis 0) but 5 by --dim seq=5" \
+                       -- "$data/shared_dim.onnx" --shape a=6x8 --dim seq=5 -o "$work/out/libm.a"
 expect bad-dim-value 2 "is not a non-negative integer" \
                        -- "$data/symbolic_dim.onnx" --dim batch=zero -o "$work/out/libm.a"
 expect bad-broadcast 1 "node 'add1' (Add): shapes [2,3] and [4,5] do not broadcast" \
@@ -104,6 +116,22 @@ if "$mlcc" "$data/symbolic_dim.onnx" --dim batch=4 -o "$work/out/libm.a" &&
   echo "ok   bound-dim: --dim batch=4 compiles"
 else
   echo "FAIL bound-dim"; failures=$((failures + 1))
+fi
+
+rm -rf "$work/out" && mkdir -p "$work/out"
+if "$mlcc" "$data/unnamed_dim.onnx" --shape x=2x5x4 -o "$work/out/libm.a" &&
+   grep -q "float \[2\]\[5\]\[4\]" "$work/out/m.h"; then
+  echo "ok   shape: --shape x=2x5x4 sets an unnamed dimension"
+else
+  echo "FAIL shape"; failures=$((failures + 1))
+fi
+# --shape of one input binds its named dimension for the other.
+rm -rf "$work/out" && mkdir -p "$work/out"
+if "$mlcc" "$data/shared_dim.onnx" --shape a=6x8 -o "$work/out/libm.a" &&
+   [[ $(grep -c "float \[6\]\[8\]" "$work/out/m.h") -eq 3 ]]; then
+  echo "ok   shape-binds: --shape a=6x8 binds seq for b"
+else
+  echo "FAIL shape-binds"; failures=$((failures + 1))
 fi
 
 if [[ $failures -ne 0 ]]; then

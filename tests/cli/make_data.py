@@ -30,6 +30,19 @@ ys = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3])
 save(helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu1")],
                        "symbolic", [xs], [ys]), "symbolic_dim.onnx")
 
+# Dimensions with neither a size nor a name (as some exporters write them):
+# needs --shape x=2xNx4. Two inputs sharing a named dimension: --shape of one
+# binds it for the other.
+xu = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, None, 4])
+yu = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, None, 4])
+save(helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu_u")],
+                       "unnamed", [xu], [yu]), "unnamed_dim.onnx")
+xa = helper.make_tensor_value_info("a", TensorProto.FLOAT, ["seq", 8])
+xb = helper.make_tensor_value_info("b", TensorProto.FLOAT, ["seq", 8])
+ya = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["seq", 8])
+save(helper.make_graph([helper.make_node("Add", ["a", "b"], ["y"], name="add_s")],
+                       "shared", [xa, xb], [ya]), "shared_dim.onnx")
+
 # Valid ONNX, but shapes that do not broadcast: a clear error at inference.
 x2 = helper.make_tensor_value_info("a", TensorProto.FLOAT, [2, 3])
 x3 = helper.make_tensor_value_info("b", TensorProto.FLOAT, [4, 5])

@@ -108,6 +108,26 @@ onnx::LoadOptions loadOptions(const DriverOptions &o) {
                              << "' is not a non-negative integer";
     lo.Dims[name] = v;
   }
+  for (auto &a : o.Shapes) {
+    auto [name, text] = splitAssignment(a, "--shape");
+    Shape shape;
+    size_t at = 0;
+    while (true) {
+      size_t x = text.find('x', at);
+      std::string dim = text.substr(at, x == std::string::npos ? std::string::npos : x - at);
+      char *end = nullptr;
+      long long v = std::strtoll(dim.c_str(), &end, 10);
+      if (dim.empty() || *end || v < 0)
+        fail(ErrorKind::Usage) << "--shape " << name << ": '" << text
+                               << "' is not a shape D0xD1x... of non-negative integers";
+      shape.push_back(v);
+      if (x == std::string::npos)
+        break;
+      at = x + 1;
+    }
+    if (!lo.Shapes.emplace(name, shape).second)
+      fail(ErrorKind::Usage) << "--shape " << name << " is given twice";
+  }
   for (auto &f : o.Freeze) {
     auto [name, file] = splitAssignment(f, "--freeze");
     lo.Frozen[name] = onnx::loadTensorFile(file);

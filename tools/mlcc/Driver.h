@@ -18,6 +18,7 @@ struct DriverOptions {
   std::string Emit; ///< empty: from the output extension
   std::string Name;
   std::vector<std::string> Dims;   ///< NAME=VALUE
+  std::vector<std::string> Shapes; ///< NAME=D0xD1x...
   std::vector<std::string> Freeze; ///< NAME=FILE.pb
   std::string Backend = "llvm"; ///< llvm, or c (host C compiler)
   std::string Target = "host";

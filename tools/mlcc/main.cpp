@@ -27,6 +27,9 @@ namespace mlcc {
 void addCompileOptions(CLI::App &app, DriverOptions &o) {
   app.add_option("--dim", o.Dims,
                  "Bind a symbolic input dimension: NAME=VALUE (repeatable)");
+  app.add_option("--shape", o.Shapes,
+                 "Set a graph input's whole shape, named or unnamed dimensions alike: "
+                 "NAME=D0xD1x... (repeatable)");
   app.add_option("--freeze", o.Freeze,
                  "Make a graph input a compile-time constant: NAME=FILE.pb "
                  "(a serialized TensorProto; repeatable)");
