@@ -30,8 +30,9 @@
 //       register tile; depthwise ones of uint8 data with four taps of a
 //       kernel row per quad (16-lane vectors); the int32 register tile of
 //       the convolutions' other paths (4 channels x 16 outputs, or the
-//       target's i32 lanes if more); without floating point, fixed-point
-//       requantization.
+//       target's i32 lanes if more; on a target without vectors the
+//       cheapest tile of scalars that fits its general registers); without
+//       floating point, fixed-point requantization.
 //   GPU
 //       one output per thread for f32 convolutions and matrix products.
 //
@@ -223,14 +224,36 @@ std::optional<ir::KernelPlan> dotPlan(const ir::Node &n, const ops::IntegerOpera
   return p;
 }
 
+/// The int32 register tile of an integer convolution's pointwise and
+/// windowed paths: on a vector target 4 output channels x 16 outputs (or
+/// the i32 lanes if more: one AVX-512 vector, two AVX2 or four NEON ones);
+/// without vectors, the cheapest tile of scalars that fits the general
+/// registers (a microcontroller: 16 x 4 accumulators would live on the
+/// stack).
+ir::KernelPlan::IntTile intTile(const ir::Node &n, const ops::IntegerOperands &o,
+                                const TargetDesc &t) {
+  // (RVV: vectors whose length the description does not give yet.)
+  if (t.VectorBytes > 0 || t.has(MacForm::RvvWidening) || !n.Outputs[0] ||
+      n.inShape(o.W).size() < 3)
+    return ir::KernelPlan::IntTile{
+        kIntTileRows, 1, std::max<int64_t>(kIntTileOutputs, t.lanes(DType::I32)), 1};
+  const Shape &w = n.inShape(o.W), &y = n.Outputs[0]->Type.Dims;
+  int64_t groups = n.attrInt("group", 1), outputs = 1;
+  for (size_t d = 2; d < y.size(); ++d)
+    outputs *= y[d];
+  TileChoice c = schedule::chooseTile(
+      t, TileProblem{MacKind::IntScalar, std::max<int64_t>(w[0] / groups, 1),
+                     std::max<int64_t>(outputs, 1), numElements(w) / std::max<int64_t>(w[0], 1)});
+  return ir::KernelPlan::IntTile{c.Rows, 1, c.Vectors, 1};
+}
+
 } // namespace
 
 ir::KernelPlan planKernel(const ir::Node &n, const TargetDesc &t, bool gpu) {
   ir::KernelPlan p;
   std::optional<ops::IntegerOperands> io = ops::integerOperands(n);
   if (io && io->Conv)
-    p.Int = ir::KernelPlan::IntTile{
-        kIntTileRows, 1, std::max<int64_t>(kIntTileOutputs, t.lanes(DType::I32)), 1};
+    p.Int = intTile(n, *io, t);
   if (gpu) {
     bool floatConv = n.Domain.empty() && n.OpType == "Conv" && n.hasInput(0) &&
                      n.inDType(0) == DType::F32;

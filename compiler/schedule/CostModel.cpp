@@ -52,7 +52,16 @@ int64_t tailVectors(int64_t cols, int64_t panel, int64_t lanes) {
   return (cols % panel + lanes - 1) / lanes;
 }
 
+/// General registers a scalar integer tile's loop keeps for itself: the
+/// input, weight and output pointers and the reduction counter.
+constexpr int64_t kScalarLoopRegisters = 4;
+/// The most outputs across a scalar integer tile (unrolled code grows with
+/// it, and wider tiles run out of registers first anyway).
+constexpr int64_t kMaxScalarColumns = 8;
+
 int64_t lanesOf(const TargetDesc &t, MacKind m) {
+  if (m == MacKind::IntScalar)
+    return 1;
   return t.lanes(m == MacKind::F32Fma ? DType::F32 : DType::I32);
 }
 
@@ -61,6 +70,8 @@ int64_t lanesOf(const TargetDesc &t, MacKind m) {
 /// each input once per many outputs), never past the columns.
 int64_t maxVectors(const TargetDesc &t, const TileProblem &p) {
   int64_t lanes = lanesOf(t, p.Mac);
+  if (p.Mac == MacKind::IntScalar)
+    return std::min<int64_t>(p.MaxVectors > 0 ? p.MaxVectors : kMaxScalarColumns, p.Cols);
   if (p.Mac == MacKind::Int8Dot) {
     int64_t n = std::min<int64_t>(p.MaxVectors > 0 ? p.MaxVectors : 4, p.Cols / lanes);
     return n;
@@ -76,6 +87,8 @@ int64_t maxVectors(const TargetDesc &t, const TileProblem &p) {
 int64_t maxRows(const TargetDesc &t, const TileProblem &p, int64_t nv) {
   if (p.Mac == MacKind::Int8Dot)
     return std::min<int64_t>(p.Rows, dotAccumulators(t) / nv);
+  if (p.Mac == MacKind::IntScalar) // accumulators, a weight per row, an input per column
+    return std::min<int64_t>(p.Rows, (t.GeneralRegisters - kScalarLoopRegisters - nv) / (nv + 1));
   // Accumulators, one vector of each panel and a broadcast.
   return std::min<int64_t>({(floatRegisters(t) - nv - 1) / nv, 16, p.Rows});
 }
@@ -94,6 +107,8 @@ double tileCost(const TargetDesc &t, const TileProblem &p, int64_t rw, int64_t n
   }
   double usefulRows = (double)p.Rows / (double)(((p.Rows + rw - 1) / rw) * rw);
   double usefulCols = (double)p.Cols / (double)(((p.Cols + panel - 1) / panel) * panel);
+  if (p.Mac == MacKind::IntScalar)
+    return (1.0 + (double)(rw + nv) / (double)(rw * nv)) / (usefulRows * usefulCols);
   if (p.FullPanels && panel > p.Cols)
     usefulCols = 0; // cannot read past the operand
   double accs = (double)(rw * nv);

@@ -33,6 +33,10 @@ namespace mlcc::schedule {
 enum class MacKind : uint8_t {
   F32Fma,  ///< f32 multiply-adds: vectors of lanes(F32), or a scalar FPU
   Int8Dot, ///< int8 dot products of byte quads into int32 lanes (x86 VNNI)
+  /// int32 multiply-accumulates of widened 8-bit values on the general
+  /// registers of a target without vectors (a microcontroller): a tile is
+  /// Rows output channels x Vectors outputs, one scalar each.
+  IntScalar,
 };
 
 /// A contraction to tile: Rows x Cols outputs, the columns along vectors.
@@ -65,6 +69,9 @@ struct TileChoice {
 /// accumulators, the operand loads per FMA, halved when the panel every row
 /// tile reads again does not fit the L2 cache and is not blocked). int8
 /// dot: estimated cycles of the whole contraction (see CostModel.cpp).
+/// int32 scalar: cycles per useful multiply-accumulate, one per product and
+/// one per operand load (a row's weight, a column's input), over the
+/// useful fraction of the computed rows and columns.
 double tileCost(const TargetDesc &t, const TileProblem &p, int64_t rows, int64_t vectors);
 
 /// The cheapest register tile for `p` among those that fit the target's

@@ -243,6 +243,18 @@ TEST_CASE("plan-kernels: int8 convolutions on each target class", "[plan]") {
     REQUIRE(p.Int);
     CHECK(p.Int->Lanes * p.Int->Vectors >= 16);
   }
+  // Microcontrollers: a tile of scalars that fits the general registers
+  // (accumulators, a weight per row, an input per column, 4 for the loop).
+  for (const char *name : {"cortex-m4", "cortex-m0plus", "riscv32"}) {
+    OneNode c = qlinearConv(8, 16, 8, 3);
+    TargetDesc t = describe(name);
+    ir::KernelPlan p = passes::planKernel(*c.N, t, false);
+    INFO(name << ": " << p.str());
+    REQUIRE(p.Int);
+    const int64_t r = p.Int->Rows, cols = p.Int->Vectors * p.Int->Lanes;
+    CHECK(r * cols + r + cols + 4 <= t.GeneralRegisters);
+    CHECK(r * cols >= 1);
+  }
   // Cortex-M0+: no floating point, so fixed-point requantization; the
   // pass adds one multiplier and shift per channel.
   {
