@@ -294,6 +294,28 @@ void lowerIntMatMul(LowerCtx &c, size_t aIdx, size_t bIdx, size_t azpIdx,
   if (finish)
     spec.Finish = [&](const Expr &v, const std::vector<Expr> &bi, const Expr &i,
                       const Expr &j) { return finish(v, bi, i, j); };
+  // A plain matrix with the plan's Int tile (targets without vectors): the
+  // register-tiled generator, B read in place one column per lane, the
+  // initial value and the requantization applied as each sum is stored.
+  const std::optional<ir::KernelPlan::IntTile> &tile = c.node().Plan.Int;
+  if (tile && !c.node().Plan.PerOutput && s.Batch.empty() && s.RankA == 2 && s.RankB == 2 && s.M > 0 &&
+      s.N >= tile->Vectors * tile->Lanes) {
+    const std::vector<Expr> none;
+    TiledContraction t;
+    t.Rows = s.M;
+    t.Cols = s.N;
+    t.Reduce = {s.K};
+    t.Tile = ir::KernelPlan::Tile{1, tile->Vectors * tile->Lanes, tile->Rows, 0, 0};
+    t.Acc = acc;
+    t.LoadA = [&](const Expr &r, const std::vector<Expr> &k) { return loadA(none, r, k[0]); };
+    t.LoadB = [&](const std::vector<Expr> &k, const Expr &col) { return spec.LoadB(none, k[0], col); };
+    t.Store = [&](const Expr &r, const Expr &col, const Expr &v) {
+      Expr sum = spec.Init ? spec.Init(none, r, col) + v : v;
+      y.store({r, col}, spec.Finish ? spec.Finish(sum, none, r, col) : sum);
+    };
+    lowerTiledContraction(c, t);
+    return;
+  }
   lowerMatrixProduct(c, s, y, spec);
 }
 

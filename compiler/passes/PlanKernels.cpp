@@ -229,12 +229,24 @@ std::optional<ir::KernelPlan> dotPlan(const ir::Node &n, const ops::IntegerOpera
 /// the i32 lanes if more: one AVX-512 vector, two AVX2 or four NEON ones);
 /// without vectors, the cheapest tile of scalars that fits the general
 /// registers (a microcontroller: 16 x 4 accumulators would live on the
-/// stack).
-ir::KernelPlan::IntTile intTile(const ir::Node &n, const ops::IntegerOperands &o,
-                                const TargetDesc &t) {
+/// stack). An integer matrix product gets one only without vectors.
+std::optional<ir::KernelPlan::IntTile> intTile(const ir::Node &n, const ops::IntegerOperands &o,
+                                               const TargetDesc &t, bool gpu) {
   // (RVV: vectors whose length the description does not give yet.)
-  if (t.VectorBytes > 0 || t.has(MacForm::RvvWidening) || !n.Outputs[0] ||
-      n.inShape(o.W).size() < 3)
+  const bool vectors = t.VectorBytes > 0 || t.has(MacForm::RvvWidening);
+  if (!o.Conv) {
+    // A matrix product: rows of A x columns of B, on a target without
+    // vectors (with vectors, its own loop nest vectorizes).
+    if (vectors || gpu || !n.Outputs[0] || n.Outputs[0]->Type.Dims.size() != 2 || !n.hasInput(o.W) ||
+        n.inShape(o.W).size() != 2)
+      return std::nullopt;
+    const Shape &y = n.Outputs[0]->Type.Dims;
+    const Shape &w = n.inShape(o.W);
+    int64_t k = o.TransposedW ? w[1] : w[0];
+    TileChoice c = schedule::chooseTile(t, TileProblem{MacKind::IntScalar, y[0], y[1], k});
+    return ir::KernelPlan::IntTile{c.Rows, 1, c.Vectors, 1};
+  }
+  if (vectors || !n.Outputs[0] || n.inShape(o.W).size() < 3)
     return ir::KernelPlan::IntTile{
         kIntTileRows, 1, std::max<int64_t>(kIntTileOutputs, t.lanes(DType::I32)), 1};
   const Shape &w = n.inShape(o.W), &y = n.Outputs[0]->Type.Dims;
@@ -252,8 +264,8 @@ ir::KernelPlan::IntTile intTile(const ir::Node &n, const ops::IntegerOperands &o
 ir::KernelPlan planKernel(const ir::Node &n, const TargetDesc &t, bool gpu) {
   ir::KernelPlan p;
   std::optional<ops::IntegerOperands> io = ops::integerOperands(n);
-  if (io && io->Conv)
-    p.Int = intTile(n, *io, t);
+  if (io)
+    p.Int = intTile(n, *io, t, gpu);
   if (gpu) {
     bool floatConv = n.Domain.empty() && n.OpType == "Conv" && n.hasInput(0) &&
                      n.inDType(0) == DType::F32;

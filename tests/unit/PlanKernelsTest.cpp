@@ -255,6 +255,27 @@ TEST_CASE("plan-kernels: int8 convolutions on each target class", "[plan]") {
     CHECK(r * cols + r + cols + 4 <= t.GeneralRegisters);
     CHECK(r * cols >= 1);
   }
+  // A matrix product gets a scalar tile only without vectors.
+  {
+    auto scalar = [](DType t, double v) { return std::make_pair(ir::TensorType{t, {}}, filled(t, {}, v)); };
+    auto qmatmul = [&] {
+      return OneNode("QLinearMatMul", "",
+                     {{{DType::U8, {1, 64}}, nullptr}, scalar(DType::F32, 0.02),
+                      scalar(DType::U8, 128), {{DType::I8, {64, 32}}, filled(DType::I8, {64, 32}, 3)},
+                      scalar(DType::F32, 0.01), scalar(DType::I8, 0), scalar(DType::F32, 0.05),
+                      scalar(DType::U8, 128)},
+                     {DType::U8, {1, 32}});
+    };
+    OneNode m4 = qmatmul(), host = qmatmul();
+    TargetDesc t = describe("cortex-m4");
+    ir::KernelPlan p = passes::planKernel(*m4.N, t, false);
+    INFO(p.str());
+    REQUIRE(p.Int);
+    CHECK(p.Int->Rows == 1); // one row of A
+    const int64_t cols = p.Int->Vectors * p.Int->Lanes;
+    CHECK(cols + 1 + cols + 4 <= t.GeneralRegisters);
+    CHECK_FALSE(passes::planKernel(*host.N, describe("x86_64-v3"), false).Int);
+  }
   // Cortex-M0+: no floating point, so fixed-point requantization; the
   // pass adds one multiplier and shift per channel.
   {
