@@ -29,6 +29,26 @@ static unsigned char pool[512 * 1024] __attribute__((aligned(64)));
 /* Instructions per SysTick tick: 1e9 ns per second / 25 MHz. */
 #define INSTRUCTIONS_PER_TICK 40u
 
+#ifdef PROFILE
+/* Per kernel call (PROFILE): instructions of each call in the runs, through
+   net_run_with's on_kernel hook (40-instruction granularity). */
+#define MAX_CALLS 512
+static uint32_t call_start;
+static uint64_t call_ticks[MAX_CALLS];
+static const char *call_names[MAX_CALLS];
+static void on_kernel(void *context, int32_t call, const char *name, int32_t phase) {
+  (void)context;
+  if (call < 0 || call >= MAX_CALLS)
+    return;
+  if (phase == 0) {
+    call_start = SYST_CVR;
+    return;
+  }
+  call_ticks[call] += (call_start - SYST_CVR) & 0xFFFFFFu;
+  call_names[call] = name;
+}
+#endif
+
 /* A deterministic input: uniform in [-1, 1) for floats, any byte otherwise. */
 static void fill(unsigned char *p, const mlcc_tensor_info *t, uint32_t *seed) {
   size_t n = t->size_bytes;
@@ -91,6 +111,17 @@ int main(void) {
     printf("net_run: %s\n", mlcc_status_string(s));
     return 1;
   }
+#ifdef PROFILE
+  mlcc_run_options options;
+  memset(&options, 0, sizeof options);
+  options.on_kernel = on_kernel;
+  for (int r = 0; r < RUNS; ++r)
+    net_run_with(&in, &out, arena, sizeof arena - 1, &options);
+  for (int c = 0; c < MAX_CALLS; ++c)
+    if (call_names[c])
+      printf("call %3d %-32s %10lu\n", c, call_names[c],
+             (unsigned long)(call_ticks[c] * INSTRUCTIONS_PER_TICK / RUNS));
+#endif
   printf("instructions per inference: %lu\n",
          (unsigned long)(ticks * INSTRUCTIONS_PER_TICK / RUNS));
   printf("arena bytes: %lu\n", (unsigned long)NET_ARENA_SIZE);
