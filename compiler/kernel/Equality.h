@@ -53,52 +53,32 @@ bool structuralEqual(const Kernel &a, const Kernel &b);
 /// Equal for structurally equal kernels.
 size_t structuralHash(const Kernel &k);
 
-/// An expression as a key of std::map (structural order) or
-/// std::unordered_map (structural hash, computed once).
-class ExprKey {
+/// An expression or a kernel as a key of std::map (structural order) or
+/// std::unordered_map (structural hash, computed once). A kernel key holds
+/// a copy of the kernel (its nodes are shared), so it outlives the kernel
+/// it was made from.
+template <typename T> class StructuralKey {
 public:
-  explicit ExprKey(Expr e) : E(std::move(e)), Hash(structuralHash(E)) {}
-  const Expr &expr() const { return E; }
+  explicit StructuralKey(T v) : V(std::move(v)), Hash(structuralHash(V)) {}
+  const T &value() const { return V; }
   size_t hash() const { return Hash; }
 
-  friend bool operator==(const ExprKey &a, const ExprKey &b) {
-    return a.Hash == b.Hash && structuralEqual(a.E, b.E);
+  friend bool operator==(const StructuralKey &a, const StructuralKey &b) {
+    return a.Hash == b.Hash && structuralEqual(a.V, b.V);
   }
-  friend bool operator<(const ExprKey &a, const ExprKey &b) {
-    return structuralCompare(a.E, b.E) < 0;
+  friend bool operator<(const StructuralKey &a, const StructuralKey &b) {
+    return structuralCompare(a.V, b.V) < 0;
   }
 
 private:
-  Expr E;
+  T V;
   size_t Hash;
 };
-
-/// A kernel as a key, like ExprKey. It holds a copy of the kernel (its
-/// nodes are shared), so the key outlives the kernel it was made from.
-class KernelKey {
-public:
-  explicit KernelKey(Kernel k) : K(std::move(k)), Hash(structuralHash(K)) {}
-  const Kernel &kernel() const { return K; }
-  size_t hash() const { return Hash; }
-
-  friend bool operator==(const KernelKey &a, const KernelKey &b) {
-    return a.Hash == b.Hash && structuralEqual(a.K, b.K);
-  }
-  friend bool operator<(const KernelKey &a, const KernelKey &b) {
-    return structuralCompare(a.K, b.K) < 0;
-  }
-
-private:
-  Kernel K;
-  size_t Hash;
-};
+using ExprKey = StructuralKey<Expr>;
+using KernelKey = StructuralKey<Kernel>;
 
 } // namespace mlcc::kir
 
-template <> struct std::hash<mlcc::kir::ExprKey> {
-  size_t operator()(const mlcc::kir::ExprKey &k) const noexcept { return k.hash(); }
-};
-
-template <> struct std::hash<mlcc::kir::KernelKey> {
-  size_t operator()(const mlcc::kir::KernelKey &k) const noexcept { return k.hash(); }
+template <typename T> struct std::hash<mlcc::kir::StructuralKey<T>> {
+  size_t operator()(const mlcc::kir::StructuralKey<T> &k) const noexcept { return k.hash(); }
 };

@@ -146,7 +146,7 @@ bool wideLoadsGrouped(const std::vector<Expr> &values, const Var &v) {
   for (auto &[key, distinct] : wide) {
     std::vector<Expr> indices;
     for (const ExprKey &index : distinct)
-      indices.push_back(index.expr());
+      indices.push_back(index.value());
     for (const std::vector<size_t> &g : strideGroups(indices, key.second))
       if (g.size() < 2)
         return false;
