@@ -546,6 +546,8 @@ std::string KernelPlan::str() const {
     intTile("dot4_taps", *Taps);
   if (Int)
     intTile("int_tile", *Int);
+  if (Pairs)
+    field("pairs=" + std::to_string(PairsInput));
   if (Depthwise)
     field("plane<=" + std::to_string(Depthwise->MaxElements) +
           " grid_round=" + std::to_string(Depthwise->GridRound));

@@ -64,6 +64,12 @@ struct KernelPlan {
   /// The tile of the integer convolutions without dot products (pointwise
   /// and windowed; a target without vectors runs the lanes as scalars).
   std::optional<IntTile> Int;
+  /// int8 products two at a time on a dual 16-bit multiply-accumulate
+  /// (kir dot2: Arm smlad): pairs of consecutive input channels (or K),
+  /// the weights packed in quads, two pairs each (ops' PackPairQuads), at
+  /// input PairsInput (-1: not packed yet).
+  bool Pairs = false;
+  int64_t PairsInput = -1;
   /// An f32 depthwise convolution whose padded planes of at most
   /// MaxElements are copied to the stack, its flattened output grid rounded
   /// up to GridRound elements.

@@ -20,7 +20,7 @@ const char *unOpName(UnOp op) {
       "neg",   "not",   "bitnot", "abs",   "sqrt",  "exp",   "log",
       "sin",   "cos",   "tan",    "asin",  "acos",  "atan",  "sinh",
       "cosh",  "tanh",  "asinh",  "acosh", "atanh", "erf",   "floor",
-      "ceil",  "round", "trunc",  "isnan", "isinf"};
+      "ceil",  "round", "trunc",  "isnan", "isinf", "sext_bytes02", "sext_bytes13"};
   return names[(int)op];
 }
 
@@ -29,7 +29,7 @@ const char *binOpName(BinOp op) {
                                 "min", "max",    "pow",   "and",    "or",
                                 "xor", "bitand", "bitor", "bitxor", "shl",
                                 "shr", "eq",     "ne",    "lt",     "le",
-                                "gt",  "ge",     "dot4"};
+                                "gt",  "ge",     "dot4",  "dot2"};
   return names[(int)op];
 }
 
@@ -97,7 +97,7 @@ bool isArithType(DType t) {
 
 bool unaryIsFloatOnly(UnOp op) {
   return op != UnOp::Neg && op != UnOp::Not && op != UnOp::BitNot &&
-         op != UnOp::Abs;
+         op != UnOp::Abs && op != UnOp::SextBytes02 && op != UnOp::SextBytes13;
 }
 
 } // namespace
@@ -190,6 +190,8 @@ Expr unary(UnOp op, Expr a) {
     MLCC_CHECK(t == DType::Bool, "not on " << dtypeName(t));
   if (op == UnOp::BitNot)
     MLCC_CHECK(isInteger(t), "bitnot on " << dtypeName(t));
+  if (op == UnOp::SextBytes02 || op == UnOp::SextBytes13)
+    MLCC_CHECK(t == DType::I32, unOpName(op) << " on " << dtypeName(t));
   DType rt = (op == UnOp::IsNaN || op == UnOp::IsInf) ? DType::Bool : t;
   if (a->isConst())
     return fromScalar(rt, evalUnary(op, t, scalarOf(a)));
@@ -216,8 +218,8 @@ Expr binary(BinOp op, Expr a, Expr b) {
     MLCC_CHECK(t == DType::Bool, binOpName(op) << " on " << dtypeName(t));
   if (op == BinOp::Pow)
     MLCC_CHECK(isFloat(t), "pow on " << dtypeName(t));
-  if (op == BinOp::Dot4)
-    MLCC_CHECK(t == DType::I32, "dot4 on " << dtypeName(t));
+  if (op == BinOp::Dot4 || op == BinOp::Dot2)
+    MLCC_CHECK(t == DType::I32, binOpName(op) << " on " << dtypeName(t));
   if (op == BinOp::BitAnd || op == BinOp::BitOr || op == BinOp::BitXor ||
       op == BinOp::Shl || op == BinOp::Shr)
     MLCC_CHECK(isInteger(t), binOpName(op) << " on " << dtypeName(t));

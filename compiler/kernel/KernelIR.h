@@ -72,6 +72,11 @@ enum class UnOp : uint8_t {
   Trunc, ///< (F) toward zero
   IsNaN, ///< (F) -> Bool
   IsInf, ///< (F) -> Bool, either sign
+  /// (I32) bytes 0 and 2 (SextBytes13: 1 and 3) of a, sign-extended into
+  /// the low and high 16-bit halves: Arm sxtb16, which turns four packed
+  /// int8 weights into two operand pairs of dot2.
+  SextBytes02,
+  SextBytes13,
 };
 
 /// Binary scalar operations on operands of one type.
@@ -102,6 +107,10 @@ enum class BinOp : uint8_t {
   /// signed, summed: the int8 dot product of x86 VNNI (vpdpbusd, which
   /// also adds the accumulator: `acc + dot4(a, b)` becomes one instruction).
   Dot4,
+  /// (I32) the two signed 16-bit halves of a times those of b, summed: the
+  /// dual multiply-accumulate of the Arm DSP extension (smlad, which also
+  /// adds the accumulator: `acc + dot2(a, b)` becomes one instruction).
+  Dot2,
 };
 
 const char *unOpName(UnOp op);

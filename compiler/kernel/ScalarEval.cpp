@@ -212,6 +212,14 @@ Scalar evalUnary(UnOp op, DType type, Scalar a) {
   case UnOp::Abs:
     r.I = isUnsignedInt(type) ? x : (x < 0 ? (int64_t)(0 - (uint64_t)x) : x);
     break;
+  case UnOp::SextBytes02:
+  case UnOp::SextBytes13: {
+    uint32_t u = (uint32_t)x >> (op == UnOp::SextBytes13 ? 8 : 0);
+    uint32_t lo = (uint16_t)(int16_t)(int8_t)(uint8_t)u;
+    uint32_t hi = (uint16_t)(int16_t)(int8_t)(uint8_t)(u >> 16);
+    r.I = (int64_t)(int32_t)(lo | hi << 16);
+    break;
+  }
   default:
     MLCC_CHECK(false, "unary " << unOpName(op) << " on " << dtypeName(type));
   }
@@ -326,6 +334,13 @@ Scalar evalBinary(BinOp op, DType type, Scalar a, Scalar b) {
     int64_t sum = 0;
     for (int j = 0; j < 4; ++j)
       sum += (int64_t)((uint64_t)x >> (8 * j) & 0xff) * (int64_t)(int8_t)(uint8_t)((uint64_t)y >> (8 * j));
+    r.I = (int64_t)(int32_t)(uint32_t)sum;
+    break;
+  }
+  case BinOp::Dot2: {
+    int64_t sum = (int64_t)(int16_t)(uint16_t)x * (int16_t)(uint16_t)y +
+                  (int64_t)(int16_t)(uint16_t)((uint64_t)x >> 16) *
+                      (int16_t)(uint16_t)((uint64_t)y >> 16);
     r.I = (int64_t)(int32_t)(uint32_t)sum;
     break;
   }

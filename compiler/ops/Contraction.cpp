@@ -336,7 +336,9 @@ void lowerTiledContraction(LowerCtx &c, const TiledContraction &t) {
       for (int64_t r = 0; r < RW; ++r) {
         Expr a = t.LoadA(r0 + r, k);
         for (int64_t v = 0; v < NV; ++v)
-          b.store(acc.Buf, accAt(r, v), vload(acc.Buf, accAt(r, v), (int)L) + a * bv[(size_t)v]);
+          b.store(acc.Buf, accAt(r, v),
+                  vload(acc.Buf, accAt(r, v), (int)L) +
+                      (t.Product ? t.Product(a, bv[(size_t)v]) : a * bv[(size_t)v]));
       }
     };
     rec(0);

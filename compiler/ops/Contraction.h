@@ -122,6 +122,9 @@ struct TiledContraction {
   /// operands whose rows are contiguous (then Cols >= Tile.Panel, and edge
   /// panels overlap like edge row tiles, so every store is a full vector).
   std::function<Expr(const std::vector<Expr> &k, const Expr &col0)> LoadB;
+  /// The product A(r, k) B(k, c) added to the accumulator; null: a * b
+  /// (integer products in pairs: dot2).
+  std::function<Expr(const Expr &a, const Expr &b)> Product;
   /// Stores the sum for (r, c).
   std::function<void(const Expr &r, const Expr &c, const Expr &acc)> Store;
   /// Whether Store's consecutive rows are adjacent in memory (a column of

@@ -56,6 +56,16 @@ Expr loadChannelParam(const TensorRef &t, const Expr &m) {
 }
 
 
+/// acc + the products of the input pairs x01 and x23 (vectors of int32,
+/// each two 16-bit values) by the weight pairs of `quad`, an int32 of four
+/// int8 weights packed by PackPairQuads: two dot2 (smlad on Cortex-M).
+Expr pairProducts(const Expr &acc, const Expr &x01, const Expr &x23, const Expr &quad) {
+  int lanes = acc->Lanes;
+  Expr w01 = broadcast(unary(UnOp::SextBytes02, quad), lanes);
+  Expr w23 = broadcast(unary(UnOp::SextBytes13, quad), lanes);
+  return acc + binary(BinOp::Dot2, x01, w01) + binary(BinOp::Dot2, x23, w23);
+}
+
 /// Whether lowerIntPointwise handles a convolution: every kernel extent and
 /// stride 1, no padding, at least a vector of pixels per image, and an
 /// input in a buffer.
@@ -78,7 +88,8 @@ bool isIntPointwise(const ConvShape &s, const TensorRef &x, const ir::KernelPlan
 void lowerIntPointwise(LowerCtx &c, const ConvShape &s, const TensorRef &x,
                        const TensorRef &w, const std::function<Expr(const Expr &)> &wz,
                        const std::function<Expr(const Expr &)> &init,
-                       const TensorRef &y, const std::function<Expr(Expr, Expr)> &finish) {
+                       const TensorRef &y, const std::function<Expr(Expr, Expr)> &finish,
+                       const TensorRef *pairs) {
   KernelBuilder &b = c.b();
   const DType acc = DType::I32;
   const ir::KernelPlan::IntTile &tile = *c.node().Plan.Int;
@@ -96,13 +107,31 @@ void lowerIntPointwise(LowerCtx &c, const ConvShape &s, const TensorRef &x,
           Local tile = b.local("acc", acc, rows * L);
           for (int64_t r = 0; r < rows; ++r)
             b.store(tile.Buf, at(r), broadcast(init ? init(m0 + r) : constantInt(acc, 0), L));
-          b.loop("k", cg, [&](Expr k) {
-            Expr xv = cast(acc, vload(x.buffer(), ((n * s.C) + g * cg + k) * hw + p0, L));
-            for (int64_t r = 0; r < rows; ++r) {
-              Expr a = cast(acc, w.loadFlat((m0 + r) * cg + k)) - wz(m0 + r);
-              b.store(tile.Buf, at(r), vload(tile.Buf, at(r), L) + a * xv);
-            }
-          });
+          auto xload = [&](const Expr &k) {
+            return cast(acc, vload(x.buffer(), ((n * s.C) + g * cg + k) * hw + p0, L));
+          };
+          if (pairs) {
+            // Channels four at a time: their inputs as two pairs, times the
+            // packed quad's weight pairs, on dot2 (see lowerIntWindow).
+            int64_t cq = (cg + 3) / 4;
+            b.loop("kq", cq, [&](Expr kq) {
+              auto input = [&](int64_t j) { return xload(min(kq * 4 + j, indexConst(cg - 1))); };
+              Expr x01 = requant::halfPair(input(0), input(1));
+              Expr x23 = requant::halfPair(input(2), input(3));
+              for (int64_t r = 0; r < rows; ++r)
+                b.store(tile.Buf, at(r),
+                        pairProducts(vload(tile.Buf, at(r), L), x01, x23,
+                                     pairs->loadFlat((m0 + r) * cq + kq)));
+            });
+          } else {
+            b.loop("k", cg, [&](Expr k) {
+              Expr xv = xload(k);
+              for (int64_t r = 0; r < rows; ++r) {
+                Expr a = cast(acc, w.loadFlat((m0 + r) * cg + k)) - wz(m0 + r);
+                b.store(tile.Buf, at(r), vload(tile.Buf, at(r), L) + a * xv);
+              }
+            });
+          }
           // Spill the tile (constant offsets keep it in registers above),
           // then finish and store each element.
           Local sums = b.local("sums", acc, rows * L);
@@ -146,7 +175,8 @@ void lowerIntWindow(LowerCtx &c, const ConvShape &s, const kir::Buffer &src,
                     int64_t Hp, int64_t Wp, const TensorRef &w,
                     const std::function<Expr(const Expr &)> &wz,
                     const std::function<Expr(const Expr &)> &init, const TensorRef &y,
-                    const std::function<Expr(Expr, Expr)> &finish, bool tapDot = false) {
+                    const std::function<Expr(Expr, Expr)> &finish, bool tapDot,
+                    const TensorRef *pairs) {
   KernelBuilder &b = c.b();
   const DType acc = DType::I32;
   const ir::KernelPlan::IntTile &intTile = *c.node().Plan.Int;
@@ -167,13 +197,34 @@ void lowerIntWindow(LowerCtx &c, const ConvShape &s, const kir::Buffer &src,
     Local t = b.local("acc", acc, rows * L);
     for (int64_t r = 0; r < rows; ++r)
       b.store(t.Buf, at(r), broadcast(init ? init(m0 + r) : constantInt(acc, 0), L));
-    b.loop("ic", cg, [&](Expr ic) {
-      Expr plane = (n * s.C + g * cg + ic) * (Hp * Wp) + xoff0;
+    auto tap = [&](const Expr &plane, const Expr &kh, const Expr &kw) {
+      return plane + kh * (win.Dilations[0] * Wp) + kw * win.Dilations[1];
+    };
+    // With pairs, input channels four at a time: each tap's inputs of
+    // channels 4q..4q+3 (the last channel again, times a zero weight, past
+    // cg) as two pairs, times the two weight pairs of the packed quad, on
+    // dot2 (8-bit inputs; int8 weights of zero point 0).
+    b.loop(pairs ? "icq" : "ic", pairs ? (cg + 3) / 4 : cg, [&](Expr ic) {
+      auto plane = [&](const Expr &k) { return (n * s.C + g * cg + k) * (Hp * Wp) + xoff0; };
+      Expr plane0 = plane(pairs ? ic * 4 : ic);
+      std::vector<Expr> quad;
+      for (int64_t j = 1; pairs && j < 4; ++j)
+        quad.push_back(plane(min(ic * 4 + j, indexConst(cg - 1))));
       b.loop("kh", win.Kernel[0], [&](Expr kh) {
         b.loop("kw", win.Kernel[1], [&](Expr kw) {
-          Expr xv = cast(acc, vload(src, plane + kh * (win.Dilations[0] * Wp) + kw * win.Dilations[1],
-                                    L, sw));
+          auto input = [&](const Expr &p) { return cast(acc, vload(src, tap(p, kh, kw), L, sw)); };
+          Expr xv = input(plane0), xv23;
+          if (pairs) {
+            xv = requant::halfPair(xv, input(quad[0]));
+            xv23 = requant::halfPair(input(quad[1]), input(quad[2]));
+          }
           for (int64_t r = 0; r < rows; ++r) {
+            if (pairs) {
+              b.store(t.Buf, at(r),
+                      pairProducts(vload(t.Buf, at(r), L), xv, xv23,
+                                   pairs->load({m0 + r, ic, kh, kw})));
+              continue;
+            }
             if (tapDot) {
               // The weight as the low signed byte of a quad (the others 0),
               // the input byte as the low unsigned byte of its lane: one
@@ -253,7 +304,16 @@ void lowerIntConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx,
     lowerIntDotConv(c, xIdx, xzpIdx, wIdx, biasIdx, packedIdx, finish);
     return;
   }
-  TensorRef x = c.in(xIdx), w = c.in(wIdx), y = c.out(0);
+  // Products in pairs (the plan's Pairs) read the int8 weights packed in
+  // quads for dot2, not the weights (so the library holds only the quads).
+  const size_t pairsIdx = (size_t)std::max<int64_t>(c.node().Plan.PairsInput, 0);
+  const bool paired = c.node().Plan.PairsInput >= 0 && c.hasIn(pairsIdx);
+  auto weights = [&] { return c.in(wIdx); };
+  TensorRef x = c.in(xIdx), w = paired ? TensorRef() : weights(), y = c.out(0);
+  std::optional<TensorRef> pairs;
+  if (paired)
+    pairs = c.in(pairsIdx);
+  const TensorRef *pairsRef = pairs ? &*pairs : nullptr;
   std::optional<TensorRef> xzp = zeroPoint(c, xzpIdx), wzp = zeroPoint(c, wzpIdx), bias;
   if (biasIdx && c.hasIn(biasIdx))
     bias = c.in(biasIdx);
@@ -265,14 +325,24 @@ void lowerIntConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx,
   // The initial value of each output channel, when x_zp contributes.
   std::optional<TensorRef> init;
   if (xzp) {
-    int64_t perChannel = w.numel() / s.M;
+    int64_t perChannel = numElements(c.node().inShape(wIdx)) / s.M;
     Expr xz = cast(acc, xzp->loadFlat(indexConst(0)));
     init = c.scratch("chinit", acc, {s.M});
     b.loop("m", s.M, [&](Expr m) {
       Local sum = b.local("wsum", constantInt(acc, 0));
-      b.loop("k", perChannel, [&](Expr k) {
-        b.set(sum, sum.get() + cast(acc, w.loadFlat(m * perChannel + k)));
-      });
+      if (pairs) {
+        // From the packed quads (so the library holds only those): each
+        // weight pair times (1, 1).
+        Expr ones = constantInt(acc, 0x10001);
+        int64_t words = pairs->numel() / s.M;
+        b.loop("k", words, [&](Expr k) {
+          b.set(sum, pairProducts(sum.get(), ones, ones, pairs->loadFlat(m * words + k)));
+        });
+      } else {
+        b.loop("k", perChannel, [&](Expr k) {
+          b.set(sum, sum.get() + cast(acc, w.loadFlat(m * perChannel + k)));
+        });
+      }
       Expr v = constantInt(acc, 0) - xz * (sum.get() - wz(m) * perChannel);
       init->storeFlat(m, bias ? cast(acc, bias->load({m})) + v : v);
     });
@@ -297,7 +367,7 @@ void lowerIntConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx,
     first = [&](const Expr &m) { return cast(acc, bias->load({m})); };
   const ir::KernelPlan::IntTile *tile = c.node().Plan.Int ? &*c.node().Plan.Int : nullptr;
   if (isIntPointwise(s, x, tile)) {
-    lowerIntPointwise(c, s, x, w, wz, first, y, finish);
+    lowerIntPointwise(c, s, x, w, wz, first, y, finish, pairsRef);
     return;
   }
   // Taps on dot4 (the plan's Taps): uint8 data, int8 weights with a zero
@@ -335,7 +405,7 @@ void lowerIntConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx,
   }
   if (window) {
     lowerIntWindow(c, s, src.buffer(), geo.InSpatial[0], geo.InSpatial[1], w, wz, first, y,
-                   finish, tapDot);
+                   finish, tapDot, pairsRef);
     return;
   }
 
@@ -343,7 +413,7 @@ void lowerIntConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx,
   spec.Acc = acc;
   spec.LoadX = [&](const std::vector<Expr> &i) { return cast(acc, src.load(i)); };
   spec.LoadW = [&](const std::vector<Expr> &i) {
-    Expr v = cast(acc, w.load(i));
+    Expr v = cast(acc, weights().load(i));
     return wzp ? v - wz(i[0]) : v;
   };
   spec.Init = first;

@@ -247,10 +247,15 @@ void lowerIntMatMul(LowerCtx &c, size_t aIdx, size_t bIdx, size_t azpIdx,
                     bool transA = false, bool transB = false,
                     const std::function<Expr(const Expr &, const Expr &)> &bias = nullptr) {
   KernelBuilder &b = c.b();
-  TensorRef a = c.in(aIdx), bm = c.in(bIdx), y = c.out(0);
+  // B is not bound for products in pairs, which read its packed quads (so
+  // the library holds only those).
+  const ir::KernelPlan &plan = c.node().Plan;
+  const bool pairs = plan.PairsInput >= 0 && c.hasIn((size_t)plan.PairsInput);
+  TensorRef a = c.in(aIdx), bm = pairs ? TensorRef() : c.in(bIdx), y = c.out(0);
+  const Shape &bShape = c.node().inShape(bIdx);
   std::optional<TensorRef> azp = zeroPoint(c, azpIdx), bzp = zeroPoint(c, bzpIdx);
   MatMulShape s = matmulShape(c.node(), transA ? swapLastTwo(a.shape()) : a.shape(),
-                              transB ? swapLastTwo(bm.shape()) : bm.shape());
+                              transB ? swapLastTwo(bShape) : bShape);
   const DType acc = DType::I32;
   bool biasPerRow = c.node().OpType == "QGemm" && c.hasIn(6) && c.in(6).rank() == 2 &&
                     c.in(6).shape()[0] != 1;
@@ -281,7 +286,7 @@ void lowerIntMatMul(LowerCtx &c, size_t aIdx, size_t bIdx, size_t azpIdx,
   spec.Acc = acc;
   spec.LoadA = loadA;
   spec.LoadB = [&](const std::vector<Expr> &bi, const Expr &k, const Expr &j) {
-    return cast(acc, bm.load(operandIndex(s, false, transB, bi, k, j)));
+    return cast(acc, c.in(bIdx).load(operandIndex(s, false, transB, bi, k, j)));
   };
   if (bzp || bias)
     spec.Init = [&](const std::vector<Expr> &bi, const Expr &i, const Expr &j) {
@@ -309,6 +314,24 @@ void lowerIntMatMul(LowerCtx &c, size_t aIdx, size_t bIdx, size_t azpIdx,
     t.Acc = acc;
     t.LoadA = [&](const Expr &r, const std::vector<Expr> &k) { return loadA(none, r, k[0]); };
     t.LoadB = [&](const std::vector<Expr> &k, const Expr &col) { return spec.LoadB(none, k[0], col); };
+    if (pairs) {
+      // K two at a time (the plan's Pairs), over quads of K x their two
+      // pairs: A(r, 4q + 2j) and A(r, 4q + 2j + 1) (A's last column again,
+      // times a zero weight, past K) as the halves of a pair, times pair j
+      // of B's packed quad, on dot2.
+      TensorRef quads = c.in((size_t)plan.PairsInput);
+      t.Reduce = {(s.K + 3) / 4, 2};
+      t.LoadA = [&](const Expr &r, const std::vector<Expr> &k) {
+        auto at = [&](int64_t e) { return min(k[0] * 4 + k[1] * 2 + e, indexConst(s.K - 1)); };
+        return requant::halfPair(loadA(none, r, at(0)), loadA(none, r, at(1)));
+      };
+      t.LoadB = [quads](const std::vector<Expr> &k, const Expr &col) {
+        Expr q = quads.load({k[0], col});
+        return select(eq(k[1], indexConst(0)), unary(UnOp::SextBytes02, q),
+                      unary(UnOp::SextBytes13, q));
+      };
+      t.Product = [](const Expr &a, const Expr &bv) { return binary(BinOp::Dot2, a, bv); };
+    }
     t.Store = [&](const Expr &r, const Expr &col, const Expr &v) {
       Expr sum = spec.Init ? spec.Init(none, r, col) + v : v;
       y.store({r, col}, spec.Finish ? spec.Finish(sum, none, r, col) : sum);

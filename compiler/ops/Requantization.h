@@ -28,6 +28,14 @@ inline Expr byteQuad(const std::vector<Expr> &bytes) {
   return v;
 }
 
+/// The int32 whose signed 16-bit halves are `lo` and `hi` (int32 values in
+/// [-32768, 32767], scalars or vectors): an operand pair of the kernel IR's
+/// dot2.
+inline Expr halfPair(const Expr &lo, const Expr &hi) {
+  return binary(BinOp::BitOr, binary(BinOp::BitAnd, lo, constantInt(DType::I32, 0xffff)),
+                binary(BinOp::Shl, hi, constantInt(DType::I32, 16)));
+}
+
 /// The representable range of an integer type, for saturation.
 inline std::pair<double, double> intRange(DType t) {
   switch (t) {

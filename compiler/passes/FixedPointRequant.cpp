@@ -9,6 +9,7 @@
 // appended to the node's inputs as two constants.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/ops/IntegerOps.h"
 #include "compiler/passes/Passes.h"
 
 #include <array>
@@ -71,7 +72,13 @@ bool fixedPointRequant(ir::Graph &g) {
       c->Const = std::make_shared<Tensor>(Tensor::fromInts(DType::I32, {channels}, v));
       return c;
     };
-    n.Plan.FixedRequantInput = (int64_t)n.Inputs.size();
+    // After the op's own inputs, the optional ones included (a QLinearConv
+    // without bias keeps input 8 empty).
+    size_t at = n.Inputs.size();
+    if (std::optional<ops::IntegerOperands> o = ops::integerOperands(n))
+      at = std::max(at, o->Appended);
+    n.Inputs.resize(at, nullptr);
+    n.Plan.FixedRequantInput = (int64_t)at;
     n.Inputs.push_back(constant("requant_multiplier", f->Multipliers));
     n.Inputs.push_back(constant("requant_shift", f->Shifts));
     changed = true;

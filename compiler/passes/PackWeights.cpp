@@ -17,6 +17,10 @@
 //       mlcc.PackQuads (convolutions: quads of input channels) or
 //       mlcc.PackQuadsK (matrix products: quads of K), and the int32 sums
 //       of each output channel's weights, after the op's own inputs.
+//   int8 products in pairs (Pairs: Cortex-M smlad)
+//       mlcc.PackPairQuads (convolutions: quads of input channels) or
+//       mlcc.PackPairQuadsK (matrix products: quads of K), one byte a
+//       weight, after the op's own inputs and any requantization constants.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/ops/IntegerOps.h"
@@ -103,6 +107,17 @@ bool packWeights(ir::Graph &g) {
       else
         addDotOperands(g, nodes, *n, o.W, "PackQuadsK", {{"transposed", o.TransposedW}},
                        {o.TransposedW ? 1 : 0}, o.Appended);
+      changed = true;
+    } else if (p.Pairs && p.PairsInput < 0) {
+      ops::IntegerOperands o = *ops::integerOperands(*n);
+      size_t at = std::max(n->Inputs.size(), o.Appended);
+      ir::Value *packed =
+          o.Conv ? addNode(g, nodes, n->Name, "PackPairQuads", "mlcc", {n->Inputs[o.W]}, {})
+                 : addNode(g, nodes, n->Name, "PackPairQuadsK", "mlcc", {n->Inputs[o.W]},
+                           {{"transposed", o.TransposedW}});
+      n->Inputs.resize(at + 1, nullptr);
+      n->Inputs[at] = packed;
+      p.PairsInput = (int64_t)at;
       changed = true;
     } else if (p.Wino && p.PackedInput < 0) {
       // The transformed kernel (folded), read as the broadcast operand of

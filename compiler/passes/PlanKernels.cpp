@@ -31,8 +31,10 @@
 //       kernel row per quad (16-lane vectors); the int32 register tile of
 //       the convolutions' other paths (4 channels x 16 outputs, or the
 //       target's i32 lanes if more; on a target without vectors the
-//       cheapest tile of scalars that fits its general registers); without
-//       floating point, fixed-point requantization.
+//       cheapest tile of scalars that fits its general registers, its
+//       products in pairs on a dual 16-bit multiply-accumulate where the
+//       target has one: Cortex-M smlad); without floating point,
+//       fixed-point requantization.
 //   GPU
 //       one output per thread for f32 convolutions and matrix products.
 //
@@ -224,6 +226,20 @@ std::optional<ir::KernelPlan> dotPlan(const ir::Node &n, const ops::IntegerOpera
   return p;
 }
 
+/// Whether the int8 products of `n` run two at a time on the target's dual
+/// 16-bit multiply-accumulate (Arm smlad; a target without vectors):
+/// constant int8 weights of zero point 0, which pack-weights stores in
+/// quads along the reduction (one byte each), and (convolutions) at least
+/// three input channels per group (a quad's padding wastes less than the
+/// pairs save).
+bool pairedProducts(const ir::Node &n, const ops::IntegerOperands &o, const TargetDesc &t) {
+  if (t.VectorBytes > 0 || !t.has(MacForm::ArmSmlad) || !n.hasInput(o.W) || !n.Inputs[o.W]->Const ||
+      n.inDType(o.W) != DType::I8 || !ops::zeroOrAbsent(n, o.WZeroPoint))
+    return false;
+  const Shape &w = n.inShape(o.W);
+  return o.Conv ? w.size() >= 3 && w[1] >= 3 : w.size() == 2;
+}
+
 /// The int32 register tile of an integer convolution's pointwise and
 /// windowed paths: on a vector target 4 output channels x 16 outputs (or
 /// the i32 lanes if more: one AVX-512 vector, two AVX2 or four NEON ones);
@@ -234,6 +250,7 @@ std::optional<ir::KernelPlan::IntTile> intTile(const ir::Node &n, const ops::Int
                                                const TargetDesc &t, bool gpu) {
   // (RVV: vectors whose length the description does not give yet.)
   const bool vectors = t.VectorBytes > 0 || t.has(MacForm::RvvWidening);
+  const MacKind mac = pairedProducts(n, o, t) ? MacKind::IntPair : MacKind::IntScalar;
   if (!o.Conv) {
     // A matrix product: rows of A x columns of B, on a target without
     // vectors (with vectors, its own loop nest vectorizes).
@@ -243,7 +260,7 @@ std::optional<ir::KernelPlan::IntTile> intTile(const ir::Node &n, const ops::Int
     const Shape &y = n.Outputs[0]->Type.Dims;
     const Shape &w = n.inShape(o.W);
     int64_t k = o.TransposedW ? w[1] : w[0];
-    TileChoice c = schedule::chooseTile(t, TileProblem{MacKind::IntScalar, y[0], y[1], k});
+    TileChoice c = schedule::chooseTile(t, TileProblem{mac, y[0], y[1], k});
     return ir::KernelPlan::IntTile{c.Rows, 1, c.Vectors, 1};
   }
   if (vectors || !n.Outputs[0] || n.inShape(o.W).size() < 3)
@@ -254,7 +271,7 @@ std::optional<ir::KernelPlan::IntTile> intTile(const ir::Node &n, const ops::Int
   for (size_t d = 2; d < y.size(); ++d)
     outputs *= y[d];
   TileChoice c = schedule::chooseTile(
-      t, TileProblem{MacKind::IntScalar, std::max<int64_t>(w[0] / groups, 1),
+      t, TileProblem{mac, std::max<int64_t>(w[0] / groups, 1),
                      std::max<int64_t>(outputs, 1), numElements(w) / std::max<int64_t>(w[0], 1)});
   return ir::KernelPlan::IntTile{c.Rows, 1, c.Vectors, 1};
 }
@@ -264,8 +281,10 @@ std::optional<ir::KernelPlan::IntTile> intTile(const ir::Node &n, const ops::Int
 ir::KernelPlan planKernel(const ir::Node &n, const TargetDesc &t, bool gpu) {
   ir::KernelPlan p;
   std::optional<ops::IntegerOperands> io = ops::integerOperands(n);
-  if (io)
+  if (io) {
     p.Int = intTile(n, *io, t, gpu);
+    p.Pairs = p.Int && !gpu && pairedProducts(n, *io, t);
+  }
   if (gpu) {
     bool floatConv = n.Domain.empty() && n.OpType == "Conv" && n.hasInput(0) &&
                      n.inDType(0) == DType::F32;

@@ -60,7 +60,7 @@ constexpr int64_t kScalarLoopRegisters = 4;
 constexpr int64_t kMaxScalarColumns = 8;
 
 int64_t lanesOf(const TargetDesc &t, MacKind m) {
-  if (m == MacKind::IntScalar)
+  if (m == MacKind::IntScalar || m == MacKind::IntPair)
     return 1;
   return t.lanes(m == MacKind::F32Fma ? DType::F32 : DType::I32);
 }
@@ -70,7 +70,7 @@ int64_t lanesOf(const TargetDesc &t, MacKind m) {
 /// each input once per many outputs), never past the columns.
 int64_t maxVectors(const TargetDesc &t, const TileProblem &p) {
   int64_t lanes = lanesOf(t, p.Mac);
-  if (p.Mac == MacKind::IntScalar)
+  if (p.Mac == MacKind::IntScalar || p.Mac == MacKind::IntPair)
     return std::min<int64_t>(p.MaxVectors > 0 ? p.MaxVectors : kMaxScalarColumns, p.Cols);
   if (p.Mac == MacKind::Int8Dot) {
     int64_t n = std::min<int64_t>(p.MaxVectors > 0 ? p.MaxVectors : 4, p.Cols / lanes);
@@ -89,6 +89,9 @@ int64_t maxRows(const TargetDesc &t, const TileProblem &p, int64_t nv) {
     return std::min<int64_t>(p.Rows, dotAccumulators(t) / nv);
   if (p.Mac == MacKind::IntScalar) // accumulators, a weight per row, an input per column
     return std::min<int64_t>(p.Rows, (t.GeneralRegisters - kScalarLoopRegisters - nv) / (nv + 1));
+  if (p.Mac == MacKind::IntPair) // the same, and a register to form an input pair in
+    return std::min<int64_t>(p.Rows,
+                             (t.GeneralRegisters - kScalarLoopRegisters - nv - 1) / (nv + 1));
   // Accumulators, one vector of each panel and a broadcast.
   return std::min<int64_t>({(floatRegisters(t) - nv - 1) / nv, 16, p.Rows});
 }
@@ -109,6 +112,9 @@ double tileCost(const TargetDesc &t, const TileProblem &p, int64_t rw, int64_t n
   double usefulCols = (double)p.Cols / (double)(((p.Cols + panel - 1) / panel) * panel);
   if (p.Mac == MacKind::IntScalar)
     return (1.0 + (double)(rw + nv) / (double)(rw * nv)) / (usefulRows * usefulCols);
+  if (p.Mac == MacKind::IntPair)
+    return (double)(rw * nv + 1.5 * (double)rw + 3 * nv) / (double)(2 * rw * nv) /
+           (usefulRows * usefulCols);
   if (p.FullPanels && panel > p.Cols)
     usefulCols = 0; // cannot read past the operand
   double accs = (double)(rw * nv);

@@ -37,6 +37,11 @@ enum class MacKind : uint8_t {
   /// registers of a target without vectors (a microcontroller): a tile is
   /// Rows output channels x Vectors outputs, one scalar each.
   IntScalar,
+  /// The same tile on a dual 16-bit multiply-accumulate (Arm smlad): two
+  /// products of a pair of reduction steps per instruction, a row's weight
+  /// pair unpacked from a quad of int8 (a load per two pairs, one sxtb16
+  /// each), each input pair formed from two loads.
+  IntPair,
 };
 
 /// A contraction to tile: Rows x Cols outputs, the columns along vectors.
@@ -71,7 +76,10 @@ struct TileChoice {
 /// dot: estimated cycles of the whole contraction (see CostModel.cpp).
 /// int32 scalar: cycles per useful multiply-accumulate, one per product and
 /// one per operand load (a row's weight, a column's input), over the
-/// useful fraction of the computed rows and columns.
+/// useful fraction of the computed rows and columns. int32 pairs: the same
+/// per pair of steps (one dual product per accumulator, half a load and an
+/// unpack per row's weight pair, two loads and a pack per column), per
+/// useful product.
 double tileCost(const TargetDesc &t, const TileProblem &p, int64_t rows, int64_t vectors);
 
 /// The cheapest register tile for `p` among those that fit the target's

@@ -122,6 +122,21 @@ MLCC_FN int32_t mlcc_dot4(int32_t a, int32_t b) {
     s += (int32_t)(ua >> (8 * j) & 0xffu) * (int32_t)(int8_t)(uint8_t)(ub >> (8 * j));
   return s;
 }
+/* Bytes 0 and 2 of v sign-extended into the 16-bit halves (kernel IR
+   sext_bytes02; sext_bytes13 passes v >> 8). */
+MLCC_FN int32_t mlcc_sxtb16(uint32_t v) {
+  uint32_t lo = (uint16_t)(int16_t)(int8_t)(uint8_t)v;
+  uint32_t hi = (uint16_t)(int16_t)(int8_t)(uint8_t)(v >> 16);
+  return (int32_t)(lo | hi << 16);
+}
+/* The dual 16-bit product (kernel IR dot2): the signed halves of a times
+   those of b, summed (wrapping like smlad's 32-bit sum). */
+MLCC_FN int32_t mlcc_dot2(int32_t a, int32_t b) {
+  uint32_t ua = (uint32_t)a, ub = (uint32_t)b;
+  uint32_t lo = (uint32_t)((int32_t)(int16_t)(uint16_t)ua * (int32_t)(int16_t)(uint16_t)ub);
+  uint32_t hi = (uint32_t)((int32_t)(int16_t)(uint16_t)(ua >> 16) * (int32_t)(int16_t)(uint16_t)(ub >> 16));
+  return (int32_t)(lo + hi);
+}
 
 MLCC_FN float mlcc_bits2f(uint32_t u) {
   union { uint32_t u; float f; } v;
@@ -448,6 +463,8 @@ private:
       return "((" + T + ")(0u - (" + wrapType(t) + ")" + a + "))";
     case UnOp::Not: return "(!" + a + ")";
     case UnOp::BitNot: return "((" + T + ")~" + a + ")";
+    case UnOp::SextBytes02: return "mlcc_sxtb16((uint32_t)" + a + ")";
+    case UnOp::SextBytes13: return "mlcc_sxtb16((uint32_t)" + a + " >> 8)";
     case UnOp::Abs:
       if (isUnsignedInt(t))
         return a;
@@ -521,6 +538,7 @@ private:
     case BinOp::BitOr: return "((" + T + ")(" + a + " | " + b + "))";
     case BinOp::BitXor: return "((" + T + ")(" + a + " ^ " + b + "))";
     case BinOp::Dot4: return "mlcc_dot4(" + a + ", " + b + ")";
+    case BinOp::Dot2: return "mlcc_dot2(" + a + ", " + b + ")";
     case BinOp::Shl:
       return "((uint64_t)" + b + " >= " + width + "u ? (" + T + ")0 : (" + T +
              ")((" + W + ")" + a + " << " + b + "))";

@@ -16,6 +16,7 @@
 #include <llvm/IR/DataLayout.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsARM.h>
 #include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/MDBuilder.h>
@@ -916,7 +917,7 @@ private:
     case ExprKind::Unary:
       return unary(e->Un, e->A->Type, expr(e->A));
     case ExprKind::Binary:
-      if (Value *v = fusedDot4(e))
+      if (Value *v = fusedDot(e))
         return v;
       return binary(e->Bin, e->A->Type, expr(e->A), expr(e->B));
     case ExprKind::Select:
@@ -935,16 +936,38 @@ private:
     return nullptr;
   }
 
-  /// acc + dot4(a, b) as one vpdpbusd where the target has it (null
-  /// otherwise).
-  Value *fusedDot4(const Expr &e) {
+  /// acc + dot4(a, b) as one vpdpbusd, acc + dot2(a, b) as one smlad,
+  /// where the target has them (null otherwise).
+  Value *fusedDot(const Expr &e) {
     if (e->Bin != BinOp::Add || e->Type != DType::I32)
       return nullptr;
+    auto isDot = [](const Expr &x) {
+      return x->Kind == ExprKind::Binary && (x->Bin == BinOp::Dot4 || x->Bin == BinOp::Dot2);
+    };
     const Expr *acc = &e->A, *dot = &e->B;
-    if ((*dot)->Kind != ExprKind::Binary || (*dot)->Bin != BinOp::Dot4)
+    if (!isDot(*dot))
       std::swap(acc, dot);
-    if ((*dot)->Kind != ExprKind::Binary || (*dot)->Bin != BinOp::Dot4)
+    if (!isDot(*dot))
       return nullptr;
+    if ((*dot)->Bin == BinOp::Dot2) {
+      if (!ME.Features.Smlad)
+        return nullptr;
+      // One smlad per lane (a target with smlad has no vectors: the lanes
+      // of a register tile become scalars).
+      Value *a = expr((*dot)->A), *b = expr((*dot)->B), *c = expr(*acc);
+      if (e->Lanes == 1)
+        return B.CreateIntrinsic(llvm::Intrinsic::arm_smlad, {}, {a, b, c});
+      Value *r = llvm::PoisonValue::get(c->getType());
+      for (int j = 0; j < e->Lanes; ++j)
+        r = B.CreateInsertElement(
+            r,
+            B.CreateIntrinsic(llvm::Intrinsic::arm_smlad, {},
+                              {B.CreateExtractElement(a, (uint64_t)j),
+                               B.CreateExtractElement(b, (uint64_t)j),
+                               B.CreateExtractElement(c, (uint64_t)j)}),
+            (uint64_t)j);
+      return r;
+    }
     llvm::Intrinsic::ID id;
     if (e->Lanes == 16 && ME.Features.Vnni512)
       id = llvm::Intrinsic::x86_avx512_vpdpbusd_512;
@@ -955,6 +978,31 @@ private:
     else
       return nullptr;
     return B.CreateIntrinsic(id, {}, {expr(*acc), expr((*dot)->A), expr((*dot)->B)});
+  }
+
+  /// Bytes 0 and 2 of a (odd: 1 and 3) sign-extended into its 16-bit
+  /// halves: sxtb16 (rotated by a byte for the odd ones) with the Arm DSP
+  /// extension, else shifts.
+  Value *sextBytePairs(Value *a, bool odd) {
+    if (ME.Features.Smlad && !a->getType()->isVectorTy()) {
+      Value *v = odd ? B.CreateIntrinsic(llvm::Intrinsic::fshr, {a->getType()},
+                                         {a, a, B.getInt32(8)})
+                     : a;
+      return B.CreateIntrinsic(llvm::Intrinsic::arm_sxtb16, {}, {v});
+    }
+    auto c = [&](int64_t v) { return llvm::ConstantInt::get(a->getType(), (uint64_t)v); };
+    // The byte at `at`, sign-extended: shifted to the top, then down.
+    auto byte = [&](int at) { return B.CreateAShr(B.CreateShl(a, c(24 - 8 * at)), c(24)); };
+    return B.CreateOr(B.CreateAnd(byte(odd ? 1 : 0), c(0xffff)), B.CreateShl(byte(odd ? 3 : 2), c(16)));
+  }
+
+  /// dot2(a, b) in generic IR: the signed 16-bit halves multiplied and
+  /// summed.
+  Value *dot2(Value *a, Value *b) {
+    Value *sixteen = llvm::ConstantInt::get(a->getType(), 16);
+    auto low = [&](Value *v) { return B.CreateAShr(B.CreateShl(v, sixteen), sixteen); };
+    return B.CreateAdd(B.CreateMul(low(a), low(b)),
+                       B.CreateMul(B.CreateAShr(a, sixteen), B.CreateAShr(b, sixteen)));
   }
 
   /// dot4(a, b) in generic IR: bytes widened, multiplied, and each group of
@@ -1030,6 +1078,8 @@ private:
     case UnOp::Neg: return B.CreateNeg(a);
     case UnOp::Not: return B.CreateNot(a);
     case UnOp::BitNot: return B.CreateNot(a);
+    case UnOp::SextBytes02:
+    case UnOp::SextBytes13: return sextBytePairs(a, op == UnOp::SextBytes13);
     case UnOp::Abs:
       if (isUnsignedInt(t))
         return a;
@@ -1118,6 +1168,7 @@ private:
       return B.CreateSelect(big, overflow, r);
     }
     case BinOp::Dot4: return dot4(a, b);
+    case BinOp::Dot2: return dot2(a, b);
     case BinOp::Eq: return B.CreateICmpEQ(a, b);
     case BinOp::Ne: return B.CreateICmpNE(a, b);
     case BinOp::Lt: return uns ? B.CreateICmpULT(a, b) : B.CreateICmpSLT(a, b);

@@ -26,6 +26,7 @@ namespace mlcc::llvmgen {
 struct EmitFeatures {
   bool Vnni512 = false; ///< vpdpbusd on 512-bit vectors (AVX512-VNNI)
   bool Vnni256 = false; ///< on 256- and 128-bit vectors (AVX512-VNNI+VL, AVX-VNNI)
+  bool Smlad = false;   ///< smlad on 32-bit registers (Arm DSP extension)
 };
 
 /// Builds the module for `p`. `triple` and `layout` come from the target

@@ -373,6 +373,8 @@ std::string compileProgram(const kir::Program &p, const TargetSpec &t,
     features.Vnni256 = (features.Vnni512 && sti->checkFeatures("+avx512vl")) ||
                        sti->checkFeatures("+avxvnni");
   }
+  if (llvm::Triple(t.Triple).isARM() || llvm::Triple(t.Triple).isThumb())
+    features.Smlad = sti->checkFeatures("+dsp");
   std::unique_ptr<llvm::Module> m =
       emitModule(p, ctx, t.Triple, tm->createDataLayout(), features);
   if (!t.Abi.empty())

@@ -255,6 +255,26 @@ TEST_CASE("plan-kernels: int8 convolutions on each target class", "[plan]") {
     CHECK(r * cols + r + cols + 4 <= t.GeneralRegisters);
     CHECK(r * cols >= 1);
   }
+  // Products in pairs (smlad) only where the target has the DSP extension
+  // and a group has three input channels or more.
+  {
+    OneNode dense = qlinearConv(8, 16, 8, 3), thin = qlinearConv(2, 16, 8, 3),
+            depthwise = qlinearConv(16, 16, 8, 3, 16), m0 = qlinearConv(8, 16, 8, 3);
+    TargetDesc m4 = describe("cortex-m4");
+    REQUIRE(m4.has(MacForm::ArmSmlad));
+    ir::KernelPlan p = passes::planKernel(*dense.N, m4, false);
+    INFO(p.str());
+    CHECK(p.Pairs);
+    REQUIRE(p.Int);
+    // Accumulators, a weight pair per row, an input pair per column, one
+    // to form a pair in, 4 for the loop.
+    const int64_t r = p.Int->Rows, cols = p.Int->Vectors * p.Int->Lanes;
+    CHECK(r * cols + r + cols + 1 + 4 <= m4.GeneralRegisters);
+    CHECK_FALSE(passes::planKernel(*thin.N, m4, false).Pairs);
+    CHECK_FALSE(passes::planKernel(*depthwise.N, m4, false).Pairs);
+    CHECK_FALSE(passes::planKernel(*m0.N, describe("cortex-m0plus"), false).Pairs);
+    CHECK_FALSE(passes::planKernel(*dense.N, describe("cortex-m55"), false).Pairs);
+  }
   // A matrix product gets a scalar tile only without vectors.
   {
     auto scalar = [](DType t, double v) { return std::make_pair(ir::TensorType{t, {}}, filled(t, {}, v)); };
@@ -274,6 +294,7 @@ TEST_CASE("plan-kernels: int8 convolutions on each target class", "[plan]") {
     CHECK(p.Int->Rows == 1); // one row of A
     const int64_t cols = p.Int->Vectors * p.Int->Lanes;
     CHECK(cols + 1 + cols + 4 <= t.GeneralRegisters);
+    CHECK(p.Pairs); // int8 B of zero point 0 on smlad
     CHECK_FALSE(passes::planKernel(*host.N, describe("x86_64-v3"), false).Int);
   }
   // Cortex-M0+: no floating point, so fixed-point requantization; the
@@ -285,8 +306,11 @@ TEST_CASE("plan-kernels: int8 convolutions on each target class", "[plan]") {
     CHECK(passes::planKernels(c.G, m0, false));
     CHECK(c.N->Plan.FixedRequant);
     CHECK(passes::fixedPointRequant(c.G));
-    REQUIRE(c.N->Plan.FixedRequantInput == 8); // after the 8 inputs (no bias)
-    const Tensor &mult = *c.N->Inputs[8]->Const, &shift = *c.N->Inputs[9]->Const;
+    // After the 9 inputs, the absent bias included (in its slot the
+    // multipliers would be read as the bias).
+    REQUIRE(c.N->Plan.FixedRequantInput == 9);
+    CHECK_FALSE(c.N->hasInput(8));
+    const Tensor &mult = *c.N->Inputs[9]->Const, &shift = *c.N->Inputs[10]->Const;
     REQUIRE(mult.numel() == 16);
     // 0.02 * 0.01 / 0.05 = 0.004 = M0 * 2^-S with M0 in [2^30, 2^31).
     double m = (double)mult.intAt(0) * std::ldexp(1.0, -(int)shift.intAt(0));
@@ -312,4 +336,20 @@ TEST_CASE("pack-weights adds the operands the plans read, once", "[plan]") {
   CHECK(c.N->Inputs[3] == pack.Outputs[0]);
   CHECK_FALSE(passes::packWeights(c.G));
   CHECK_FALSE(passes::planKernels(c.G, t, false)); // planned nodes keep their plan
+}
+
+TEST_CASE("pack-weights packs the weights of products in pairs in quads", "[plan]") {
+  OneNode c = qlinearConv(6, 16, 8, 3);
+  TargetDesc m4 = describe("cortex-m4");
+  CHECK(passes::planKernels(c.G, m4, false));
+  REQUIRE(c.N->Plan.Pairs);
+  CHECK(passes::packWeights(c.G));
+  REQUIRE(c.G.Nodes.size() == 2);
+  const ir::Node &pack = *c.G.Nodes[0];
+  CHECK(pack.Domain == "mlcc");
+  CHECK(pack.OpType == "PackPairQuads");
+  // After the 9 inputs (the absent bias's slot kept).
+  REQUIRE(c.N->Plan.PairsInput == 9);
+  CHECK(c.N->Inputs[9] == pack.Outputs[0]);
+  CHECK_FALSE(passes::packWeights(c.G));
 }

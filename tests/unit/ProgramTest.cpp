@@ -593,3 +593,55 @@ TEST_CASE("fixed-point requantization (targets without float) is within one step
     CHECK(differ <= got.size() / 50);
   }
 }
+
+TEST_CASE("int8 products in pairs (smlad) equal the plain integer kernels",
+          "[contraction][quantization]") {
+  // A target without vectors with and without the dual 16-bit
+  // multiply-accumulate: the same outputs (exact integer sums either way),
+  // which vary. Input channels per group 3, 5, 6 and 8 (partial and whole
+  // quads), uint8 and int8 inputs with nonzero zero points, 1x1 (the
+  // pointwise path), 3x3 and 5x5 kernels with padding, strides 1 and 2; the
+  // matrix products with K = 37 (a partial quad) and M = 5.
+  TargetDesc pairs;
+  pairs.GeneralRegisters = 13;
+  pairs.IntMacs.push_back(MacForm::ArmSmlad);
+  TargetDesc plain = pairs;
+  plain.IntMacs.clear();
+  auto check = [&](const std::string &model, const std::vector<float> &in) {
+    std::string text;
+    std::vector<float> got = compileAndRun(model, pairs, in, &text);
+    std::vector<float> want = compileAndRun(model, plain, in, nullptr);
+    INFO(text.substr(0, 3000));
+    CHECK(text.find("dot2") != std::string::npos);
+    CHECK(text.find("sext_bytes13") != std::string::npos);
+    REQUIRE(got.size() == want.size());
+    size_t differ = 0, distinct = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      differ += got[i] != want[i];
+      distinct += i > 0 && want[i] != want[i - 1];
+    }
+    CHECK(differ == 0);
+    CHECK(distinct > got.size() / 4);
+  };
+  for (int64_t channels : {3, 5, 6, 8})
+    for (int xtype : {2, 3})
+      for (int64_t k : {1, 3, 5})
+        for (int64_t stride : {1, 2}) {
+          if (k == 1 && stride == 2)
+            continue;
+          INFO("channels " << channels << ", input type " << xtype << ", kernel " << k
+                           << ", stride " << stride);
+          Shape x = {1, channels, 9, 12};
+          int64_t pad = k / 2, oh = (9 + 2 * pad - k) / stride + 1,
+                  ow = (12 + 2 * pad - k) / stride + 1;
+          check(qlinearConvModel(x, 10, k, pad, stride, xtype, xtype == 2 ? 3 : -5,
+                                 {1, 10, oh, ow}),
+                randomValues(x, 3));
+        }
+  for (bool gemm : {false, true})
+    for (int xtype : {2, 3}) {
+      INFO((gemm ? "QGemm" : "QLinearMatMul") << ", input type " << xtype);
+      check(qlinearMatMulModel(5, 37, 40, xtype, xtype == 2 ? 9 : -3, gemm),
+            randomValues({5, 37}, 4));
+    }
+}
