@@ -66,7 +66,7 @@ struct KernelPlan {
   std::optional<IntTile> Int;
   /// int8 products two at a time on a dual 16-bit multiply-accumulate
   /// (kir dot2: Arm smlad): pairs of consecutive input channels (or K),
-  /// the weights packed in quads, two pairs each (ops' PackPairQuads), at
+  /// the weights packed in quads, two pairs each (mlcc.PackQuads with pairs = 1), at
   /// input PairsInput (-1: not packed yet).
   bool Pairs = false;
   int64_t PairsInput = -1;

@@ -58,7 +58,7 @@ Expr loadChannelParam(const TensorRef &t, const Expr &m) {
 
 /// acc + the products of the input pairs x01 and x23 (vectors of int32,
 /// each two 16-bit values) by the weight pairs of `quad`, an int32 of four
-/// int8 weights packed by PackPairQuads: two dot2 (smlad on Cortex-M).
+/// int8 weights packed by PackQuads with pairs = 1: two dot2 (smlad on Cortex-M).
 Expr pairProducts(const Expr &acc, const Expr &x01, const Expr &x23, const Expr &quad) {
   int lanes = acc->Lanes;
   Expr w01 = broadcast(unary(UnOp::SextBytes02, quad), lanes);

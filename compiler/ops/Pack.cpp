@@ -72,10 +72,21 @@ void lowerPackPanels(LowerCtx &c) {
   }, "i");
 }
 
+/// The int32 of the four bytes of a quad in the order `pairs` says: 0 as
+/// they are (the operand of dot4); 1 v0, v2, v1, v3, so that sext_bytes02
+/// of it is the dot2 operand pair (v0, v1) and sext_bytes13 (v2, v3) (the
+/// int8 products in pairs on Cortex-M smlad).
+Expr packQuad(std::vector<Expr> bytes, bool pairs) {
+  if (pairs)
+    std::swap(bytes[1], bytes[2]);
+  return requant::byteQuad(bytes);
+}
+
 /// PackQuads: int8 weights [M, C, k...] as int32 [M, ceil(C / 4), k...]
 /// whose four bytes are the weights of four consecutive input channels
 /// (zero past C): the operand layout of the int8 dot product (dot4) over
-/// channel quads (see DotConv.cpp).
+/// channel quads (see DotConv.cpp), or with pairs = 1 of dot2 over channel
+/// pairs (see packQuad, IntegerConv.cpp).
 void inferPackQuads(ir::Node &n) {
   const Shape &w = n.inShape(0);
   if (n.inDType(0) != DType::I8 || w.size() < 2)
@@ -98,13 +109,14 @@ void lowerPackQuads(LowerCtx &c) {
       Expr byte = cast(DType::I32, cast(DType::U8, w.loadFlat(src)));
       bytes.push_back(select(inside, byte, constantInt(DType::I32, 0)));
     }
-    y.storeFlat((i[0] * cq + i[1]) * inner + i[2], requant::byteQuad(bytes));
+    y.storeFlat((i[0] * cq + i[1]) * inner + i[2], packQuad(bytes, c.node().attrInt("pairs", 0)));
   }, "q");
 }
 
 /// PackQuadsK: int8 matrix B [K, N] (or [N, K] with transposed = 1) as
 /// int32 [ceil(K / 4), N] whose four bytes are B(4q..4q+3, n) (zero past K):
-/// the B operand of integer matrix products on dot4 (see IntegerMatMul.cpp).
+/// the B operand of integer matrix products on dot4, or with pairs = 1 on
+/// dot2 (see packQuad, IntegerMatMul.cpp).
 void inferPackQuadsK(ir::Node &n) {
   const Shape &w = n.inShape(0);
   if (n.inDType(0) != DType::I8 || w.size() != 2)
@@ -127,81 +139,13 @@ void lowerPackQuadsK(LowerCtx &c) {
       Expr byte = cast(DType::I32, cast(DType::U8, t ? w.load({i[1], rc}) : w.load({rc, i[1]})));
       bytes.push_back(select(lt(r, indexConst(k)), byte, constantInt(DType::I32, 0)));
     }
-    y.store(i, requant::byteQuad(bytes));
-  }, "q");
-}
-
-/// The int32 of four int8 weights v0..v3 whose even bytes are v0, v1 and
-/// odd bytes v2, v3: sext_bytes02 of it is the operand pair (v0, v1) of
-/// dot2, sext_bytes13 the pair (v2, v3).
-Expr pairQuad(const std::function<Expr(int64_t)> &weight) {
-  return requant::byteQuad({weight(0), weight(2), weight(1), weight(3)});
-}
-
-/// PackPairQuads: int8 weights [M, C, k...] as int32 [M, ceil(C / 4), k...]
-/// holding the weights of four consecutive input channels (zero past C) as
-/// two dot2 operand pairs (see pairQuad): the layout of the integer
-/// convolutions' products in pairs (see IntegerConv.cpp).
-void inferPackPairQuads(ir::Node &n) {
-  const Shape &w = n.inShape(0);
-  if (n.inDType(0) != DType::I8 || w.size() < 2)
-    n.error(ErrorKind::Internal) << "PackPairQuads needs int8 weights [M, C, ...]";
-  Shape out = w;
-  out[1] = (w[1] + 3) / 4;
-  n.setOutput(0, DType::I32, out);
-}
-
-void lowerPackPairQuads(LowerCtx &c) {
-  TensorRef w = c.in(0), y = c.out(0);
-  const Shape &ws = w.shape();
-  int64_t m = ws[0], ch = ws[1], cq = (ch + 3) / 4, inner = numElements(ws) / (m * ch);
-  c.b().loops({m, cq, inner}, [&](const std::vector<Expr> &i) {
-    y.storeFlat((i[0] * cq + i[1]) * inner + i[2], pairQuad([&](int64_t j) {
-      Expr channel = i[1] * 4 + j;
-      Expr src = (i[0] * ch + min(channel, indexConst(ch - 1))) * inner + i[2];
-      return select(lt(channel, indexConst(ch)), cast(DType::I32, cast(DType::U8, w.loadFlat(src))),
-                    constantInt(DType::I32, 0));
-    }));
-  }, "q");
-}
-
-/// PackPairQuadsK: int8 matrix B [K, N] (or [N, K] with transposed = 1) as
-/// int32 [ceil(K / 4), N] holding B(4q..4q+3, n) (zero past K) as two dot2
-/// operand pairs (see pairQuad): the B operand of integer matrix products
-/// in pairs (see IntegerMatMul.cpp).
-void inferPackPairQuadsK(ir::Node &n) {
-  const Shape &w = n.inShape(0);
-  if (n.inDType(0) != DType::I8 || w.size() != 2)
-    n.error(ErrorKind::Internal) << "PackPairQuadsK needs an int8 matrix";
-  bool t = n.attrInt("transposed", 0);
-  int64_t k = t ? w[1] : w[0], cols = t ? w[0] : w[1];
-  n.setOutput(0, DType::I32, {(k + 3) / 4, cols});
-}
-
-void lowerPackPairQuadsK(LowerCtx &c) {
-  TensorRef w = c.in(0), y = c.out(0);
-  bool t = c.node().attrInt("transposed", 0);
-  const Shape &ws = w.shape();
-  int64_t k = t ? ws[1] : ws[0], cols = t ? ws[0] : ws[1], kq = (k + 3) / 4;
-  c.b().loops({kq, cols}, [&](const std::vector<Expr> &i) {
-    y.store(i, pairQuad([&](int64_t j) {
-      Expr r = i[0] * 4 + j, rc = min(r, indexConst(k - 1));
-      Expr v = t ? w.load({i[1], rc}) : w.load({rc, i[1]});
-      return select(lt(r, indexConst(k)), cast(DType::I32, cast(DType::U8, v)),
-                    constantInt(DType::I32, 0));
-    }));
+    y.store(i, packQuad(bytes, c.node().attrInt("pairs", 0)));
   }, "q");
 }
 
 } // namespace
 
 MLCC_OPS(Pack) {
-  R.add({.Domain = "mlcc", .Name = "PackPairQuads", .SinceVersion = 1,
-         .Fusion = FusionClass::Opaque, .Infer = inferPackPairQuads,
-         .Lower = lowerPackPairQuads});
-  R.add({.Domain = "mlcc", .Name = "PackPairQuadsK", .SinceVersion = 1,
-         .Fusion = FusionClass::Opaque, .Infer = inferPackPairQuadsK,
-         .Lower = lowerPackPairQuadsK});
   R.add({.Domain = "mlcc", .Name = "PackQuadsK", .SinceVersion = 1,
          .Fusion = FusionClass::Opaque, .Infer = inferPackQuadsK, .Lower = lowerPackQuadsK});
   R.add({.Domain = "mlcc", .Name = "PackQuads", .SinceVersion = 1,

@@ -18,9 +18,10 @@
 //       mlcc.PackQuadsK (matrix products: quads of K), and the int32 sums
 //       of each output channel's weights, after the op's own inputs.
 //   int8 products in pairs (Pairs: Cortex-M smlad)
-//       mlcc.PackPairQuads (convolutions: quads of input channels) or
-//       mlcc.PackPairQuadsK (matrix products: quads of K), one byte a
-//       weight, after the op's own inputs and any requantization constants.
+//       mlcc.PackQuads (convolutions: quads of input channels) or
+//       mlcc.PackQuadsK (matrix products: quads of K) with pairs = 1 (two
+//       operand pairs a quad), one byte a weight, after the op's own inputs
+//       and any requantization constants.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/ops/IntegerOps.h"
@@ -112,9 +113,9 @@ bool packWeights(ir::Graph &g) {
       ops::IntegerOperands o = *ops::integerOperands(*n);
       size_t at = std::max(n->Inputs.size(), o.Appended);
       ir::Value *packed =
-          o.Conv ? addNode(g, nodes, n->Name, "PackPairQuads", "mlcc", {n->Inputs[o.W]}, {})
-                 : addNode(g, nodes, n->Name, "PackPairQuadsK", "mlcc", {n->Inputs[o.W]},
-                           {{"transposed", o.TransposedW}});
+          o.Conv ? addNode(g, nodes, n->Name, "PackQuads", "mlcc", {n->Inputs[o.W]}, {{"pairs", 1}})
+                 : addNode(g, nodes, n->Name, "PackQuadsK", "mlcc", {n->Inputs[o.W]},
+                           {{"transposed", o.TransposedW}, {"pairs", 1}});
       n->Inputs.resize(at + 1, nullptr);
       n->Inputs[at] = packed;
       p.PairsInput = (int64_t)at;

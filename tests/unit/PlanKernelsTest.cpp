@@ -347,7 +347,8 @@ TEST_CASE("pack-weights packs the weights of products in pairs in quads", "[plan
   REQUIRE(c.G.Nodes.size() == 2);
   const ir::Node &pack = *c.G.Nodes[0];
   CHECK(pack.Domain == "mlcc");
-  CHECK(pack.OpType == "PackPairQuads");
+  CHECK(pack.OpType == "PackQuads");
+  CHECK(pack.attrInt("pairs", 0) == 1);
   // After the 9 inputs (the absent bias's slot kept).
   REQUIRE(c.N->Plan.PairsInput == 9);
   CHECK(c.N->Inputs[9] == pack.Outputs[0]);

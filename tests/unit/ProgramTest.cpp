@@ -414,6 +414,18 @@ std::string qlinearConvModel(const Shape &x, int64_t m, int64_t k, int64_t pad, 
   return model.SerializeAsString();
 }
 
+/// `got` equals `want`, which is not a constant output.
+void checkEqualAndVarying(const std::vector<float> &got, const std::vector<float> &want) {
+  REQUIRE(got.size() == want.size());
+  size_t differ = 0, distinct = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    differ += got[i] != want[i];
+    distinct += i > 0 && want[i] != want[i - 1];
+  }
+  CHECK(differ == 0);
+  CHECK(distinct > got.size() / 4);
+}
+
 /// Compiles an int8 model for an AVX-512 target with the dot product (dot4)
 /// and without, runs both on `in`: the outputs must be equal and vary.
 void checkDotEqualsPlain(const std::string &model, const std::vector<float> &in,
@@ -427,14 +439,7 @@ void checkDotEqualsPlain(const std::string &model, const std::vector<float> &in,
   CHECK(text.find("dot4") != std::string::npos);
   if (path)
     CHECK(text.find(path) != std::string::npos);
-  REQUIRE(got.size() == want.size());
-  size_t differ = 0, distinct = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    differ += got[i] != want[i];
-    distinct += i > 0 && want[i] != want[i - 1];
-  }
-  CHECK(differ == 0);
-  CHECK(distinct > got.size() / 4); // not a constant output
+  checkEqualAndVarying(got, want);
 }
 
 } // namespace
@@ -614,14 +619,7 @@ TEST_CASE("int8 products in pairs (smlad) equal the plain integer kernels",
     INFO(text.substr(0, 3000));
     CHECK(text.find("dot2") != std::string::npos);
     CHECK(text.find("sext_bytes13") != std::string::npos);
-    REQUIRE(got.size() == want.size());
-    size_t differ = 0, distinct = 0;
-    for (size_t i = 0; i < got.size(); ++i) {
-      differ += got[i] != want[i];
-      distinct += i > 0 && want[i] != want[i - 1];
-    }
-    CHECK(differ == 0);
-    CHECK(distinct > got.size() / 4);
+    checkEqualAndVarying(got, want);
   };
   for (int64_t channels : {3, 5, 6, 8})
     for (int xtype : {2, 3})
