@@ -306,13 +306,12 @@ void lowerIntConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx,
   }
   // Products in pairs (the plan's Pairs) read the int8 weights packed in
   // quads for dot2, not the weights (so the library holds only the quads).
-  const size_t pairsIdx = (size_t)std::max<int64_t>(c.node().Plan.PairsInput, 0);
-  const bool paired = c.node().Plan.PairsInput >= 0 && c.hasIn(pairsIdx);
+  const std::optional<size_t> pairsIdx = pairedWeightsInput(c.node());
   auto weights = [&] { return c.in(wIdx); };
-  TensorRef x = c.in(xIdx), w = paired ? TensorRef() : weights(), y = c.out(0);
+  TensorRef x = c.in(xIdx), w = pairsIdx ? TensorRef() : weights(), y = c.out(0);
   std::optional<TensorRef> pairs;
-  if (paired)
-    pairs = c.in(pairsIdx);
+  if (pairsIdx)
+    pairs = c.in(*pairsIdx);
   const TensorRef *pairsRef = pairs ? &*pairs : nullptr;
   std::optional<TensorRef> xzp = zeroPoint(c, xzpIdx), wzp = zeroPoint(c, wzpIdx), bias;
   if (biasIdx && c.hasIn(biasIdx))

@@ -247,11 +247,13 @@ void lowerIntMatMul(LowerCtx &c, size_t aIdx, size_t bIdx, size_t azpIdx,
                     bool transA = false, bool transB = false,
                     const std::function<Expr(const Expr &, const Expr &)> &bias = nullptr) {
   KernelBuilder &b = c.b();
-  // B is not bound for products in pairs, which read its packed quads (so
-  // the library holds only those).
-  const ir::KernelPlan &plan = c.node().Plan;
-  const bool pairs = plan.PairsInput >= 0 && c.hasIn((size_t)plan.PairsInput);
-  TensorRef a = c.in(aIdx), bm = pairs ? TensorRef() : c.in(bIdx), y = c.out(0);
+  // B is bound where read (its parameter after A's), not by products in
+  // pairs, which read its packed quads (so the library holds only those).
+  const std::optional<size_t> pairs = pairedWeightsInput(c.node());
+  TensorRef a = c.in(aIdx);
+  if (!pairs)
+    c.in(bIdx);
+  TensorRef y = c.out(0);
   const Shape &bShape = c.node().inShape(bIdx);
   std::optional<TensorRef> azp = zeroPoint(c, azpIdx), bzp = zeroPoint(c, bzpIdx);
   MatMulShape s = matmulShape(c.node(), transA ? swapLastTwo(a.shape()) : a.shape(),
@@ -319,7 +321,7 @@ void lowerIntMatMul(LowerCtx &c, size_t aIdx, size_t bIdx, size_t azpIdx,
       // pairs: A(r, 4q + 2j) and A(r, 4q + 2j + 1) (A's last column again,
       // times a zero weight, past K) as the halves of a pair, times pair j
       // of B's packed quad, on dot2.
-      TensorRef quads = c.in((size_t)plan.PairsInput);
+      TensorRef quads = c.in(*pairs);
       t.Reduce = {(s.K + 3) / 4, 2};
       t.LoadA = [&](const Expr &r, const std::vector<Expr> &k) {
         auto at = [&](int64_t e) { return min(k[0] * 4 + k[1] * 2 + e, indexConst(s.K - 1)); };

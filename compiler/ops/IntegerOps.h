@@ -135,6 +135,15 @@ struct IntegerOperands {
 };
 std::optional<IntegerOperands> integerOperands(const ir::Node &n);
 
+/// The input that holds the int8 weights packed for products in pairs
+/// (the plan's Pairs: mlcc.PackQuads/PackQuadsK with pairs = 1), once
+/// pack-weights added it.
+inline std::optional<size_t> pairedWeightsInput(const ir::Node &n) {
+  if (n.Plan.PairsInput < 0 || !n.hasInput((size_t)n.Plan.PairsInput))
+    return std::nullopt;
+  return (size_t)n.Plan.PairsInput;
+}
+
 /// Whether input `i` (a zero point) is omitted or a constant of zeros.
 bool zeroOrAbsent(const ir::Node &n, size_t i);
 

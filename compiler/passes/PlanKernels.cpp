@@ -247,10 +247,10 @@ bool pairedProducts(const ir::Node &n, const ops::IntegerOperands &o, const Targ
 /// registers (a microcontroller: 16 x 4 accumulators would live on the
 /// stack). An integer matrix product gets one only without vectors.
 std::optional<ir::KernelPlan::IntTile> intTile(const ir::Node &n, const ops::IntegerOperands &o,
-                                               const TargetDesc &t, bool gpu) {
+                                               const TargetDesc &t, bool gpu, bool paired) {
   // (RVV: vectors whose length the description does not give yet.)
   const bool vectors = t.VectorBytes > 0 || t.has(MacForm::RvvWidening);
-  const MacKind mac = pairedProducts(n, o, t) ? MacKind::IntPair : MacKind::IntScalar;
+  const MacKind mac = paired ? MacKind::IntPair : MacKind::IntScalar;
   if (!o.Conv) {
     // A matrix product: rows of A x columns of B, on a target without
     // vectors (with vectors, its own loop nest vectorizes).
@@ -282,8 +282,9 @@ ir::KernelPlan planKernel(const ir::Node &n, const TargetDesc &t, bool gpu) {
   ir::KernelPlan p;
   std::optional<ops::IntegerOperands> io = ops::integerOperands(n);
   if (io) {
-    p.Int = intTile(n, *io, t, gpu);
-    p.Pairs = p.Int && !gpu && pairedProducts(n, *io, t);
+    const bool paired = !gpu && pairedProducts(n, *io, t);
+    p.Int = intTile(n, *io, t, gpu, paired);
+    p.Pairs = paired && p.Int;
   }
   if (gpu) {
     bool floatConv = n.Domain.empty() && n.OpType == "Conv" && n.hasInput(0) &&
