@@ -70,6 +70,11 @@ struct KernelPlan {
   /// input PairsInput (-1: not packed yet).
   bool Pairs = false;
   int64_t PairsInput = -1;
+  /// Pairs of a matrix product whose A rows are contiguous along K (no
+  /// zero point, K a multiple of 4): each quad of A is read as one word and
+  /// split into the pairs (a0, a2) and (a1, a3) (uxtb16/sxtb16), so the
+  /// weights are packed in their own byte order (pairs = 0) and match.
+  bool PairWords = false;
   /// An f32 depthwise convolution whose padded planes of at most
   /// MaxElements are copied to the stack, its flattened output grid rounded
   /// up to GridRound elements.

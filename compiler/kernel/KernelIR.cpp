@@ -20,7 +20,8 @@ const char *unOpName(UnOp op) {
       "neg",   "not",   "bitnot", "abs",   "sqrt",  "exp",   "log",
       "sin",   "cos",   "tan",    "asin",  "acos",  "atan",  "sinh",
       "cosh",  "tanh",  "asinh",  "acosh", "atanh", "erf",   "floor",
-      "ceil",  "round", "trunc",  "isnan", "isinf", "sext_bytes02", "sext_bytes13"};
+      "ceil",  "round", "trunc",  "isnan", "isinf", "sext_bytes02", "sext_bytes13",
+      "zext_bytes02", "zext_bytes13"};
   return names[(int)op];
 }
 
@@ -97,7 +98,7 @@ bool isArithType(DType t) {
 
 bool unaryIsFloatOnly(UnOp op) {
   return op != UnOp::Neg && op != UnOp::Not && op != UnOp::BitNot &&
-         op != UnOp::Abs && op != UnOp::SextBytes02 && op != UnOp::SextBytes13;
+         op != UnOp::Abs && !isBytePairs(op);
 }
 
 } // namespace
@@ -190,7 +191,7 @@ Expr unary(UnOp op, Expr a) {
     MLCC_CHECK(t == DType::Bool, "not on " << dtypeName(t));
   if (op == UnOp::BitNot)
     MLCC_CHECK(isInteger(t), "bitnot on " << dtypeName(t));
-  if (op == UnOp::SextBytes02 || op == UnOp::SextBytes13)
+  if (isBytePairs(op))
     MLCC_CHECK(t == DType::I32, unOpName(op) << " on " << dtypeName(t));
   DType rt = (op == UnOp::IsNaN || op == UnOp::IsInf) ? DType::Bool : t;
   if (a->isConst())

@@ -77,6 +77,10 @@ enum class UnOp : uint8_t {
   /// int8 weights into two operand pairs of dot2.
   SextBytes02,
   SextBytes13,
+  /// (I32) the same pairs zero-extended: Arm uxtb16, which turns four packed
+  /// uint8 activations into two operand pairs of dot2.
+  ZextBytes02,
+  ZextBytes13,
 };
 
 /// Binary scalar operations on operands of one type.
@@ -114,6 +118,11 @@ enum class BinOp : uint8_t {
 };
 
 const char *unOpName(UnOp op);
+/// The byte-pair unaries (sext_bytes02/13, zext_bytes02/13): I32 only.
+inline bool isBytePairs(UnOp op) {
+  return op == UnOp::SextBytes02 || op == UnOp::SextBytes13 || op == UnOp::ZextBytes02 ||
+         op == UnOp::ZextBytes13;
+}
 const char *binOpName(BinOp op);
 bool isComparison(BinOp op);
 

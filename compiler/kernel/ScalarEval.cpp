@@ -220,6 +220,10 @@ Scalar evalUnary(UnOp op, DType type, Scalar a) {
     r.I = (int64_t)(int32_t)(lo | hi << 16);
     break;
   }
+  case UnOp::ZextBytes02:
+  case UnOp::ZextBytes13:
+    r.I = (int64_t)(int32_t)(((uint32_t)x >> (op == UnOp::ZextBytes13 ? 8 : 0)) & 0x00ff00ffu);
+    break;
   default:
     MLCC_CHECK(false, "unary " << unOpName(op) << " on " << dtypeName(type));
   }

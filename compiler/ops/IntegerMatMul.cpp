@@ -327,6 +327,24 @@ void lowerIntMatMul(LowerCtx &c, size_t aIdx, size_t bIdx, size_t azpIdx,
         auto at = [&](int64_t e) { return min(k[0] * 4 + k[1] * 2 + e, indexConst(s.K - 1)); };
         return requant::halfPair(loadA(none, r, at(0)), loadA(none, r, at(1)));
       };
+      const bool words = c.node().Plan.PairWords;
+      if (words) {
+        // The plan's PairWords: A's quad (a0, a1, a2, a3) as one word (one
+        // load where the target reads unaligned words), pair 0 (a0, a2) and
+        // pair 1 (a1, a3) of its bytes (zext_bytes for uint8 A, sext_bytes
+        // for int8), times B's quad packed in its own byte order, whose
+        // sext_bytes02 and 13 are the same pairs.
+        const bool sign = a.dtype() == DType::I8;
+        t.LoadA = [&, sign](const Expr &r, const std::vector<Expr> &k) {
+          std::vector<Expr> bytes;
+          for (int64_t e = 0; e < 4; ++e)
+            bytes.push_back(cast(acc, cast(DType::U8, a.load({r, k[0] * 4 + e}))));
+          Expr q = requant::byteQuad(bytes);
+          return select(eq(k[1], indexConst(0)),
+                        unary(sign ? UnOp::SextBytes02 : UnOp::ZextBytes02, q),
+                        unary(sign ? UnOp::SextBytes13 : UnOp::ZextBytes13, q));
+        };
+      }
       t.LoadB = [quads](const std::vector<Expr> &k, const Expr &col) {
         Expr q = quads.load({k[0], col});
         return select(eq(k[1], indexConst(0)), unary(UnOp::SextBytes02, q),

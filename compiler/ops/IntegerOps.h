@@ -144,6 +144,13 @@ inline std::optional<size_t> pairedWeightsInput(const ir::Node &n) {
   return (size_t)n.Plan.PairsInput;
 }
 
+// --- QLinearContrib.cpp -----------------------------------------------------
+
+/// Whether a com.microsoft QLinearAdd or QLinearMul can requantize in
+/// integers (constant scales and zero points, ratios that fit the
+/// fixed-point forms): plan-kernels' FixedRequant for it.
+bool integerElementwise(const ir::Node &n);
+
 /// Whether input `i` (a zero point) is omitted or a constant of zeros.
 bool zeroOrAbsent(const ir::Node &n, size_t i);
 

@@ -146,8 +146,82 @@ bool constantAlongInnermost(const Shape &in, const Shape &out) {
   return true;
 }
 
+/// The scales and zero points of QLinearAdd/Mul when all are compile-time
+/// constants (scales of one element, f32); omitted zero points are 0.
+struct ConstantParams {
+  float As, Bs, Cs;
+  int64_t Azp, Bzp, Czp;
+};
+std::optional<ConstantParams> constantParams(const ir::Node &n) {
+  std::array<double, 8> v{};
+  for (size_t i : {1, 2, 4, 5, 6, 7}) {
+    bool zp = i == 2 || i == 5 || i == 7;
+    if (!n.hasInput(i)) {
+      if (!zp)
+        return std::nullopt;
+      continue;
+    }
+    const TensorPtr &k = n.Inputs[i]->Const;
+    if (!k || k->numel() != 1 || (!zp && n.inDType(i) != F))
+      return std::nullopt;
+    v[i] = zp ? (double)k->intAt(0) : k->doubleAt(0);
+  }
+  return ConstantParams{(float)v[1], (float)v[4], (float)v[6],
+                        (int64_t)v[2], (int64_t)v[5], (int64_t)v[7]};
+}
+
+/// QLinearAdd in integers: y = saturate((a * Ma + b * Mb + K) >> S) with
+/// Ma = round(ra * 2^S), Mb = round(rb * 2^S) for the f32 ratios ra =
+/// a_scale / c_scale, rb = b_scale / c_scale, and K = c_zp * 2^S - a_zp *
+/// Ma - b_zp * Mb + 2^(S-1): the sum rounds half up (towards +inf). S is
+/// the largest in [1, 30] for which no int32 sum can overflow, so Ma and
+/// Mb keep 21 bits or more of a ratio near 1 and the result is within one
+/// step of the float formula (equal to it but for values within about
+/// 2^-14 of a half).
+struct FixedAdd {
+  int64_t Ma, Mb, K, Shift;
+};
+std::optional<FixedAdd> fixedAdd(const ir::Node &n) {
+  std::optional<ConstantParams> p = constantParams(n);
+  if (!p)
+    return std::nullopt;
+  float ra = p->As / p->Cs, rb = p->Bs / p->Cs;
+  if (!(ra > 0) || !(rb > 0) || !std::isfinite(ra) || !std::isfinite(rb))
+    return std::nullopt;
+  for (int64_t s = 30; s >= 1; --s) {
+    int64_t ma = std::llround(std::ldexp((double)ra, (int)s));
+    int64_t mb = std::llround(std::ldexp((double)rb, (int)s));
+    int64_t k = p->Czp * ((int64_t)1 << s) - p->Azp * ma - p->Bzp * mb + ((int64_t)1 << (s - 1));
+    if (255 * (ma + mb) + std::llabs(k) < ((int64_t)1 << 31))
+      return FixedAdd{ma, mb, k, s};
+  }
+  return std::nullopt;
+}
+
+/// QLinearMul in integers: the int32 product (a - a_zp) * (b - b_zp)
+/// requantized by the Q31 multiplier of r = a_scale * b_scale / c_scale (f32)
+/// (requant::requantizeFixed: rounds half up).
+std::optional<std::pair<int64_t, int64_t>> fixedMul(const ir::Node &n) {
+  std::optional<ConstantParams> p = constantParams(n);
+  if (!p)
+    return std::nullopt;
+  return q31Multiplier((double)(p->As * p->Bs / p->Cs));
+}
+
 Expr qlinearAdd(const ir::Node &n, const std::vector<Expr> &args) {
   auto [a, as, azp, b, bs, bzp, cs, czp] = binaryOperands(n, args);
+  if (n.Plan.FixedRequant) {
+    std::optional<FixedAdd> f = fixedAdd(n);
+    if (!f)
+      n.error(ErrorKind::Internal) << "internal error: planned integer QLinearAdd without "
+                                      "constant scales";
+    const DType I = DType::I32;
+    auto [lo, hi] = intRange(n.inDType(0));
+    Expr v = cast(I, a) * constantInt(I, f->Ma) + cast(I, b) * constantInt(I, f->Mb) +
+             constantInt(I, f->K);
+    return clamp(binary(BinOp::Shr, v, constantInt(I, f->Shift)), constantInt(I, (int64_t)lo),
+                 constantInt(I, (int64_t)hi));
+  }
   // ONNX Runtime's kernel takes a varying operand x and a scalar or varying
   // operand y; a scalar A becomes y.
   bool swap = constantAlongInnermost(n.inShape(0), n.Outputs[0]->Type.Dims);
@@ -161,12 +235,34 @@ Expr qlinearAdd(const ir::Node &n, const std::vector<Expr> &args) {
 Expr qlinearMul(const ir::Node &n, const std::vector<Expr> &args) {
   auto [a, as, azp, b, bs, bzp, cs, czp] = binaryOperands(n, args);
   const DType I = DType::I32;
-  Expr r = as * bs / cs;
   Expr prod = (cast(I, a) - cast(I, azp)) * (cast(I, b) - cast(I, bzp));
+  if (n.Plan.FixedRequant) {
+    std::optional<std::pair<int64_t, int64_t>> m = fixedMul(n);
+    if (!m)
+      n.error(ErrorKind::Internal) << "internal error: planned integer QLinearMul without "
+                                      "constant scales";
+    return requantizeFixed(n.inDType(0), prod, constantInt(I, m->first),
+                           constantInt(I, m->second), czp);
+  }
+  Expr r = as * bs / cs;
   Expr v = cast(F, cast(D, prod) * cast(D, r));
   v = cast(F, cast(D, v) + cast(D, czp));
   return saturateRoundF32(n.inDType(0), v);
 }
+
+} // namespace
+
+bool integerElementwise(const ir::Node &n) {
+  if (n.Domain != Ms)
+    return false;
+  if (n.OpType == "QLinearAdd")
+    return fixedAdd(n).has_value();
+  if (n.OpType == "QLinearMul")
+    return fixedMul(n).has_value();
+  return false;
+}
+
+namespace {
 
 // ---------------------------------------------------------------------------
 // QLinearGlobalAveragePool

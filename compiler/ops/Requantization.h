@@ -12,6 +12,8 @@
 #include "compiler/ops/Lowering.h"
 
 #include <cmath>
+#include <optional>
+#include <utility>
 
 namespace mlcc::ops::requant {
 
@@ -137,6 +139,25 @@ inline Expr requantizeFixed(DType out, const Expr &acc, const Expr &m0, const Ex
   Expr z = cast(w, zp);
   r = clamp(r, constantInt(w, (int64_t)lo) - z, constantInt(w, (int64_t)hi) - z);
   return cast(DType::I32, r + z);
+}
+
+/// A positive real multiplier m as a Q31 multiplier M0 in [2^30, 2^31) and
+/// a right shift S in [1, 62] (m = M0 * 2^-S, M0 rounded to nearest), or
+/// nothing when m is not positive or out of that range.
+inline std::optional<std::pair<int64_t, int64_t>> q31Multiplier(double m) {
+  if (!(m > 0) || !std::isfinite(m))
+    return std::nullopt;
+  int e = 0;
+  double frac = std::frexp(m, &e); // m = frac * 2^e, frac in [0.5, 1)
+  int64_t m0 = (int64_t)std::llround(frac * 2147483648.0);
+  if (m0 == (int64_t)1 << 31) {
+    m0 /= 2;
+    ++e;
+  }
+  int64_t s = 31 - e;
+  if (s < 1 || s > 62)
+    return std::nullopt;
+  return std::pair{m0, s};
 }
 
 /// The requantization multiplier a_scale * b_scale / y_scale in f32 (the

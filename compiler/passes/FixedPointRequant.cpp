@@ -10,10 +10,10 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/ops/IntegerOps.h"
+#include "compiler/ops/Requantization.h"
 #include "compiler/passes/Passes.h"
 
 #include <array>
-#include <cmath>
 
 namespace mlcc::passes {
 
@@ -40,16 +40,10 @@ std::optional<FixedPointScales> fixedPointScales(const ir::Node &n) {
     if (n.OpType == "QGemm")
       m = alpha * m;
     m = m / ys;
-    int e = 0;
-    double frac = std::frexp((double)m, &e); // m = frac * 2^e, frac in [0.5, 1)
-    int64_t m0 = (int64_t)std::llround(frac * 2147483648.0);
-    if (m0 == (int64_t)1 << 31) {
-      m0 /= 2;
-      ++e;
-    }
-    int64_t s = 31 - e;
-    if (!(m > 0) || s < 1 || s > 62)
+    std::optional<std::pair<int64_t, int64_t>> q = ops::requant::q31Multiplier((double)m);
+    if (!q)
       return std::nullopt;
+    auto [m0, s] = *q;
     f.Multipliers.push_back(m0);
     f.Shifts.push_back(s);
   }
@@ -60,7 +54,9 @@ bool fixedPointRequant(ir::Graph &g) {
   bool changed = false;
   for (auto &np : g.Nodes) {
     ir::Node &n = *np;
-    if (!n.Plan.FixedRequant || n.Plan.FixedRequantInput >= 0)
+    // The integer convolutions and products; QLinearAdd and QLinearMul
+    // read their constant scales themselves.
+    if (!n.Plan.FixedRequant || n.Plan.FixedRequantInput >= 0 || !ops::integerOperands(n))
       continue;
     std::optional<FixedPointScales> f = fixedPointScales(n);
     if (!f)

@@ -115,7 +115,7 @@ bool packWeights(ir::Graph &g) {
       ir::Value *packed =
           o.Conv ? addNode(g, nodes, n->Name, "PackQuads", "mlcc", {n->Inputs[o.W]}, {{"pairs", 1}})
                  : addNode(g, nodes, n->Name, "PackQuadsK", "mlcc", {n->Inputs[o.W]},
-                           {{"transposed", o.TransposedW}, {"pairs", 1}});
+                           {{"transposed", o.TransposedW}, {"pairs", p.PairWords ? 0 : 1}});
       n->Inputs.resize(at + 1, nullptr);
       n->Inputs[at] = packed;
       p.PairsInput = (int64_t)at;

@@ -240,6 +240,16 @@ bool pairedProducts(const ir::Node &n, const ops::IntegerOperands &o, const Targ
   return o.Conv ? w.size() >= 3 && w[1] >= 3 : w.size() == 2;
 }
 
+/// Whether a matrix product in pairs reads A's quads as words (the plan's
+/// PairWords): A not transposed, contiguous along K, of no zero point, and
+/// K a multiple of four (no quad runs past a row).
+bool pairWords(const ir::Node &n, const ops::IntegerOperands &o) {
+  if (o.Conv || n.attrInt("transA", 0) != 0 || !ops::zeroOrAbsent(n, 2) ||
+      n.inShape(o.X).size() != 2)
+    return false;
+  return n.inShape(o.X)[1] % 4 == 0;
+}
+
 /// The int32 register tile of an integer convolution's pointwise and
 /// windowed paths: on a vector target 4 output channels x 16 outputs (or
 /// the i32 lanes if more: one AVX-512 vector, two AVX2 or four NEON ones);
@@ -285,6 +295,7 @@ ir::KernelPlan planKernel(const ir::Node &n, const TargetDesc &t, bool gpu) {
     const bool paired = !gpu && pairedProducts(n, *io, t);
     p.Int = intTile(n, *io, t, gpu, paired);
     p.Pairs = paired && p.Int;
+    p.PairWords = p.Pairs && pairWords(n, *io);
   }
   if (gpu) {
     bool floatConv = n.Domain.empty() && n.OpType == "Conv" && n.hasInput(0) &&
@@ -297,6 +308,12 @@ ir::KernelPlan planKernel(const ir::Node &n, const TargetDesc &t, bool gpu) {
     return p;
   }
   if (!t.FloatUnit && fixedPointScales(n)) {
+    p.FixedRequant = true;
+    return p;
+  }
+  // Elementwise requantization needs f64 to round like the reference;
+  // where f64 is a library call, it runs in integers.
+  if (!t.DoubleUnit && ops::integerElementwise(n)) {
     p.FixedRequant = true;
     return p;
   }

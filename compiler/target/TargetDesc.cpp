@@ -57,7 +57,10 @@ std::string TargetDesc::describe() const {
   else
     s << "vectors:           none\n";
   s << "general registers: " << GeneralRegisters << "\n"
-    << "float unit:        " << (FloatUnit ? Fma ? "yes, with fused multiply-add" : "yes" : "none")
+    << "float unit:        "
+    << (!FloatUnit ? "none"
+        : DoubleUnit ? Fma ? "yes, with fused multiply-add" : "yes"
+        : Fma ? "f32 only, with fused multiply-add" : "f32 only")
     << "\n"
     << "caches planned:    L1 " << bytesText(L1Bytes) << ", L2 " << bytesText(L2Bytes)
     << ", lines " << bytesText(CacheLineBytes) << "\n"

@@ -40,6 +40,9 @@ struct TargetDesc {
   int GeneralRegisters = 0; ///< integer registers free for a kernel's values
   bool FloatUnit = true; ///< floating-point instructions (false: Cortex-M0+, RV32 without F)
   bool Fma = false;      ///< fused multiply-add in hardware
+  /// f64 arithmetic in hardware (false: Cortex-M4/M33 single-precision
+  /// units, RISC-V without D; their f64 is a library call per operation).
+  bool DoubleUnit = true;
   /// A core's private L2 data cache that a contraction's packed B panel
   /// should stay in while the row tiles reuse it; 0: no cache to plan for
   /// (microcontrollers).

@@ -465,6 +465,8 @@ private:
     case UnOp::BitNot: return "((" + T + ")~" + a + ")";
     case UnOp::SextBytes02: return "mlcc_sxtb16((uint32_t)" + a + ")";
     case UnOp::SextBytes13: return "mlcc_sxtb16((uint32_t)" + a + " >> 8)";
+    case UnOp::ZextBytes02: return "((int32_t)((uint32_t)" + a + " & 0x00ff00ffu))";
+    case UnOp::ZextBytes13: return "((int32_t)((uint32_t)" + a + " >> 8 & 0x00ff00ffu))";
     case UnOp::Abs:
       if (isUnsignedInt(t))
         return a;

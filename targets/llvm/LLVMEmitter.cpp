@@ -10,6 +10,7 @@
 #include "compiler/support/NarrowFloat.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include <llvm/IR/Constants.h>
@@ -919,6 +920,8 @@ private:
     case ExprKind::Binary:
       if (Value *v = fusedDot(e))
         return v;
+      if (Value *v = wordOfBytes(*e))
+        return v;
       return binary(e->Bin, e->A->Type, expr(e->A), expr(e->B));
     case ExprKind::Select:
       return B.CreateSelect(expr(e->A), expr(e->B), expr(e->C));
@@ -934,6 +937,65 @@ private:
     }
     }
     return nullptr;
+  }
+
+  /// A zero-extended byte as an int32: Cast(I32, Load) of a uint8 buffer or
+  /// Cast(I32, Cast(U8, Load)) of an int8 one; the load, else null.
+  static const kir::ExprNode *zeroExtendedByte(const kir::ExprNode *x) {
+    if (x->Kind != ExprKind::Cast || x->Type != DType::I32 || x->Lanes != 1)
+      return nullptr;
+    x = x->A.get();
+    if (x->Kind == ExprKind::Cast && x->Type == DType::U8 && x->A->Type == DType::I8)
+      x = x->A.get();
+    if (x->Kind != ExprKind::Load || x->Lanes != 1 ||
+        (x->Buf->Type != DType::U8 && x->Buf->Type != DType::I8))
+      return nullptr;
+    return x;
+  }
+
+  /// The int32 whose bytes, lowest first, are four consecutive bytes of one
+  /// buffer (an or of the zero-extended bytes shifted by 0, 8, 16 and 24:
+  /// requant::byteQuad) as one little-endian word load, alignment 1 (LLVM
+  /// splits it again where the target has no unaligned loads); else null.
+  /// LLVM's own load combining misses these once loop strength reduction has
+  /// given each byte its own pointer.
+  Value *wordOfBytes(const kir::ExprNode &e) {
+    if (e.Bin != BinOp::BitOr || e.Type != DType::I32 || e.Lanes != 1 ||
+        !ME.DL.isLittleEndian())
+      return nullptr;
+    std::vector<const kir::ExprNode *> terms, work{&e};
+    while (!work.empty() && terms.size() <= 4) {
+      const kir::ExprNode *x = work.back();
+      work.pop_back();
+      if (x->Kind == ExprKind::Binary && x->Bin == BinOp::BitOr) {
+        work.push_back(x->A.get());
+        work.push_back(x->B.get());
+      } else {
+        terms.push_back(x);
+      }
+    }
+    if (!work.empty() || terms.size() != 4)
+      return nullptr;
+    std::array<const kir::ExprNode *, 4> bytes{};
+    for (const kir::ExprNode *t : terms) {
+      int64_t shift = 0;
+      if (t->Kind == ExprKind::Binary && t->Bin == BinOp::Shl) {
+        if (!t->B->isConst())
+          return nullptr;
+        shift = t->B->IntValue;
+        t = t->A.get();
+      }
+      const kir::ExprNode *load = zeroExtendedByte(t);
+      if (!load || shift < 0 || shift > 24 || shift % 8 != 0 || bytes[shift / 8])
+        return nullptr;
+      bytes[shift / 8] = load;
+    }
+    for (int j = 1; j < 4; ++j)
+      if (bytes[j]->Buf != bytes[0]->Buf ||
+          kir::constantDifference(bytes[0]->A, bytes[j]->A) != std::optional<int64_t>(j))
+        return nullptr;
+    return B.CreateAlignedLoad(B.getInt32Ty(), address(bytes[0]->Buf.get(), expr(bytes[0]->A)),
+                               llvm::Align(1));
   }
 
   /// acc + dot4(a, b) as one vpdpbusd, acc + dot2(a, b) as one smlad,
@@ -983,14 +1045,17 @@ private:
   /// Bytes 0 and 2 of a (odd: 1 and 3) sign-extended into its 16-bit
   /// halves: sxtb16 (rotated by a byte for the odd ones) with the Arm DSP
   /// extension, else shifts.
-  Value *sextBytePairs(Value *a, bool odd) {
+  Value *sextBytePairs(Value *a, bool odd, bool zext = false) {
     if (ME.Features.Smlad && !a->getType()->isVectorTy()) {
       Value *v = odd ? B.CreateIntrinsic(llvm::Intrinsic::fshr, {a->getType()},
                                          {a, a, B.getInt32(8)})
                      : a;
-      return B.CreateIntrinsic(llvm::Intrinsic::arm_sxtb16, {}, {v});
+      return B.CreateIntrinsic(zext ? llvm::Intrinsic::arm_uxtb16 : llvm::Intrinsic::arm_sxtb16,
+                               {}, {v});
     }
     auto c = [&](int64_t v) { return llvm::ConstantInt::get(a->getType(), (uint64_t)v); };
+    if (zext)
+      return B.CreateAnd(odd ? B.CreateLShr(a, c(8)) : a, c(0x00ff00ff));
     // The byte at `at`, sign-extended: shifted to the top, then down.
     auto byte = [&](int at) { return B.CreateAShr(B.CreateShl(a, c(24 - 8 * at)), c(24)); };
     return B.CreateOr(B.CreateAnd(byte(odd ? 1 : 0), c(0xffff)), B.CreateShl(byte(odd ? 3 : 2), c(16)));
@@ -1080,6 +1145,8 @@ private:
     case UnOp::BitNot: return B.CreateNot(a);
     case UnOp::SextBytes02:
     case UnOp::SextBytes13: return sextBytePairs(a, op == UnOp::SextBytes13);
+    case UnOp::ZextBytes02:
+    case UnOp::ZextBytes13: return sextBytePairs(a, op == UnOp::ZextBytes13, true);
     case UnOp::Abs:
       if (isUnsignedInt(t))
         return a;

@@ -249,8 +249,9 @@ TargetDesc describeTarget(const TargetSpec &t) {
       s.VectorBytes = 16;
       s.VectorRegisters = 16;
     }
-    s.Fma = has("vfp4") || has("fp-armv8");
+    s.Fma = has("vfp4d16sp") || has("fp-armv8d16sp"); // the single-precision forms
     s.FloatUnit = has("vfp2sp") || has("fp-armv8") || has("mve.fp") || has("neon");
+    s.DoubleUnit = s.FloatUnit && has("fp64");
     if (has("neon"))
       s.IntMacs.push_back(MacForm::ArmLongMac);
     if (has("dsp"))
@@ -261,6 +262,7 @@ TargetDesc describeTarget(const TargetSpec &t) {
     s.GeneralRegisters = has("e") ? 15 : 31;
     s.Fma = has("f");
     s.FloatUnit = has("f");
+    s.DoubleUnit = has("d");
     if (has("v"))
       s.IntMacs.push_back(MacForm::RvvWidening);
   }
