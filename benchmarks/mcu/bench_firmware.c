@@ -1,7 +1,8 @@
 /*
  * The Cortex-M firmware of benchmarks/mcu: runs one mlcc library (built
  * with --name net) RUNS times on a deterministic pseudo-random input and
- * prints the instructions per inference and the memory the library needs.
+ * prints the instructions per inference, the memory the library needs and
+ * the outputs' bytes.
  *
  * Under QEMU with -icount shift=0 one instruction takes 1 ns of virtual
  * time, and the SysTick counter runs at the MPS2 boards' 25 MHz: one tick is
@@ -127,5 +128,14 @@ int main(void) {
   printf("arena bytes: %lu\n", (unsigned long)NET_ARENA_SIZE);
   printf("io bytes: %lu\n", (unsigned long)used);
   printf("weights bytes: %lu\n", (unsigned long)info->weights_size);
+  /* The outputs' bytes in hex, one line each (benchmarks/mcu/compare.py
+     compares them with ONNX Runtime's on the same input). */
+  for (int32_t o = 0; o < info->num_outputs; ++o) {
+    const unsigned char *p = (const unsigned char *)outs[o];
+    printf("output %ld:", (long)o);
+    for (size_t i = 0; i < info->outputs[o].size_bytes; ++i)
+      printf("%02x", p[i]);
+    printf("\n");
+  }
   return 0;
 }
