@@ -547,7 +547,8 @@ std::string KernelPlan::str() const {
   if (Int)
     intTile("int_tile", *Int);
   if (Pairs)
-    field("pairs=" + std::to_string(PairsInput) + (PairWords ? " words" : ""));
+    field("pairs=" + std::to_string(PairsInput) + (PairWords ? " words" : "") +
+          (StagedPairs ? " staged" : ""));
   if (Depthwise)
     field("plane<=" + std::to_string(Depthwise->MaxElements) +
           " grid_round=" + std::to_string(Depthwise->GridRound));

@@ -75,9 +75,15 @@ struct KernelPlan {
   /// split into the pairs (a0, a2) and (a1, a3) (uxtb16/sxtb16), so the
   /// weights are packed in their own byte order (pairs = 0) and match.
   bool PairWords = false;
+  /// Pairs of a pointwise convolution formed once per tile of pixels, into
+  /// a stack buffer that every tile of output channels then reads (one
+  /// load per pair instead of two byte loads and a pack per use).
+  bool StagedPairs = false;
   /// An f32 depthwise convolution whose padded planes of at most
   /// MaxElements are copied to the stack, its flattened output grid rounded
-  /// up to GridRound elements.
+  /// up to GridRound elements; an integer depthwise convolution (the Int
+  /// tile's windowed path) pads each channel's plane of at most MaxElements
+  /// on the stack (GridRound 1).
   struct Plane {
     int64_t MaxElements = 0, GridRound = 1;
     bool operator==(const Plane &) const = default;

@@ -98,52 +98,98 @@ void lowerIntPointwise(LowerCtx &c, const ConvShape &s, const TensorRef &x,
   int64_t rows = std::min(tile.Rows, mg);
   int64_t rowTiles = (mg + rows - 1) / rows, colTiles = (hw + L - 1) / L;
   auto at = [&](int64_t r) { return indexConst(r * L); };
+  // One tile: channels m0.. x pixels p0.., its sum accumulated by `sum`,
+  // then finished and stored.
+  auto runTile = [&](const Expr &n, const Expr &m0, const Expr &p0,
+                  const std::function<void(const Local &)> &sum) {
+    Local t = b.local("acc", acc, rows * L);
+    for (int64_t r = 0; r < rows; ++r)
+      b.store(t.Buf, at(r), broadcast(init ? init(m0 + r) : constantInt(acc, 0), L));
+    sum(t);
+    // Spill the tile (constant offsets keep it in registers above),
+    // then finish and store each element.
+    Local sums = b.local("sums", acc, rows * L);
+    for (int64_t r = 0; r < rows; ++r)
+      b.store(sums.Buf, at(r), vload(t.Buf, at(r), L));
+    for (int64_t r = 0; r < rows; ++r) {
+      Expr base = ((n * s.M) + m0 + r) * hw + p0;
+      b.loop("j", L, [&](Expr j) {
+        Expr v = sums.get(at(r) + j);
+        y.storeFlat(base + j, finish ? finish(v, m0 + r) : v);
+      });
+    }
+  };
+  if (pairs && c.node().Plan.StagedPairs) {
+    // The plan's StagedPairs: per tile of pixels (the parallel loop), the
+    // input pairs of every channel quad are formed once on the stack
+    // (staged[(2 kq + h) L + j]: channels 4 kq + 2h and 4 kq + 2h + 1 of
+    // pixel p0 + j), then every tile of channels reads them with one load
+    // each.
+    int64_t cq = (cg + 3) / 4;
+    b.loop("n", s.N, [&](Expr n) {
+      b.loop("g", s.Group, [&](Expr g) {
+        b.loop("pt", colTiles, [&](Expr pt) {
+          Expr p0 = min(pt * L, indexConst(hw - L));
+          Local staged = b.local("pairs", acc, cq * 2 * L);
+          auto xload = [&](const Expr &k) {
+            return cast(acc, vload(x.buffer(), ((n * s.C) + g * cg + min(k, indexConst(cg - 1))) * hw + p0, L));
+          };
+          b.loop("kq", cq, [&](Expr kq) {
+            for (int64_t h = 0; h < 2; ++h)
+              b.store(staged.Buf, (kq * 2 + h) * L,
+                      requant::halfPair(xload(kq * 4 + 2 * h), xload(kq * 4 + 2 * h + 1)));
+          });
+          b.loop("rt", rowTiles, [&](Expr rt) {
+            Expr m0 = g * mg + min(rt * rows, indexConst(mg - rows));
+            runTile(n, m0, p0, [&](const Local &t) {
+              b.loop("kq", cq, [&](Expr kq) {
+                Expr x01 = vload(staged.Buf, kq * 2 * L, L);
+                Expr x23 = vload(staged.Buf, (kq * 2 + 1) * L, L);
+                for (int64_t r = 0; r < rows; ++r)
+                  b.store(t.Buf, at(r),
+                          pairProducts(vload(t.Buf, at(r), L), x01, x23,
+                                       pairs->loadFlat((m0 + r) * cq + kq)));
+              });
+            });
+          });
+        }, LoopKind::Parallel);
+      });
+    });
+    return;
+  }
   b.loop("n", s.N, [&](Expr n) {
     b.loop("g", s.Group, [&](Expr g) {
       b.loop("rt", rowTiles, [&](Expr rt) {
         Expr m0 = g * mg + min(rt * rows, indexConst(mg - rows));
         b.loop("pt", colTiles, [&](Expr pt) {
           Expr p0 = min(pt * L, indexConst(hw - L));
-          Local tile = b.local("acc", acc, rows * L);
-          for (int64_t r = 0; r < rows; ++r)
-            b.store(tile.Buf, at(r), broadcast(init ? init(m0 + r) : constantInt(acc, 0), L));
           auto xload = [&](const Expr &k) {
             return cast(acc, vload(x.buffer(), ((n * s.C) + g * cg + k) * hw + p0, L));
           };
-          if (pairs) {
-            // Channels four at a time: their inputs as two pairs, times the
-            // packed quad's weight pairs, on dot2 (see lowerIntWindow).
-            int64_t cq = (cg + 3) / 4;
-            b.loop("kq", cq, [&](Expr kq) {
-              auto input = [&](int64_t j) { return xload(min(kq * 4 + j, indexConst(cg - 1))); };
-              Expr x01 = requant::halfPair(input(0), input(1));
-              Expr x23 = requant::halfPair(input(2), input(3));
-              for (int64_t r = 0; r < rows; ++r)
-                b.store(tile.Buf, at(r),
-                        pairProducts(vload(tile.Buf, at(r), L), x01, x23,
-                                     pairs->loadFlat((m0 + r) * cq + kq)));
-            });
-          } else {
+          runTile(n, m0, p0, [&](const Local &t) {
+            if (pairs) {
+              // Channels four at a time: their inputs as two pairs, times
+              // the packed quad's weight pairs, on dot2 (see lowerIntWindow).
+              int64_t cq = (cg + 3) / 4;
+              b.loop("kq", cq, [&](Expr kq) {
+                auto input = [&](int64_t j) { return xload(min(kq * 4 + j, indexConst(cg - 1))); };
+                Expr x01 = requant::halfPair(input(0), input(1));
+                Expr x23 = requant::halfPair(input(2), input(3));
+                for (int64_t r = 0; r < rows; ++r)
+                  b.store(t.Buf, at(r),
+                          pairProducts(vload(t.Buf, at(r), L), x01, x23,
+                                       pairs->loadFlat((m0 + r) * cq + kq)));
+              });
+              return;
+            }
             b.loop("k", cg, [&](Expr k) {
               Expr xv = xload(k);
               for (int64_t r = 0; r < rows; ++r) {
                 Expr a = cast(acc, w.loadFlat((m0 + r) * cg + k)) - wz(m0 + r);
-                b.store(tile.Buf, at(r), vload(tile.Buf, at(r), L) + a * xv);
+                b.store(t.Buf, at(r), vload(t.Buf, at(r), L) + a * xv);
               }
             });
-          }
-          // Spill the tile (constant offsets keep it in registers above),
-          // then finish and store each element.
-          Local sums = b.local("sums", acc, rows * L);
-          for (int64_t r = 0; r < rows; ++r)
-            b.store(sums.Buf, at(r), vload(tile.Buf, at(r), L));
-          for (int64_t r = 0; r < rows; ++r) {
-            Expr base = ((n * s.M) + m0 + r) * hw + p0;
-            b.loop("j", L, [&](Expr j) {
-              Expr v = sums.get(at(r) + j);
-              y.storeFlat(base + j, finish ? finish(v, m0 + r) : v);
-            });
-          }
+          });
         });
       }, LoopKind::Parallel);
     });
@@ -171,12 +217,21 @@ bool isIntWindow(const ConvShape &s, int64_t Wp, const ir::KernelPlan::IntTile *
 /// wide, wider than the output rows, so that input offsets stay affine in q
 /// (sw * q, plus the tap's offset): the positions with ox >= the output
 /// width are computed on other rows' inputs and not stored.
+/// With `planes`, src is unused: each group (one input channel: depthwise)
+/// first copies its channel of planes->X into a plane bordered with
+/// planes->Fill on the stack and reads that.
+struct StackPlanes {
+  const TensorRef *X;
+  Expr Fill;
+  int64_t Top = 0, Left = 0;
+};
+
 void lowerIntWindow(LowerCtx &c, const ConvShape &s, const kir::Buffer &src,
                     int64_t Hp, int64_t Wp, const TensorRef &w,
                     const std::function<Expr(const Expr &)> &wz,
                     const std::function<Expr(const Expr &)> &init, const TensorRef &y,
                     const std::function<Expr(Expr, Expr)> &finish, bool tapDot,
-                    const TensorRef *pairs) {
+                    const TensorRef *pairs, const StackPlanes *planes = nullptr) {
   KernelBuilder &b = c.b();
   const DType acc = DType::I32;
   const ir::KernelPlan::IntTile &intTile = *c.node().Plan.Int;
@@ -189,6 +244,12 @@ void lowerIntWindow(LowerCtx &c, const ConvShape &s, const kir::Buffer &src,
   int64_t V = rowMode ? 0 : sh * Wp / sw, Q = rowMode ? 0 : (oh - 1) * V + ow;
   auto at = [&](int64_t r) { return indexConst(r * L); };
   auto fin = [&](const Expr &v, const Expr &m) { return finish ? finish(v, m) : v; };
+  // The buffer the tiles read and where input plane k of group g of image n
+  // starts in it (with stack planes: the group's own plane).
+  kir::Buffer from = src;
+  auto planeStart = [&](const Expr &n, const Expr &g, const Expr &k) {
+    return planes ? k * (Hp * Wp) : (n * s.C + g * cg + k) * (Hp * Wp);
+  };
   // One tile: the finished sums of channels m0.. for the L positions whose
   // first window tap is at xoff0 + sw * j in each input plane, passed to
   // store(m, j, value) (an int32 in the output's range).
@@ -205,14 +266,14 @@ void lowerIntWindow(LowerCtx &c, const ConvShape &s, const kir::Buffer &src,
     // cg) as two pairs, times the two weight pairs of the packed quad, on
     // dot2 (8-bit inputs; int8 weights of zero point 0).
     b.loop(pairs ? "icq" : "ic", pairs ? (cg + 3) / 4 : cg, [&](Expr ic) {
-      auto plane = [&](const Expr &k) { return (n * s.C + g * cg + k) * (Hp * Wp) + xoff0; };
+      auto plane = [&](const Expr &k) { return planeStart(n, g, k) + xoff0; };
       Expr plane0 = plane(pairs ? ic * 4 : ic);
       std::vector<Expr> quad;
       for (int64_t j = 1; pairs && j < 4; ++j)
         quad.push_back(plane(min(ic * 4 + j, indexConst(cg - 1))));
       b.loop("kh", win.Kernel[0], [&](Expr kh) {
         b.loop("kw", win.Kernel[1], [&](Expr kw) {
-          auto input = [&](const Expr &p) { return cast(acc, vload(src, tap(p, kh, kw), L, sw)); };
+          auto input = [&](const Expr &p) { return cast(acc, vload(from, tap(p, kh, kw), L, sw)); };
           Expr xv = input(plane0), xv23;
           if (pairs) {
             xv = requant::halfPair(xv, input(quad[0]));
@@ -254,6 +315,33 @@ void lowerIntWindow(LowerCtx &c, const ConvShape &s, const kir::Buffer &src,
   bool groupsParallel = rowTiles == 1 && s.Group > 1;
   b.loop("n", s.N, [&](Expr n) {
     b.loop("g", s.Group, [&](Expr g) {
+      if (planes) {
+        const TensorRef &x = *planes->X;
+        int64_t H = s.InSpatial[0], W = s.InSpatial[1];
+        Local plane = b.local("xplane", x.dtype(), Hp * Wp);
+        TensorRef pt(&b, plane.Buf, nullptr, ir::TensorType{x.dtype(), Shape{1, Hp, Wp}});
+        fillBorder(b, pt, 1, Hp, Wp, planes->Top, planes->Left, H, W, planes->Fill);
+        b.loop("iy", H, [&](Expr iy) {
+          b.loop("ix", W, [&](Expr ix) {
+            pt.store({indexConst(0), iy + planes->Top, ix + planes->Left},
+                     x.load({n, g, iy, ix}));
+          });
+        });
+        from = plane.Buf;
+      }
+      if (planes) {
+        const TensorRef &x = *planes->X;
+        int64_t H = s.InSpatial[0], W = s.InSpatial[1];
+        Local plane = b.local("xplane", x.dtype(), Hp * Wp);
+        TensorRef pt(&b, plane.Buf, nullptr, ir::TensorType{x.dtype(), {1, Hp, Wp}});
+        fillBorder(b, pt, 1, Hp, Wp, planes->Top, planes->Left, H, W, planes->Fill);
+        b.loop("iy", H, [&](Expr iy) {
+          b.loop("ix", W, [&](Expr ix) {
+            pt.store({indexConst(0), iy + planes->Top, ix + planes->Left}, x.load({n, g, iy, ix}));
+          });
+        });
+        from = plane.Buf;
+      }
       b.loop("rt", rowTiles, [&](Expr rt) {
         Expr m0 = g * mg + min(rt * rows, indexConst(mg - rows));
         if (rowMode) {
@@ -383,7 +471,15 @@ void lowerIntConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx,
   // copy whenever a window reaches outside x (bordered with 0 without x_zp).
   bool window = isIntWindow(s, outside ? padded.back() : s.InSpatial.back(), tile) &&
                 (outside || x.buffer());
-  if ((xzp || window) && outside && numElements(s.W.Out) > 0) {
+  // A depthwise convolution with the plan's Depthwise plane pads each
+  // channel on the stack in its own iteration (see lowerIntWindow), not the
+  // whole image in the arena.
+  const ir::KernelPlan::Plane planePlan =
+      c.node().Plan.Depthwise.value_or(ir::KernelPlan::Plane{});
+  const bool stackPlanes = window && outside && r == 2 && s.Group == s.C &&
+                           numElements(s.W.Out) > 0 &&
+                           padded[2] * padded[3] <= planePlan.MaxElements;
+  if ((xzp || window) && outside && numElements(s.W.Out) > 0 && !stackPlanes) {
     src = c.scratch("xpad", x.dtype(), padded);
     Expr fill = xzp ? cast(src.computeType(), xzp->loadFlat(indexConst(0)))
                     : constantInt(src.computeType(), 0);
@@ -401,6 +497,15 @@ void lowerIntConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx,
     geo.InSpatial.assign(padded.begin() + 2, padded.end());
     geo.W.PadBegin.assign(r, 0);
     geo.W.PadEnd.assign(r, 0);
+  }
+  if (window && stackPlanes) {
+    StackPlanes sp{&x,
+                   xzp ? cast(x.computeType(), xzp->loadFlat(indexConst(0)))
+                       : constantInt(x.computeType(), 0),
+                   s.W.PadBegin[0], s.W.PadBegin[1]};
+    lowerIntWindow(c, s, nullptr, padded[2], padded[3], w, wz, first, y, finish, tapDot,
+                   pairsRef, &sp);
+    return;
   }
   if (window) {
     lowerIntWindow(c, s, src.buffer(), geo.InSpatial[0], geo.InSpatial[1], w, wz, first, y,

@@ -250,6 +250,28 @@ bool pairWords(const ir::Node &n, const ops::IntegerOperands &o) {
   return n.inShape(o.X)[1] % 4 == 0;
 }
 
+/// Whether a pointwise convolution in pairs stages its input pairs (the
+/// plan's StagedPairs): every kernel extent and stride 1, no padding, and
+/// the pairs of a tile of pixels (two int32 per channel quad and pixel)
+/// within a quarter of the target's kernel stack.
+bool stagedPairs(const ir::Node &n, const ops::IntegerOperands &o,
+                 const ir::KernelPlan::IntTile &tile, const TargetDesc &t) {
+  if (!o.Conv)
+    return false;
+  const Shape &w = n.inShape(o.W);
+  for (size_t d = 2; d < w.size(); ++d)
+    if (w[d] != 1)
+      return false;
+  for (int64_t v : n.attrInts("strides", {}))
+    if (v != 1)
+      return false;
+  for (int64_t v : n.attrInts("pads", {}))
+    if (v != 0)
+      return false;
+  int64_t quads = (w[1] + 3) / 4;
+  return quads * 2 * tile.Vectors * tile.Lanes * 4 <= t.StackBytes / 4;
+}
+
 /// The int32 register tile of an integer convolution's pointwise and
 /// windowed paths: on a vector target 4 output channels x 16 outputs (or
 /// the i32 lanes if more: one AVX-512 vector, two AVX2 or four NEON ones);
@@ -280,6 +302,17 @@ std::optional<ir::KernelPlan::IntTile> intTile(const ir::Node &n, const ops::Int
   int64_t groups = n.attrInt("group", 1), outputs = 1;
   for (size_t d = 2; d < y.size(); ++d)
     outputs *= y[d];
+  // A pointwise convolution tiles its flattened pixels; a windowed one
+  // tiles each output row (a tile past a row's end is wasted).
+  bool pointwise = true;
+  for (size_t d = 2; d < w.size(); ++d)
+    pointwise = pointwise && w[d] == 1;
+  for (int64_t v : n.attrInts("strides", {}))
+    pointwise = pointwise && v == 1;
+  for (int64_t v : n.attrInts("pads", {}))
+    pointwise = pointwise && v == 0;
+  if (!pointwise && y.size() > 2)
+    outputs = y.back();
   TileChoice c = schedule::chooseTile(
       t, TileProblem{mac, std::max<int64_t>(w[0] / groups, 1),
                      std::max<int64_t>(outputs, 1), numElements(w) / std::max<int64_t>(w[0], 1)});
@@ -296,6 +329,15 @@ ir::KernelPlan planKernel(const ir::Node &n, const TargetDesc &t, bool gpu) {
     p.Int = intTile(n, *io, t, gpu, paired);
     p.Pairs = paired && p.Int;
     p.PairWords = p.Pairs && pairWords(n, *io);
+    p.StagedPairs = p.Pairs && stagedPairs(n, *io, *p.Int, t);
+    // A 2-D depthwise integer convolution pads one channel's plane at a
+    // time on the stack (not the whole image in the arena).
+    if (io->Conv && !gpu && p.Int) {
+      const Shape &x = n.inShape(io->X), &w = n.inShape(io->W);
+      if (x.size() == 4 && w.size() == 4 && x[1] == n.attrInt("group", 1) && w[1] == 1)
+        p.Depthwise = ir::KernelPlan::Plane{
+            std::min(kMaxPlaneBytes, t.StackBytes) / (int64_t)dtypeSize(n.inDType(io->X)), 1};
+    }
   }
   if (gpu) {
     bool floatConv = n.Domain.empty() && n.OpType == "Conv" && n.hasInput(0) &&

@@ -674,6 +674,35 @@ TEST_CASE("QLinearAdd and QLinearMul in integers (targets without f64) are withi
         }
 }
 
+TEST_CASE("integer depthwise convolutions padded a plane at a time on the stack",
+          "[contraction][quantization]") {
+  // A target without vectors and a kernel stack (a microcontroller): each
+  // channel's bordered plane is copied to the stack (the plan's Depthwise),
+  // not the whole image to the arena; the outputs equal those of the
+  // whole-image copy (no stack). uint8 and int8 inputs with nonzero zero
+  // points (the border holds them), 3x3 and 5x5 kernels, strides 1 and 2.
+  TargetDesc stack, whole;
+  stack.GeneralRegisters = whole.GeneralRegisters = 13;
+  stack.StackBytes = 8192;
+  for (int xtype : {2, 3})
+    for (int64_t k : {3, 5})
+      for (int64_t stride : {1, 2}) {
+        INFO("input type " << xtype << ", kernel " << k << ", stride " << stride);
+        Shape x = {1, 6, 9, 12};
+        int64_t pad = k / 2, oh = (9 + 2 * pad - k) / stride + 1,
+                ow = (12 + 2 * pad - k) / stride + 1;
+        std::string model = qlinearConvModel(x, 6, k, pad, stride, xtype,
+                                             xtype == 2 ? 3 : -5, {1, 6, oh, ow}, 6);
+        std::string text, wholeText;
+        std::vector<float> got = compileAndRun(model, stack, randomValues(x, 3), &text);
+        std::vector<float> want = compileAndRun(model, whole, randomValues(x, 3), &wholeText);
+        INFO(text.substr(0, 3000));
+        CHECK(text.find("alloc xplane") != std::string::npos);
+        CHECK(wholeText.find("xplane") == std::string::npos);
+        checkEqualAndVarying(got, want);
+      }
+}
+
 TEST_CASE("int8 products in pairs (smlad) equal the plain integer kernels",
           "[contraction][quantization]") {
   // A target without vectors with and without the dual 16-bit
@@ -687,14 +716,21 @@ TEST_CASE("int8 products in pairs (smlad) equal the plain integer kernels",
   pairs.IntMacs.push_back(MacForm::ArmSmlad);
   TargetDesc plain = pairs;
   plain.IntMacs.clear();
+  // A microcontroller's kernel stack: the pointwise convolutions stage
+  // their input pairs on it (the plan's StagedPairs).
+  TargetDesc staged = pairs;
+  staged.StackBytes = 8192;
   auto check = [&](const std::string &model, const std::vector<float> &in) {
-    std::string text;
+    std::string text, stagedText;
     std::vector<float> got = compileAndRun(model, pairs, in, &text);
     std::vector<float> want = compileAndRun(model, plain, in, nullptr);
+    std::vector<float> fromStack = compileAndRun(model, staged, in, &stagedText);
     INFO(text.substr(0, 3000));
     CHECK(text.find("dot2") != std::string::npos);
     CHECK(text.find("sext_bytes13") != std::string::npos);
     checkEqualAndVarying(got, want);
+    checkEqualAndVarying(fromStack, want);
+    return stagedText;
   };
   for (int64_t channels : {3, 5, 6, 8})
     for (int xtype : {2, 3})
@@ -707,9 +743,11 @@ TEST_CASE("int8 products in pairs (smlad) equal the plain integer kernels",
           Shape x = {1, channels, 9, 12};
           int64_t pad = k / 2, oh = (9 + 2 * pad - k) / stride + 1,
                   ow = (12 + 2 * pad - k) / stride + 1;
-          check(qlinearConvModel(x, 10, k, pad, stride, xtype, xtype == 2 ? 3 : -5,
-                                 {1, 10, oh, ow}),
-                randomValues(x, 3));
+          std::string stagedText =
+              check(qlinearConvModel(x, 10, k, pad, stride, xtype, xtype == 2 ? 3 : -5,
+                                     {1, 10, oh, ow}),
+                    randomValues(x, 3));
+          CHECK((stagedText.find("alloc pairs") != std::string::npos) == (k == 1));
         }
   for (bool gemm : {false, true})
     for (int xtype : {2, 3}) {
