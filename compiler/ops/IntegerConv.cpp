@@ -329,19 +329,6 @@ void lowerIntWindow(LowerCtx &c, const ConvShape &s, const kir::Buffer &src,
         });
         from = plane.Buf;
       }
-      if (planes) {
-        const TensorRef &x = *planes->X;
-        int64_t H = s.InSpatial[0], W = s.InSpatial[1];
-        Local plane = b.local("xplane", x.dtype(), Hp * Wp);
-        TensorRef pt(&b, plane.Buf, nullptr, ir::TensorType{x.dtype(), {1, Hp, Wp}});
-        fillBorder(b, pt, 1, Hp, Wp, planes->Top, planes->Left, H, W, planes->Fill);
-        b.loop("iy", H, [&](Expr iy) {
-          b.loop("ix", W, [&](Expr ix) {
-            pt.store({indexConst(0), iy + planes->Top, ix + planes->Left}, x.load({n, g, iy, ix}));
-          });
-        });
-        from = plane.Buf;
-      }
       b.loop("rt", rowTiles, [&](Expr rt) {
         Expr m0 = g * mg + min(rt * rows, indexConst(mg - rows));
         if (rowMode) {
