@@ -554,6 +554,8 @@ std::string KernelPlan::str() const {
           " grid_round=" + std::to_string(Depthwise->GridRound));
   if (FixedRequant)
     field("fixed_requant=" + std::to_string(FixedRequantInput));
+  if (MultiplierInput >= 0)
+    field("multipliers=" + std::to_string(MultiplierInput));
   if (PerOutput)
     field("per_output");
   os << "}";

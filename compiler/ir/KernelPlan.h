@@ -94,6 +94,10 @@ struct KernelPlan {
   /// next (-1: not added yet).
   bool FixedRequant = false;
   int64_t FixedRequantInput = -1;
+  /// A QLinearConv's f32 requantization multipliers (one per output
+  /// channel), computed at compile time from constant f32 scales, at input
+  /// MultiplierInput (-1: computed by the kernel on each run).
+  int64_t MultiplierInput = -1;
   /// One output per iteration (the form a GPU runs one thread per output of).
   bool PerOutput = false;
 

@@ -217,13 +217,16 @@ bool isIntWindow(const ConvShape &s, int64_t Wp, const ir::KernelPlan::IntTile *
 /// wide, wider than the output rows, so that input offsets stay affine in q
 /// (sw * q, plus the tap's offset): the positions with ox >= the output
 /// width are computed on other rows' inputs and not stored.
-/// With `planes`, src is unused: each group (one input channel: depthwise)
-/// first copies its channel of planes->X into a plane bordered with
-/// planes->Fill on the stack and reads that.
+/// With `planes`, src is unused and the input is staged on the stack,
+/// bordered with planes->Fill: each group (one input channel: depthwise)
+/// first copies its channel of planes->X into a plane; or (Band, output
+/// rows of at least a tile) each output row first copies the input rows
+/// its windows read, of every channel of the group (kernel-height rows).
 struct StackPlanes {
   const TensorRef *X;
   Expr Fill;
   int64_t Top = 0, Left = 0;
+  bool Band = false;
 };
 
 void lowerIntWindow(LowerCtx &c, const ConvShape &s, const kir::Buffer &src,
@@ -247,7 +250,11 @@ void lowerIntWindow(LowerCtx &c, const ConvShape &s, const kir::Buffer &src,
   // The buffer the tiles read and where input plane k of group g of image n
   // starts in it (with stack planes: the group's own plane).
   kir::Buffer from = src;
+  const bool band = planes && planes->Band;
+  const int64_t bandRows = (win.Kernel[0] - 1) * win.Dilations[0] + 1;
   auto planeStart = [&](const Expr &n, const Expr &g, const Expr &k) {
+    if (band)
+      return k * (bandRows * Wp);
     return planes ? k * (Hp * Wp) : (n * s.C + g * cg + k) * (Hp * Wp);
   };
   // One tile: the finished sums of channels m0.. for the L positions whose
@@ -313,6 +320,46 @@ void lowerIntWindow(LowerCtx &c, const ConvShape &s, const kir::Buffer &src,
   // Parallel over channel tiles, or over groups when a group has one tile
   // (depthwise).
   bool groupsParallel = rowTiles == 1 && s.Group > 1;
+  if (band) {
+    // Per output row (the parallel loop): the kernel-height input rows of
+    // every channel of the group, bordered, then every tile of the row.
+    const TensorRef &x = *planes->X;
+    const int64_t H = s.InSpatial[0], W = s.InSpatial[1];
+    b.loop("n", s.N, [&](Expr n) {
+      b.loop("g", s.Group, [&](Expr g) {
+        b.loop("oy", oh, [&](Expr oy) {
+          Local rowsBuf = b.local("xband", x.dtype(), cg * bandRows * Wp);
+          b.loop("k", cg, [&](Expr k) {
+            b.loop("r", bandRows, [&](Expr r) {
+              Expr iy = oy * sh + r - indexConst(planes->Top);
+              Expr inside = land(le(indexConst(0), iy), lt(iy, indexConst(H)));
+              Expr clamped = max(min(iy, indexConst(H - 1)), indexConst(0));
+              Expr row = (k * bandRows + r) * Wp;
+              for (int64_t i = 0; i < planes->Left; ++i)
+                b.store(rowsBuf.Buf, row + i, planes->Fill);
+              for (int64_t i = planes->Left + W; i < Wp; ++i)
+                b.store(rowsBuf.Buf, row + i, planes->Fill);
+              b.loop("ix", W, [&](Expr ix) {
+                b.store(rowsBuf.Buf, row + planes->Left + ix,
+                        select(inside, x.load({n, g * cg + k, clamped, ix}), planes->Fill));
+              });
+            });
+          });
+          from = rowsBuf.Buf;
+          b.loop("rt", rowTiles, [&](Expr rt) {
+            Expr m0 = g * mg + min(rt * rows, indexConst(mg - rows));
+            b.loop("pt", (ow + L - 1) / L, [&](Expr pt) {
+              Expr ox0 = min(pt * L, indexConst(ow - L));
+              tile(n, g, m0, ox0 * sw, [&](const Expr &m, const Expr &j, const Expr &v) {
+                y.storeFlat(((n * s.M + m) * oh + oy) * ow + ox0 + j, v);
+              });
+            });
+          });
+        }, LoopKind::Parallel);
+      });
+    });
+    return;
+  }
   b.loop("n", s.N, [&](Expr n) {
     b.loop("g", s.Group, [&](Expr g) {
       if (planes) {
@@ -466,7 +513,17 @@ void lowerIntConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx,
   const bool stackPlanes = window && outside && r == 2 && s.Group == s.C &&
                            numElements(s.W.Out) > 0 &&
                            padded[2] * padded[3] <= planePlan.MaxElements;
-  if ((xzp || window) && outside && numElements(s.W.Out) > 0 && !stackPlanes) {
+  // A dense one whose bordered image would not fit that bound stages, per
+  // output row, the kernel-height rows of its group's channels (when output
+  // rows hold a tile); a smaller image is copied whole (once, not once per
+  // window row).
+  const int64_t bandElements =
+      r == 2 ? s.C / s.Group * ((s.W.Kernel[0] - 1) * s.W.Dilations[0] + 1) * padded[3] : 0;
+  const bool stackBand = window && outside && r == 2 && !stackPlanes && tile &&
+                         numElements(s.W.Out) > 0 && s.W.Out[1] >= tile->Lanes &&
+                         bandElements <= planePlan.MaxElements &&
+                         numElements(padded) > planePlan.MaxElements;
+  if ((xzp || window) && outside && numElements(s.W.Out) > 0 && !stackPlanes && !stackBand) {
     src = c.scratch("xpad", x.dtype(), padded);
     Expr fill = xzp ? cast(src.computeType(), xzp->loadFlat(indexConst(0)))
                     : constantInt(src.computeType(), 0);
@@ -485,11 +542,11 @@ void lowerIntConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx,
     geo.W.PadBegin.assign(r, 0);
     geo.W.PadEnd.assign(r, 0);
   }
-  if (window && stackPlanes) {
+  if (window && (stackPlanes || stackBand)) {
     StackPlanes sp{&x,
                    xzp ? cast(x.computeType(), xzp->loadFlat(indexConst(0)))
                        : constantInt(x.computeType(), 0),
-                   s.W.PadBegin[0], s.W.PadBegin[1]};
+                   s.W.PadBegin[0], s.W.PadBegin[1], stackBand};
     lowerIntWindow(c, s, nullptr, padded[2], padded[3], w, wz, first, y, finish, tapDot,
                    pairsRef, &sp);
     return;
@@ -563,14 +620,20 @@ void lowerQLinearConv(LowerCtx &c) {
   DType st = c.node().inDType(1);
   DType out = c.node().inDType(7);
   bool f32 = allConstant({&xs, &ws, &ys});
-  // One multiplier per output channel, computed once per call.
+  // One multiplier per output channel: computed at compile time
+  // (fixed-point-requant: the plan's MultiplierInput), else once per call.
   int64_t channels = c.node().inShape(3)[0];
-  TensorRef mult = c.scratch("mult", DType::F32, {channels});
-  b.loop("m", channels, [&](Expr m) {
-    mult.storeFlat(m, requantMultiplierF32(st, xs.loadFlat(indexConst(0)),
-                                           loadChannelParam(ws, m),
-                                           ys.loadFlat(indexConst(0))));
-  });
+  TensorRef mult;
+  if (c.node().Plan.MultiplierInput >= 0) {
+    mult = c.in((size_t)c.node().Plan.MultiplierInput);
+  } else {
+    mult = c.scratch("mult", DType::F32, {channels});
+    b.loop("m", channels, [&](Expr m) {
+      mult.storeFlat(m, requantMultiplierF32(st, xs.loadFlat(indexConst(0)),
+                                             loadChannelParam(ws, m),
+                                             ys.loadFlat(indexConst(0))));
+    });
+  }
   lowerIntConv(c, 0, 2, 3, 5, 8, [&](Expr acc, Expr m) {
     return requantize(out, f32, acc, mult.load({m}), yzp.loadFlat(indexConst(0)));
   });

@@ -6,7 +6,10 @@
 // channel (column), the real multiplier x_scale * w_scale (* alpha) /
 // y_scale in f32, as ONNX Runtime does, and writes it as an int32 Q31
 // multiplier M0 in [2^30, 2^31) and a right shift S (m = M0 * 2^-S),
-// appended to the node's inputs as two constants.
+// appended to the node's inputs as two constants. A QLinearConv that
+// requantizes in f32 gets its per-channel f32 multipliers the same way (one
+// constant, rounded as its kernel would round them), so no kernel computes
+// them on each run into the arena.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/ops/IntegerOps.h"
@@ -50,10 +53,54 @@ std::optional<FixedPointScales> fixedPointScales(const ir::Node &n) {
   return f;
 }
 
+namespace {
+
+/// A QLinearConv's f32 multipliers x_scale * w_scale[m] / y_scale, rounded
+/// like the kernel rounds them (f32 after each operation), when the scales
+/// are f32 constants (x and y per tensor).
+std::optional<std::vector<double>> constantMultipliers(const ir::Node &n) {
+  if (n.Domain != "" || n.OpType != "QLinearConv")
+    return std::nullopt;
+  for (size_t i : {1, 4, 6})
+    if (!n.hasInput(i) || !n.Inputs[i]->Const || n.inDType(i) != DType::F32)
+      return std::nullopt;
+  if (n.Inputs[1]->Type.numel() != 1 || n.Inputs[6]->Type.numel() != 1 || !n.hasInput(3))
+    return std::nullopt;
+  const Tensor &ws = *n.Inputs[4]->Const;
+  int64_t channels = n.inShape(3).empty() ? 0 : n.inShape(3)[0];
+  if (ws.numel() != 1 && ws.numel() != channels)
+    return std::nullopt;
+  float xs = (float)n.Inputs[1]->Const->doubleAt(0);
+  float ys = (float)n.Inputs[6]->Const->doubleAt(0);
+  std::vector<double> m;
+  for (int64_t c = 0; c < channels; ++c) {
+    float p = xs * (float)ws.doubleAt(ws.numel() == 1 ? 0 : c);
+    m.push_back((double)(float)(p / ys));
+  }
+  return m;
+}
+
+} // namespace
+
 bool fixedPointRequant(ir::Graph &g) {
   bool changed = false;
   for (auto &np : g.Nodes) {
     ir::Node &n = *np;
+    if (!n.Plan.FixedRequant && n.Plan.MultiplierInput < 0)
+      if (std::optional<std::vector<double>> m = constantMultipliers(n)) {
+        int64_t channels = (int64_t)m->size();
+        ir::Value *c = g.addValue(g.uniqueValueName(n.Name + "/requant_multiplier"),
+                                  {DType::F32, {channels}});
+        c->Const = std::make_shared<Tensor>(Tensor::fromDoubles(DType::F32, {channels}, *m));
+        size_t at = n.Inputs.size();
+        if (std::optional<ops::IntegerOperands> o = ops::integerOperands(n))
+          at = std::max(at, o->Appended);
+        n.Inputs.resize(at, nullptr);
+        n.Plan.MultiplierInput = (int64_t)at;
+        n.Inputs.push_back(c);
+        changed = true;
+        continue;
+      }
     // The integer convolutions and products; QLinearAdd and QLinearMul
     // read their constant scales themselves.
     if (!n.Plan.FixedRequant || n.Plan.FixedRequantInput >= 0 || !ops::integerOperands(n))

@@ -104,10 +104,11 @@ bool packWeights(ir::Graph &g) {
     if (p.Dot4Lanes && p.Dot4Input < 0) {
       ops::IntegerOperands o = *ops::integerOperands(*n);
       if (o.Conv)
-        addDotOperands(g, nodes, *n, o.W, "PackQuads", {}, {1, 2, 3}, o.Appended);
+        addDotOperands(g, nodes, *n, o.W, "PackQuads", {}, {1, 2, 3},
+                       std::max(n->Inputs.size(), o.Appended));
       else
         addDotOperands(g, nodes, *n, o.W, "PackQuadsK", {{"transposed", o.TransposedW}},
-                       {o.TransposedW ? 1 : 0}, o.Appended);
+                       {o.TransposedW ? 1 : 0}, std::max(n->Inputs.size(), o.Appended));
       changed = true;
     } else if (p.Pairs && p.PairsInput < 0) {
       ops::IntegerOperands o = *ops::integerOperands(*n);

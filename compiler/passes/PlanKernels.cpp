@@ -330,11 +330,13 @@ ir::KernelPlan planKernel(const ir::Node &n, const TargetDesc &t, bool gpu) {
     p.Pairs = paired && p.Int;
     p.PairWords = p.Pairs && pairWords(n, *io);
     p.StagedPairs = p.Pairs && stagedPairs(n, *io, *p.Int, t);
-    // A 2-D depthwise integer convolution pads one channel's plane at a
-    // time on the stack (not the whole image in the arena).
-    if (io->Conv && !gpu && p.Int) {
+    // On a microcontroller (no caches: RAM is what is scarce) a 2-D integer
+    // convolution pads its input on the stack a part at a time (a depthwise
+    // one a channel's plane, a dense one the rows of an output row's
+    // windows), not the whole image in the arena.
+    if (io->Conv && !gpu && p.Int && t.L2Bytes == 0) {
       const Shape &x = n.inShape(io->X), &w = n.inShape(io->W);
-      if (x.size() == 4 && w.size() == 4 && x[1] == n.attrInt("group", 1) && w[1] == 1)
+      if (x.size() == 4 && w.size() == 4)
         p.Depthwise = ir::KernelPlan::Plane{
             std::min(kMaxPlaneBytes, t.StackBytes) / (int64_t)dtypeSize(n.inDType(io->X)), 1};
     }

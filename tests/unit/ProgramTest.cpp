@@ -716,10 +716,12 @@ TEST_CASE("int8 products in pairs (smlad) equal the plain integer kernels",
   pairs.IntMacs.push_back(MacForm::ArmSmlad);
   TargetDesc plain = pairs;
   plain.IntMacs.clear();
-  // A microcontroller's kernel stack: the pointwise convolutions stage
-  // their input pairs on it (the plan's StagedPairs).
+  // A microcontroller's (small) kernel stack: the pointwise convolutions
+  // stage their input pairs on it (the plan's StagedPairs), the windowed
+  // ones whose bordered image passes its bound each output row's input
+  // rows (the plan's Depthwise bound, 256 elements).
   TargetDesc staged = pairs;
-  staged.StackBytes = 8192;
+  staged.StackBytes = 256;
   auto check = [&](const std::string &model, const std::vector<float> &in) {
     std::string text, stagedText;
     std::vector<float> got = compileAndRun(model, pairs, in, &text);
@@ -748,6 +750,12 @@ TEST_CASE("int8 products in pairs (smlad) equal the plain integer kernels",
                                      {1, 10, oh, ow}),
                     randomValues(x, 3));
           CHECK((stagedText.find("alloc pairs") != std::string::npos) == (k == 1));
+          // The windowed ones stage each output row's input rows (the band)
+          // when the bordered image passes 256 elements and the band fits.
+          const int64_t band = channels * k * (12 + 2 * pad),
+                        image = channels * (9 + 2 * pad) * (12 + 2 * pad);
+          CHECK((stagedText.find("alloc xband") != std::string::npos) ==
+                (k != 1 && band <= 256 && image > 256));
         }
   for (bool gemm : {false, true})
     for (int xtype : {2, 3}) {
