@@ -426,6 +426,21 @@ void checkEqualAndVarying(const std::vector<float> &got, const std::vector<float
   CHECK(distinct > got.size() / 4);
 }
 
+/// Dequantized outputs of two requantizations (steps of `step`): at most
+/// one step apart, and different in at most one in `oneIn` places.
+void checkWithinOneStep(const std::vector<float> &got, const std::vector<float> &want,
+                        double step, size_t oneIn) {
+  REQUIRE(got.size() == want.size());
+  size_t differ = 0;
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    differ += got[i] != want[i];
+    worst = std::max(worst, (double)std::fabs(got[i] - want[i]));
+  }
+  CHECK(worst <= step * 1.001);
+  CHECK(differ <= got.size() / oneIn);
+}
+
 /// Compiles an int8 model for an AVX-512 target with the dot product (dot4)
 /// and without, runs both on `in`: the outputs must be equal and vary.
 void checkDotEqualsPlain(const std::string &model, const std::vector<float> &in,
@@ -587,15 +602,7 @@ TEST_CASE("fixed-point requantization (targets without float) is within one step
     std::vector<float> want = compileAndRun(k.Model, f32, in, nullptr);
     INFO(text.substr(0, 3000));
     CHECK(text.find("requant_shift") != std::string::npos);
-    REQUIRE(got.size() == want.size());
-    size_t differ = 0;
-    double worst = 0;
-    for (size_t i = 0; i < got.size(); ++i) {
-      differ += got[i] != want[i];
-      worst = std::max(worst, (double)std::fabs(got[i] - want[i]));
-    }
-    CHECK(worst <= k.Step * 1.001);
-    CHECK(differ <= got.size() / 50);
+    checkWithinOneStep(got, want, k.Step, 50);
   }
 }
 
@@ -661,15 +668,7 @@ TEST_CASE("QLinearAdd and QLinearMul in integers (targets without f64) are withi
           INFO(text.substr(0, 3000));
           CHECK(text.find("f64") == std::string::npos);
           CHECK(floatText.find("f64") != std::string::npos);
-          REQUIRE(got.size() == want.size());
-          size_t differ = 0;
-          double worst = 0;
-          for (size_t i = 0; i < got.size(); ++i) {
-            differ += got[i] != want[i];
-            worst = std::max(worst, (double)std::fabs(got[i] - want[i]));
-          }
-          CHECK(worst <= ys * 1.001);
-          CHECK(differ <= got.size() / (decimal ? 10 : 50));
+          checkWithinOneStep(got, want, ys, decimal ? 10 : 50);
           checkEqualAndVarying(got, got); // the outputs vary
         }
 }
