@@ -250,15 +250,9 @@ bool pairWords(const ir::Node &n, const ops::IntegerOperands &o) {
   return n.inShape(o.X)[1] % 4 == 0;
 }
 
-/// Whether a pointwise convolution in pairs stages its input pairs (the
-/// plan's StagedPairs): every kernel extent and stride 1, no padding, and
-/// the pairs of a tile of pixels (two int32 per channel quad and pixel)
-/// within a quarter of the target's kernel stack.
-bool stagedPairs(const ir::Node &n, const ops::IntegerOperands &o,
-                 const ir::KernelPlan::IntTile &tile, const TargetDesc &t) {
-  if (!o.Conv)
-    return false;
-  const Shape &w = n.inShape(o.W);
+/// Whether a convolution of weights `w` is pointwise: every kernel extent
+/// and stride 1, no padding.
+bool pointwiseConv(const ir::Node &n, const Shape &w) {
   for (size_t d = 2; d < w.size(); ++d)
     if (w[d] != 1)
       return false;
@@ -268,6 +262,20 @@ bool stagedPairs(const ir::Node &n, const ops::IntegerOperands &o,
   for (int64_t v : n.attrInts("pads", {}))
     if (v != 0)
       return false;
+  return true;
+}
+
+/// Whether a pointwise convolution in pairs stages its input pairs (the
+/// plan's StagedPairs): every kernel extent and stride 1, no padding, and
+/// the pairs of a tile of pixels (two int32 per channel quad and pixel)
+/// within a quarter of the target's kernel stack.
+bool stagedPairs(const ir::Node &n, const ops::IntegerOperands &o,
+                 const ir::KernelPlan::IntTile &tile, const TargetDesc &t) {
+  if (!o.Conv)
+    return false;
+  const Shape &w = n.inShape(o.W);
+  if (!pointwiseConv(n, w))
+    return false;
   int64_t quads = (w[1] + 3) / 4;
   return quads * 2 * tile.Vectors * tile.Lanes * 4 <= t.StackBytes / 4;
 }
@@ -304,14 +312,7 @@ std::optional<ir::KernelPlan::IntTile> intTile(const ir::Node &n, const ops::Int
     outputs *= y[d];
   // A pointwise convolution tiles its flattened pixels; a windowed one
   // tiles each output row (a tile past a row's end is wasted).
-  bool pointwise = true;
-  for (size_t d = 2; d < w.size(); ++d)
-    pointwise = pointwise && w[d] == 1;
-  for (int64_t v : n.attrInts("strides", {}))
-    pointwise = pointwise && v == 1;
-  for (int64_t v : n.attrInts("pads", {}))
-    pointwise = pointwise && v == 0;
-  if (!pointwise && y.size() > 2)
+  if (!pointwiseConv(n, w) && y.size() > 2)
     outputs = y.back();
   TileChoice c = schedule::chooseTile(
       t, TileProblem{mac, std::max<int64_t>(w[0] / groups, 1),
