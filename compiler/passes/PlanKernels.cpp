@@ -185,10 +185,12 @@ bool depthwiseF32(const ir::Node &n) {
   return x.size() == 4 && w.size() == 4 && x[1] == n.attrInt("group", 1) && w[2] * w[3] <= 49;
 }
 
-/// The dot-product plan of an integer node on a target with VNNI, if any.
+/// The dot-product plan of an integer node on an x86 target (VNNI, or its
+/// dot products on pmaddwd pairs), if any.
 std::optional<ir::KernelPlan> dotPlan(const ir::Node &n, const ops::IntegerOperands &o,
                                       const TargetDesc &t) {
   const int64_t lanes = t.lanes(DType::I32);
+  const MacKind mac = t.has(MacForm::X86Vnni) ? MacKind::Int8Dot : MacKind::Int8Madd;
   ir::KernelPlan p;
   const bool constInt8W = n.hasInput(o.W) && n.Inputs[o.W]->Const && n.inDType(o.W) == DType::I8;
   if (!o.Conv) {
@@ -208,8 +210,8 @@ std::optional<ir::KernelPlan> dotPlan(const ir::Node &n, const ops::IntegerOpera
       return std::nullopt;
     ir::KernelPlan::IntTile taps{1, 0, lanes, 1};
     if (auto geo = ops::tapQuadsGeometry(ops::convShape(n, o.X, o.W), lanes))
-      taps.Vectors = schedule::chooseTile(t, TileProblem{MacKind::Int8Dot, geo->Rows, geo->Cols,
-                                                         geo->Steps, false, geo->MaxVectors})
+      taps.Vectors = schedule::chooseTile(t, TileProblem{mac, geo->Rows, geo->Cols, geo->Steps,
+                                                         false, geo->MaxVectors})
                          .Vectors;
     p.Taps = taps;
     return p;
@@ -220,7 +222,7 @@ std::optional<ir::KernelPlan> dotPlan(const ir::Node &n, const ops::IntegerOpera
   p.Dot4Lanes = lanes;
   if (auto geo = ops::dotConvGeometry(ops::convShape(n, o.X, o.W), lanes, t.StackBytes)) {
     TileChoice tile = schedule::chooseTile(
-        t, TileProblem{MacKind::Int8Dot, geo->Rows, geo->Cols, geo->Steps, false, geo->MaxVectors});
+        t, TileProblem{mac, geo->Rows, geo->Cols, geo->Steps, false, geo->MaxVectors});
     p.Dot = ir::KernelPlan::IntTile{tile.Rows, tile.Vectors, lanes, kTailGroups};
   }
   return p;
@@ -362,7 +364,7 @@ ir::KernelPlan planKernel(const ir::Node &n, const TargetDesc &t, bool gpu) {
     p.FixedRequant = true;
     return p;
   }
-  if (io && t.has(MacForm::X86Vnni))
+  if (io && (t.has(MacForm::X86Vnni) || t.has(MacForm::X86Madd16)))
     if (std::optional<ir::KernelPlan> d = dotPlan(n, *io, t)) {
       d->Int = p.Int;
       return *d;

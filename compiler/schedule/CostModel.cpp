@@ -46,6 +46,17 @@ double dotTileCycles(int64_t steps, int64_t r, int64_t nv) {
   return (double)steps * step + 3.0 * (double)(r * nv);
 }
 
+/// The same for dot products on pmaddwd pairs (MacKind::Int8Madd), per
+/// reduction step: two pmaddwd and two adds per accumulator and three
+/// instructions to split each vector of quads and each row's broadcast
+/// quad, on three vector ports, but the pmaddwd on two; a quarter cycle
+/// per load; or the latency of the two dependent adds per accumulator.
+double maddTileCycles(int64_t steps, int64_t r, int64_t nv) {
+  double ops = (double)(4 * r * nv + 3 * (r + nv)) / 3;
+  double step = std::max({ops, (double)(r * nv), 2.0}) + (double)(r + nv) * 0.25;
+  return (double)steps * step + 3.0 * (double)(r * nv);
+}
+
 /// Vectors of the one tail tile that covers the outputs past the last whole
 /// tile of P outputs (the dot-product tiles' remainder).
 int64_t tailVectors(int64_t cols, int64_t panel, int64_t lanes) {
@@ -72,10 +83,8 @@ int64_t maxVectors(const TargetDesc &t, const TileProblem &p) {
   int64_t lanes = lanesOf(t, p.Mac);
   if (p.Mac == MacKind::IntScalar || p.Mac == MacKind::IntPair)
     return std::min<int64_t>(p.MaxVectors > 0 ? p.MaxVectors : kMaxScalarColumns, p.Cols);
-  if (p.Mac == MacKind::Int8Dot) {
-    int64_t n = std::min<int64_t>(p.MaxVectors > 0 ? p.MaxVectors : 4, p.Cols / lanes);
-    return n;
-  }
+  if (p.Mac == MacKind::Int8Dot || p.Mac == MacKind::Int8Madd)
+    return std::min<int64_t>(p.MaxVectors > 0 ? p.MaxVectors : 4, p.Cols / lanes);
   int64_t widest = lanes == 1 ? 16 : 4;
   if (p.MaxVectors > 0)
     widest = std::min(widest, p.MaxVectors);
@@ -85,7 +94,12 @@ int64_t maxVectors(const TargetDesc &t, const TileProblem &p) {
 
 /// The most rows of a tile of nv vectors across.
 int64_t maxRows(const TargetDesc &t, const TileProblem &p, int64_t nv) {
-  if (p.Mac == MacKind::Int8Dot)
+  // (Int8Madd: with the even and odd pairs of each vector and row quad,
+  // such a tile spills some of its accumulators on 16 registers, but the
+  // splits it shares cost more than the spills: resnet18's QDQ convolutions
+  // on AVX2 in 4 x 3 tiles took 27.1 ms on Zen 5, in spill-free 4 x 2 tiles
+  // 30.6 ms.)
+  if (p.Mac == MacKind::Int8Dot || p.Mac == MacKind::Int8Madd)
     return std::min<int64_t>(p.Rows, dotAccumulators(t) / nv);
   if (p.Mac == MacKind::IntScalar) // accumulators, a weight per row, an input per column
     return std::min<int64_t>(p.Rows, (t.GeneralRegisters - kScalarLoopRegisters - nv) / (nv + 1));
@@ -100,12 +114,13 @@ int64_t maxRows(const TargetDesc &t, const TileProblem &p, int64_t nv) {
 
 double tileCost(const TargetDesc &t, const TileProblem &p, int64_t rw, int64_t nv) {
   const int64_t lanes = lanesOf(t, p.Mac), panel = nv * lanes;
-  if (p.Mac == MacKind::Int8Dot) {
+  if (p.Mac == MacKind::Int8Dot || p.Mac == MacKind::Int8Madd) {
     // Every row tile runs the whole tiles along the columns and one tail
     // tile; edge row tiles are computed whole.
+    auto cycles = p.Mac == MacKind::Int8Dot ? dotTileCycles : maddTileCycles;
     int64_t tail = tailVectors(p.Cols, panel, lanes);
-    double perRows = (double)(p.Cols / panel) * dotTileCycles(p.Reduce, rw, nv) +
-                     (tail ? dotTileCycles(p.Reduce, rw, tail) : 0);
+    double perRows = (double)(p.Cols / panel) * cycles(p.Reduce, rw, nv) +
+                     (tail ? cycles(p.Reduce, rw, tail) : 0);
     return (double)((p.Rows + rw - 1) / rw) * perRows;
   }
   double usefulRows = (double)p.Rows / (double)(((p.Rows + rw - 1) / rw) * rw);

@@ -9,7 +9,8 @@
 //   register tiles   Rows x Vectors vectors of accumulators held across a
 //                    whole reduction, for the multiply-accumulate form the
 //                    plan uses: f32 FMA (or a scalar FPU) and int8 dot
-//                    products in quads (x86 VNNI). chooseTile enumerates the
+//                    products in quads (x86 VNNI, or pmaddwd pairs without
+//                    it). chooseTile enumerates the
 //                    tiles whose accumulators, operand vectors and
 //                    broadcasts fit the registers and keeps the cheapest.
 //   cache blocks     a contraction whose packed panel outgrows the L2 cache
@@ -33,6 +34,12 @@ namespace mlcc::schedule {
 enum class MacKind : uint8_t {
   F32Fma,  ///< f32 multiply-adds: vectors of lanes(F32), or a scalar FPU
   Int8Dot, ///< int8 dot products of byte quads into int32 lanes (x86 VNNI)
+  /// The same dot products where the target has no instruction for them
+  /// (x86 without VNNI): each quad split into its even and odd bytes as
+  /// 16-bit pairs and summed by two pmaddwd and two adds; the splits of a
+  /// vector of quads (three instructions) and of a row's broadcast quad
+  /// (three more) are shared across the tile.
+  Int8Madd,
   /// int32 multiply-accumulates of widened 8-bit values on the general
   /// registers of a target without vectors (a microcontroller): a tile is
   /// Rows output channels x Vectors outputs, one scalar each.

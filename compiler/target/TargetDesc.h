@@ -59,7 +59,7 @@ struct TargetDesc {
   /// application processor, a share of the RAM on a microcontroller.
   int64_t StackBytes = 0;
   /// The integer multiply-accumulate forms, as the kernels can use them
-  /// (X86Vnni only on vectors of VectorBytes).
+  /// (X86Vnni and X86Madd16 only on vectors of VectorBytes).
   std::vector<MacForm> IntMacs;
 
   bool has(MacForm f) const;

@@ -1038,8 +1038,35 @@ private:
     else if (e->Lanes == 4 && ME.Features.Vnni256)
       id = llvm::Intrinsic::x86_avx512_vpdpbusd_128;
     else
-      return nullptr;
+      return maddDot4(e->Lanes, expr(*acc), expr((*dot)->A), expr((*dot)->B));
     return B.CreateIntrinsic(id, {}, {expr(*acc), expr((*dot)->A), expr((*dot)->B)});
+  }
+
+  /// acc + dot4(a, b) on x86 without VNNI: the quads split into their even
+  /// and odd bytes as 16-bit pairs (a's zero-extended, b's sign-extended),
+  /// each pair of products summed by one pmaddwd; exact, since no pair sum
+  /// of u8 x s8 products reaches pmaddwd's one overflow (-32768 squared
+  /// twice). Null where the lanes have no pmaddwd.
+  Value *maddDot4(int lanes, Value *acc, Value *a, Value *b) {
+    llvm::Intrinsic::ID id;
+    if (lanes == 16 && ME.Features.Madd512)
+      id = llvm::Intrinsic::x86_avx512_pmaddw_d_512;
+    else if (lanes == 8 && ME.Features.Madd256)
+      id = llvm::Intrinsic::x86_avx2_pmadd_wd;
+    else if (lanes == 4 && ME.Features.Madd128)
+      id = llvm::Intrinsic::x86_sse2_pmadd_wd;
+    else
+      return nullptr;
+    auto *words = llvm::FixedVectorType::get(B.getInt16Ty(), 2 * (unsigned)lanes);
+    auto c32 = [&](uint64_t v) { return llvm::ConstantInt::get(a->getType(), v); };
+    auto c16 = [&](uint64_t v) { return llvm::ConstantInt::get(words, v); };
+    Value *evenA = B.CreateBitCast(B.CreateAnd(a, c32(0x00ff00ff)), words);
+    Value *oddA = B.CreateBitCast(B.CreateAnd(B.CreateLShr(a, c32(8)), c32(0x00ff00ff)), words);
+    Value *bw = B.CreateBitCast(b, words);
+    Value *evenB = B.CreateAShr(B.CreateShl(bw, c16(8)), c16(8));
+    Value *oddB = B.CreateAShr(bw, c16(8));
+    Value *sum = B.CreateAdd(acc, B.CreateIntrinsic(id, {}, {evenA, evenB}));
+    return B.CreateAdd(sum, B.CreateIntrinsic(id, {}, {oddA, oddB}));
   }
 
   /// Bytes 0 and 2 of a (odd: 1 and 3) sign-extended into its 16-bit

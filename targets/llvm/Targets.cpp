@@ -220,7 +220,10 @@ TargetDesc describeTarget(const TargetSpec &t) {
       s.VectorBytes = 16;
     }
     s.Fma = has("fma");
-    if (has("sse2"))
+    // pmaddwd as the kernels can use it: on vectors of the width they use
+    // (256-bit integer vectors need AVX2, 512-bit ones AVX512BW).
+    if ((s.VectorBytes == 16 && has("sse2")) || (s.VectorBytes == 32 && has("avx2")) ||
+        (s.VectorBytes == 64 && has("avx512bw")))
       s.IntMacs.push_back(MacForm::X86Madd16);
     if (has("ssse3"))
       s.IntMacs.push_back(MacForm::X86MaddU8S8);
@@ -374,6 +377,9 @@ std::string compileProgram(const kir::Program &p, const TargetSpec &t,
     features.Vnni512 = sti->checkFeatures("+avx512vnni");
     features.Vnni256 = (features.Vnni512 && sti->checkFeatures("+avx512vl")) ||
                        sti->checkFeatures("+avxvnni");
+    features.Madd128 = sti->checkFeatures("+sse2");
+    features.Madd256 = sti->checkFeatures("+avx2");
+    features.Madd512 = sti->checkFeatures("+avx512bw");
   }
   if (llvm::Triple(t.Triple).isARM() || llvm::Triple(t.Triple).isThumb())
     features.Smlad = sti->checkFeatures("+dsp");

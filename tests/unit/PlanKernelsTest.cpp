@@ -234,11 +234,23 @@ TEST_CASE("plan-kernels: int8 convolutions on each target class", "[plan]") {
     REQUIRE(q.Taps);
     CHECK(q.Taps->Vectors >= 1);
   }
-  // AVX2 and AArch64 (no VNNI): the int32 tiles, no dot products yet.
-  for (const char *name : {"x86_64-v3", "aarch64-linux"}) {
+  // x86 without VNNI (AVX2, SSE2): the dot products on pmaddwd pairs, in
+  // tiles of the vector's i32 lanes.
+  for (const char *name : {"x86_64-v3", "x86_64"}) {
     OneNode c = qlinearConv(64, 64, 28, 3);
-    ir::KernelPlan p = passes::planKernel(*c.N, describe(name), false);
+    TargetDesc t = describe(name);
+    ir::KernelPlan p = passes::planKernel(*c.N, t, false);
     INFO(name << ": " << p.str());
+    CHECK(p.Dot4Lanes == t.lanes(DType::I32));
+    REQUIRE(p.Dot);
+    CHECK(p.Dot->Rows * p.Dot->Vectors <= t.VectorRegisters * 3 / 4);
+  }
+  // AVX without AVX2 has no 256-bit pmaddwd; AArch64 (no dot products
+  // yet): the int32 tiles.
+  for (auto [triple, cpu] : {std::pair{"x86_64", "sandybridge"}, {"aarch64-linux", ""}}) {
+    OneNode c = qlinearConv(64, 64, 28, 3);
+    ir::KernelPlan p = passes::planKernel(*c.N, describe(triple, cpu), false);
+    INFO(triple << " " << cpu << ": " << p.str());
     CHECK(p.Dot4Lanes == 0);
     REQUIRE(p.Int);
     CHECK(p.Int->Lanes * p.Int->Vectors >= 16);

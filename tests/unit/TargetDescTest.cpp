@@ -40,7 +40,12 @@ TEST_CASE("x86-64 levels", "[target]") {
   CHECK(v3.lanes(DType::F32) == 8);
   CHECK(v3.Fma);
   CHECK(v3.has(MacForm::X86MaddU8S8));
+  CHECK(v3.has(MacForm::X86Madd16));
   CHECK(!v3.has(MacForm::X86Vnni));
+  // AVX without AVX2: 256-bit vectors, but pmaddwd only on 128 bits.
+  TargetDesc snb = describe("x86_64", "sandybridge");
+  CHECK(snb.VectorBytes == 32);
+  CHECK(!snb.has(MacForm::X86Madd16));
 
   TargetDesc icx = describe("x86_64", "icelake-server");
   CHECK(icx.VectorBytes == 64);
