@@ -532,7 +532,8 @@ std::string KernelPlan::str() const {
     field("winograd=" + std::to_string(Wino->Tile) + " rows=" + std::to_string(Wino->Rows) +
           " pitch=" + std::to_string(Wino->Pitch) + " skew=" + std::to_string(Wino->Skew));
   if (Dot4Lanes)
-    field("dot4=" + std::to_string(Dot4Lanes) + " packed=" + std::to_string(Dot4Input));
+    field("dot4=" + std::to_string(Dot4Lanes) + " packed=" + std::to_string(Dot4Input) +
+          (DotPairs ? " pairs" : ""));
   auto intTile = [&](const char *name, const IntTile &t) {
     std::string s = std::string(name) + "=" + std::to_string(t.Rows) + "x" +
                     std::to_string(t.Vectors * t.Lanes) + " lanes=" + std::to_string(t.Lanes);

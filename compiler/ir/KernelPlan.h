@@ -47,6 +47,12 @@ struct KernelPlan {
   /// yet); 0: none.
   int64_t Dot4Lanes = 0;
   int64_t Dot4Input = -1;
+  /// The dense dot-product convolution's quads as two dot2 of 16-bit pairs
+  /// each (x86 pmaddwd, where VNNI is missing): its weight quads packed as
+  /// the sign-extended pairs (w0, w2) and (w1, w3), two words a quad
+  /// (mlcc.PackQuads pairs = 2), the input quads split into (x0, x2) and
+  /// (x1, x3) as the tile reads them.
+  bool DotPairs = false;
   /// A register tile of int32 accumulators: Rows output channels x Vectors
   /// vectors of Lanes outputs; a remainder of the outputs runs in
   /// TailGroups parallel groups of row tiles.

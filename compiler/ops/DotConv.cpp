@@ -246,6 +246,7 @@ void lowerIntDotConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx, size_
   const DType acc = DType::I32;
   const ir::KernelPlan::IntTile &dotTile = *node.Plan.Dot;
   const int64_t L = dotTile.Lanes;
+  const bool pairs = node.Plan.DotPairs;
   const bool signedX = x.dtype() == DType::I8;
   const Window &win = s.W;
   const int64_t H = s.InSpatial[0], W = s.InSpatial[1], C = s.C, Cq = (C + 3) / 4;
@@ -353,11 +354,26 @@ void lowerIntDotConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx, size_
       for (int64_t v = 0; v < nv; ++v)
         b.store(t.Buf, at(r, v), broadcast(init.load({m0 + r}), (int)L));
     b.loop("st", steps, [&](Expr st) {
-      std::vector<Expr> xv;
+      std::vector<Expr> xv, xodd;
       for (int64_t v = 0; v < nv; ++v)
         xv.push_back(vload(x.Buf, x.Base + st * x.StepStride + v * L, (int)L));
+      if (pairs) // each quad's bytes (0, 2) and (1, 3) as 16-bit pairs
+        for (Expr &q : xv) {
+          xodd.push_back(unary(UnOp::ZextBytes13, q));
+          q = unary(UnOp::ZextBytes02, q);
+        }
       for (int64_t r = 0; r < R; ++r) {
-        Expr wq = broadcast(w4.loadFlat((m0 + r) * steps + st), (int)L);
+        Expr wstep = (m0 + r) * steps + st;
+        if (pairs) {
+          Expr we = broadcast(w4.loadFlat(wstep * 2), (int)L),
+               wo = broadcast(w4.loadFlat(wstep * 2 + 1), (int)L);
+          for (int64_t v = 0; v < nv; ++v)
+            b.store(t.Buf, at(r, v),
+                    vload(t.Buf, at(r, v), (int)L) + binary(BinOp::Dot2, xv[v], we) +
+                        binary(BinOp::Dot2, xodd[v], wo));
+          continue;
+        }
+        Expr wq = broadcast(w4.loadFlat(wstep), (int)L);
         for (int64_t v = 0; v < nv; ++v)
           b.store(t.Buf, at(r, v), vload(t.Buf, at(r, v), (int)L) + binary(BinOp::Dot4, xv[v], wq));
       }

@@ -82,17 +82,28 @@ Expr packQuad(std::vector<Expr> bytes, bool pairs) {
   return requant::byteQuad(bytes);
 }
 
+/// The dot2 operand of two int8 weights (bytes zero-extended into int32):
+/// each sign-extended into a 16-bit half, `lo` the low one.
+Expr packPair(const Expr &lo, const Expr &hi) {
+  auto sext = [](const Expr &byte) { return cast(DType::I32, cast(DType::I8, byte)); };
+  return requant::halfPair(sext(lo), sext(hi));
+}
+
 /// PackQuads: int8 weights [M, C, k...] as int32 [M, ceil(C / 4), k...]
 /// whose four bytes are the weights of four consecutive input channels
 /// (zero past C): the operand layout of the int8 dot product (dot4) over
 /// channel quads (see DotConv.cpp), or with pairs = 1 of dot2 over channel
-/// pairs (see packQuad, IntegerConv.cpp).
+/// pairs (see packQuad, IntegerConv.cpp). With pairs = 2, int32 [M,
+/// ceil(C / 4), k..., 2]: each quad as its two dot2 operands, channels
+/// (0, 2) and (1, 3) as sign-extended 16-bit halves (the plan's DotPairs).
 void inferPackQuads(ir::Node &n) {
   const Shape &w = n.inShape(0);
   if (n.inDType(0) != DType::I8 || w.size() < 2)
     n.error(ErrorKind::Internal) << "PackQuads needs int8 weights [M, C, ...]";
   Shape out = w;
   out[1] = (w[1] + 3) / 4;
+  if (n.attrInt("pairs", 0) == 2)
+    out.push_back(2);
   n.setOutput(0, DType::I32, out);
 }
 
@@ -109,7 +120,13 @@ void lowerPackQuads(LowerCtx &c) {
       Expr byte = cast(DType::I32, cast(DType::U8, w.loadFlat(src)));
       bytes.push_back(select(inside, byte, constantInt(DType::I32, 0)));
     }
-    y.storeFlat((i[0] * cq + i[1]) * inner + i[2], packQuad(bytes, c.node().attrInt("pairs", 0)));
+    Expr at = (i[0] * cq + i[1]) * inner + i[2];
+    if (c.node().attrInt("pairs", 0) == 2) {
+      y.storeFlat(at * 2, packPair(bytes[0], bytes[2]));
+      y.storeFlat(at * 2 + 1, packPair(bytes[1], bytes[3]));
+      return;
+    }
+    y.storeFlat(at, packQuad(bytes, c.node().attrInt("pairs", 0)));
   }, "q");
 }
 

@@ -104,7 +104,7 @@ bool packWeights(ir::Graph &g) {
     if (p.Dot4Lanes && p.Dot4Input < 0) {
       ops::IntegerOperands o = *ops::integerOperands(*n);
       if (o.Conv)
-        addDotOperands(g, nodes, *n, o.W, "PackQuads", {}, {1, 2, 3},
+        addDotOperands(g, nodes, *n, o.W, "PackQuads", {{"pairs", p.DotPairs ? 2 : 0}}, {1, 2, 3},
                        std::max(n->Inputs.size(), o.Appended));
       else
         addDotOperands(g, nodes, *n, o.W, "PackQuadsK", {{"transposed", o.TransposedW}},

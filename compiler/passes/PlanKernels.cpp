@@ -224,6 +224,7 @@ std::optional<ir::KernelPlan> dotPlan(const ir::Node &n, const ops::IntegerOpera
     TileChoice tile = schedule::chooseTile(
         t, TileProblem{mac, geo->Rows, geo->Cols, geo->Steps, false, geo->MaxVectors});
     p.Dot = ir::KernelPlan::IntTile{tile.Rows, tile.Vectors, lanes, kTailGroups};
+    p.DotPairs = mac == MacKind::Int8Madd;
   }
   return p;
 }

@@ -47,13 +47,15 @@ double dotTileCycles(int64_t steps, int64_t r, int64_t nv) {
 }
 
 /// The same for dot products on pmaddwd pairs (MacKind::Int8Madd), per
-/// reduction step: two pmaddwd and two adds per accumulator and three
-/// instructions to split each vector of quads and each row's broadcast
-/// quad, on three vector ports, but the pmaddwd on two; a quarter cycle
-/// per load; or the latency of the two dependent adds per accumulator.
+/// reduction step: two pmaddwd and two adds per accumulator and two
+/// instructions to split each vector of quads into its pairs, on four
+/// vector ports with the pmaddwd on two; three loads a cycle (the vectors
+/// and two broadcast weight pairs per row); or the latency of the two
+/// dependent adds per accumulator.
 double maddTileCycles(int64_t steps, int64_t r, int64_t nv) {
-  double ops = (double)(4 * r * nv + 3 * (r + nv)) / 3;
-  double step = std::max({ops, (double)(r * nv), 2.0}) + (double)(r + nv) * 0.25;
+  double ops = (double)(4 * r * nv + 2 * nv) / 4, madds = (double)(r * nv);
+  double loads = (double)(nv + 2 * r) / 3;
+  double step = std::max({ops, madds, loads, 2.0});
   return (double)steps * step + 3.0 * (double)(r * nv);
 }
 
@@ -94,13 +96,10 @@ int64_t maxVectors(const TargetDesc &t, const TileProblem &p) {
 
 /// The most rows of a tile of nv vectors across.
 int64_t maxRows(const TargetDesc &t, const TileProblem &p, int64_t nv) {
-  // (Int8Madd: with the even and odd pairs of each vector and row quad,
-  // such a tile spills some of its accumulators on 16 registers, but the
-  // splits it shares cost more than the spills: resnet18's QDQ convolutions
-  // on AVX2 in 4 x 3 tiles took 27.1 ms on Zen 5, in spill-free 4 x 2 tiles
-  // 30.6 ms.)
-  if (p.Mac == MacKind::Int8Dot || p.Mac == MacKind::Int8Madd)
+  if (p.Mac == MacKind::Int8Dot)
     return std::min<int64_t>(p.Rows, dotAccumulators(t) / nv);
+  if (p.Mac == MacKind::Int8Madd) // accumulators, each vector's two pairs, a row's two
+    return std::min<int64_t>(p.Rows, (t.VectorRegisters - 2 * nv - 2) / nv);
   if (p.Mac == MacKind::IntScalar) // accumulators, a weight per row, an input per column
     return std::min<int64_t>(p.Rows, (t.GeneralRegisters - kScalarLoopRegisters - nv) / (nv + 1));
   if (p.Mac == MacKind::IntPair) // the same, and a register to form an input pair in

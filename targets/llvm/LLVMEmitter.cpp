@@ -1048,25 +1048,33 @@ private:
   /// of u8 x s8 products reaches pmaddwd's one overflow (-32768 squared
   /// twice). Null where the lanes have no pmaddwd.
   Value *maddDot4(int lanes, Value *acc, Value *a, Value *b) {
-    llvm::Intrinsic::ID id;
-    if (lanes == 16 && ME.Features.Madd512)
-      id = llvm::Intrinsic::x86_avx512_pmaddw_d_512;
-    else if (lanes == 8 && ME.Features.Madd256)
-      id = llvm::Intrinsic::x86_avx2_pmadd_wd;
-    else if (lanes == 4 && ME.Features.Madd128)
-      id = llvm::Intrinsic::x86_sse2_pmadd_wd;
-    else
+    if (!hasMadd(lanes))
       return nullptr;
     auto *words = llvm::FixedVectorType::get(B.getInt16Ty(), 2 * (unsigned)lanes);
     auto c32 = [&](uint64_t v) { return llvm::ConstantInt::get(a->getType(), v); };
     auto c16 = [&](uint64_t v) { return llvm::ConstantInt::get(words, v); };
-    Value *evenA = B.CreateBitCast(B.CreateAnd(a, c32(0x00ff00ff)), words);
-    Value *oddA = B.CreateBitCast(B.CreateAnd(B.CreateLShr(a, c32(8)), c32(0x00ff00ff)), words);
+    Value *evenA = B.CreateAnd(a, c32(0x00ff00ff));
+    Value *oddA = B.CreateAnd(B.CreateLShr(a, c32(8)), c32(0x00ff00ff));
     Value *bw = B.CreateBitCast(b, words);
-    Value *evenB = B.CreateAShr(B.CreateShl(bw, c16(8)), c16(8));
-    Value *oddB = B.CreateAShr(bw, c16(8));
-    Value *sum = B.CreateAdd(acc, B.CreateIntrinsic(id, {}, {evenA, evenB}));
-    return B.CreateAdd(sum, B.CreateIntrinsic(id, {}, {oddA, oddB}));
+    Value *evenB = B.CreateBitCast(B.CreateAShr(B.CreateShl(bw, c16(8)), c16(8)), a->getType());
+    Value *oddB = B.CreateBitCast(B.CreateAShr(bw, c16(8)), a->getType());
+    return B.CreateAdd(B.CreateAdd(acc, pmaddwd(evenA, evenB)), pmaddwd(oddA, oddB));
+  }
+
+  /// Whether vectors of `lanes` int32 have pmaddwd.
+  bool hasMadd(int lanes) const {
+    return (lanes == 16 && ME.Features.Madd512) || (lanes == 8 && ME.Features.Madd256) ||
+           (lanes == 4 && ME.Features.Madd128);
+  }
+
+  /// dot2 of two vectors of int32 (hasMadd of their lanes) as one pmaddwd.
+  Value *pmaddwd(Value *a, Value *b) {
+    unsigned lanes = llvm::cast<llvm::FixedVectorType>(a->getType())->getNumElements();
+    llvm::Intrinsic::ID id = lanes == 16  ? llvm::Intrinsic::x86_avx512_pmaddw_d_512
+                             : lanes == 8 ? llvm::Intrinsic::x86_avx2_pmadd_wd
+                                          : llvm::Intrinsic::x86_sse2_pmadd_wd;
+    auto *words = llvm::FixedVectorType::get(B.getInt16Ty(), 2 * lanes);
+    return B.CreateIntrinsic(id, {}, {B.CreateBitCast(a, words), B.CreateBitCast(b, words)});
   }
 
   /// Bytes 0 and 2 of a (odd: 1 and 3) sign-extended into its 16-bit
@@ -1088,9 +1096,12 @@ private:
     return B.CreateOr(B.CreateAnd(byte(odd ? 1 : 0), c(0xffff)), B.CreateShl(byte(odd ? 3 : 2), c(16)));
   }
 
-  /// dot2(a, b) in generic IR: the signed 16-bit halves multiplied and
-  /// summed.
+  /// dot2(a, b): one pmaddwd on x86 vectors that have it, else in generic
+  /// IR: the signed 16-bit halves multiplied and summed.
   Value *dot2(Value *a, Value *b) {
+    if (auto *vt = llvm::dyn_cast<llvm::FixedVectorType>(a->getType()))
+      if (hasMadd((int)vt->getNumElements()))
+        return pmaddwd(a, b);
     Value *sixteen = llvm::ConstantInt::get(a->getType(), 16);
     auto low = [&](Value *v) { return B.CreateAShr(B.CreateShl(v, sixteen), sixteen); };
     return B.CreateAdd(B.CreateMul(low(a), low(b)),

@@ -441,20 +441,28 @@ void checkWithinOneStep(const std::vector<float> &got, const std::vector<float> 
   CHECK(differ <= got.size() / oneIn);
 }
 
-/// Compiles an int8 model for an AVX-512 target with the dot product (dot4)
-/// and without, runs both on `in`: the outputs must be equal and vary.
+/// Compiles an int8 model for an AVX-512 target with the dot product (dot4:
+/// VNNI, and pmaddwd, whose dense convolutions take the quads as dot2 of
+/// pre-split pairs) and without, runs them on `in`: the outputs must be
+/// equal and vary.
 void checkDotEqualsPlain(const std::string &model, const std::vector<float> &in,
                          const char *path = nullptr) {
-  TargetDesc dot = avx512(32768, 524288), plain = dot;
-  dot.IntMacs.push_back(MacForm::X86Vnni);
-  std::string text;
-  std::vector<float> got = compileAndRun(model, dot, in, &text);
+  TargetDesc plain = avx512(32768, 524288);
   std::vector<float> want = compileAndRun(model, plain, in, nullptr);
-  INFO(text.substr(0, 4000));
-  CHECK(text.find("dot4") != std::string::npos);
-  if (path)
-    CHECK(text.find(path) != std::string::npos);
-  checkEqualAndVarying(got, want);
+  for (MacForm form : {MacForm::X86Vnni, MacForm::X86Madd16}) {
+    TargetDesc dot = plain;
+    dot.IntMacs.push_back(form);
+    std::string text;
+    std::vector<float> got = compileAndRun(model, dot, in, &text);
+    INFO(macFormName(form) << "\n" << text.substr(0, 4000));
+    // (pmaddwd: dense convolutions on dot2 pairs, depthwise taps on dot4.)
+    bool dense = text.find("dot2(zext_bytes02(") != std::string::npos;
+    CHECK((text.find("dot4(") != std::string::npos || dense));
+    CHECK((form == MacForm::X86Vnni ? !dense : text.find("xquads") == std::string::npos || dense));
+    if (path)
+      CHECK(text.find(path) != std::string::npos);
+    checkEqualAndVarying(got, want);
+  }
 }
 
 } // namespace
