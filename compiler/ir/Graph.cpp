@@ -533,7 +533,7 @@ std::string KernelPlan::str() const {
           " pitch=" + std::to_string(Wino->Pitch) + " skew=" + std::to_string(Wino->Skew));
   if (Dot4Lanes)
     field("dot4=" + std::to_string(Dot4Lanes) + " packed=" + std::to_string(Dot4Input) +
-          (DotPairs ? " pairs" : ""));
+          (DotPairs ? " pairs" : "") + (DotSigned ? " signed" : ""));
   auto intTile = [&](const char *name, const IntTile &t) {
     std::string s = std::string(name) + "=" + std::to_string(t.Rows) + "x" +
                     std::to_string(t.Vectors * t.Lanes) + " lanes=" + std::to_string(t.Lanes);

@@ -115,6 +115,10 @@ enum class BinOp : uint8_t {
   /// dual multiply-accumulate of the Arm DSP extension (smlad, which also
   /// adds the accumulator: `acc + dot2(a, b)` becomes one instruction).
   Dot2,
+  /// (I32) the four bytes of a, signed, times those of b, signed, summed:
+  /// the int8 dot product of Arm's dot-product extension (sdot, which also
+  /// adds the accumulator).
+  SDot4,
 };
 
 const char *unOpName(UnOp op);

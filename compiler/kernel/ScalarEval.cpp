@@ -341,6 +341,14 @@ Scalar evalBinary(BinOp op, DType type, Scalar a, Scalar b) {
     r.I = (int64_t)(int32_t)(uint32_t)sum;
     break;
   }
+  case BinOp::SDot4: {
+    int64_t sum = 0;
+    for (int j = 0; j < 4; ++j)
+      sum += (int64_t)(int8_t)(uint8_t)((uint64_t)x >> (8 * j)) *
+             (int64_t)(int8_t)(uint8_t)((uint64_t)y >> (8 * j));
+    r.I = (int64_t)(int32_t)(uint32_t)sum;
+    break;
+  }
   case BinOp::Dot2: {
     int64_t sum = (int64_t)(int16_t)(uint16_t)x * (int16_t)(uint16_t)y +
                   (int64_t)(int16_t)(uint16_t)((uint64_t)x >> 16) *

@@ -246,7 +246,7 @@ void lowerIntDotConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx, size_
   const DType acc = DType::I32;
   const ir::KernelPlan::IntTile &dotTile = *node.Plan.Dot;
   const int64_t L = dotTile.Lanes;
-  const bool pairs = node.Plan.DotPairs;
+  const bool pairs = node.Plan.DotPairs, signedQuads = node.Plan.DotSigned;
   const bool signedX = x.dtype() == DType::I8;
   const Window &win = s.W;
   const int64_t H = s.InSpatial[0], W = s.InSpatial[1], C = s.C, Cq = (C + 3) / 4;
@@ -255,11 +255,16 @@ void lowerIntDotConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx, size_
                 dw = win.Dilations[1], top = win.PadBegin[0], left = win.PadBegin[1];
   const int64_t Hq = dotConvQuadRows(s), Q = oh * ow;
 
-  // The zero point in the unsigned domain, as a byte and as a quad.
+  // The zero point in the quads' domain (unsigned for dot4, signed for
+  // sdot4: the input offset by `shift`), as a value and as a quad.
+  const int64_t shift = signedQuads ? (signedX ? 0 : -128) : (signedX ? 128 : 0);
+  auto quadByte = [&](const Expr &v) {
+    return signedQuads ? binary(BinOp::BitAnd, v, constantInt(acc, 0xff)) : v;
+  };
   Expr xz = xzp ? cast(acc, xzp->loadFlat(indexConst(0))) : constantInt(acc, 0);
-  if (signedX)
-    xz = xz + constantInt(acc, 128);
-  Local zq = b.local("zquad", xz * constantInt(acc, 0x01010101));
+  if (shift)
+    xz = xz + constantInt(acc, shift);
+  Local zq = b.local("zquad", quadByte(xz) * constantInt(acc, 0x01010101));
 
   // Initial values: bias - x_zp' * sum_k w.
   TensorRef init = c.scratch("chinit", acc, {s.M});
@@ -280,9 +285,9 @@ void lowerIntDotConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx, size_
     for (int64_t j = 0; j < 4; ++j) {
       Expr ch = cq * 4 + j;
       Expr byte = cast(acc, x.load({n, min(ch, indexConst(C - 1)), iy, ix}));
-      if (signedX)
-        byte = byte + constantInt(acc, 128);
-      bytes.push_back(C % 4 != 0 ? select(lt(ch, indexConst(C)), byte, xz) : byte);
+      if (shift)
+        byte = byte + constantInt(acc, shift);
+      bytes.push_back(quadByte(C % 4 != 0 ? select(lt(ch, indexConst(C)), byte, xz) : byte));
     }
     return byteQuad(bytes);
   };
@@ -374,8 +379,9 @@ void lowerIntDotConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx, size_
           continue;
         }
         Expr wq = broadcast(w4.loadFlat(wstep), (int)L);
+        const BinOp dot = signedQuads ? BinOp::SDot4 : BinOp::Dot4;
         for (int64_t v = 0; v < nv; ++v)
-          b.store(t.Buf, at(r, v), vload(t.Buf, at(r, v), (int)L) + binary(BinOp::Dot4, xv[v], wq));
+          b.store(t.Buf, at(r, v), vload(t.Buf, at(r, v), (int)L) + binary(dot, xv[v], wq));
       }
     });
     Local done = b.local("done", acc, R * nv * L);

@@ -185,16 +185,28 @@ bool depthwiseF32(const ir::Node &n) {
   return x.size() == 4 && w.size() == 4 && x[1] == n.attrInt("group", 1) && w[2] * w[3] <= 49;
 }
 
-/// The dot-product plan of an integer node on an x86 target (VNNI, or its
-/// dot products on pmaddwd pairs), if any.
+/// Whether a target runs int8 dot products of byte quads, and how: x86
+/// VNNI and AArch64 i8mm (usdot) as dot4, AArch64 dotprod as sdot4 on
+/// quads in the signed domain, x86 pmaddwd as pairs.
+bool hasDotProducts(const TargetDesc &t) {
+  return t.has(MacForm::X86Vnni) || t.has(MacForm::X86Madd16) || t.has(MacForm::ArmDot) ||
+         t.has(MacForm::ArmMatMul);
+}
+
+/// The dot-product plan of an integer node on a target with dot products
+/// (hasDotProducts), if any.
 std::optional<ir::KernelPlan> dotPlan(const ir::Node &n, const ops::IntegerOperands &o,
                                       const TargetDesc &t) {
   const int64_t lanes = t.lanes(DType::I32);
-  const MacKind mac = t.has(MacForm::X86Vnni) ? MacKind::Int8Dot : MacKind::Int8Madd;
+  const bool madd = !t.has(MacForm::X86Vnni) && t.has(MacForm::X86Madd16);
+  // Arm's dot-product extension without i8mm has no unsigned x signed
+  // form: only dense convolutions, whose quads it offsets to signed bytes.
+  const bool signedQuads = !t.has(MacForm::ArmMatMul) && t.has(MacForm::ArmDot);
+  const MacKind mac = madd ? MacKind::Int8Madd : MacKind::Int8Dot;
   ir::KernelPlan p;
   const bool constInt8W = n.hasInput(o.W) && n.Inputs[o.W]->Const && n.inDType(o.W) == DType::I8;
   if (!o.Conv) {
-    if (n.OpType == "QGemm" && n.attrInt("transA", 0))
+    if ((n.OpType == "QGemm" && n.attrInt("transA", 0)) || signedQuads)
       return std::nullopt;
     if (!constInt8W || n.inShape(o.W).size() != 2 || !ops::zeroOrAbsent(n, o.WZeroPoint))
       return std::nullopt;
@@ -205,7 +217,8 @@ std::optional<ir::KernelPlan> dotPlan(const ir::Node &n, const ops::IntegerOpera
   const int64_t group = n.attrInt("group", 1);
   if (group > 1) {
     // Depthwise: uint8 data, int8 weights of zero point 0, 16-lane vectors.
-    if (lanes != kIntTileOutputs || !n.hasInput(o.W) || n.inDType(o.W) != DType::I8 ||
+    if (lanes != kIntTileOutputs || signedQuads || !n.hasInput(o.W) ||
+        n.inDType(o.W) != DType::I8 ||
         n.inDType(o.X) != DType::U8 || !ops::zeroOrAbsent(n, o.WZeroPoint))
       return std::nullopt;
     ir::KernelPlan::IntTile taps{1, 0, lanes, 1};
@@ -224,7 +237,10 @@ std::optional<ir::KernelPlan> dotPlan(const ir::Node &n, const ops::IntegerOpera
     TileChoice tile = schedule::chooseTile(
         t, TileProblem{mac, geo->Rows, geo->Cols, geo->Steps, false, geo->MaxVectors});
     p.Dot = ir::KernelPlan::IntTile{tile.Rows, tile.Vectors, lanes, kTailGroups};
-    p.DotPairs = mac == MacKind::Int8Madd;
+    p.DotPairs = madd;
+    p.DotSigned = signedQuads;
+  } else if (signedQuads) {
+    return std::nullopt;
   }
   return p;
 }
@@ -365,7 +381,7 @@ ir::KernelPlan planKernel(const ir::Node &n, const TargetDesc &t, bool gpu) {
     p.FixedRequant = true;
     return p;
   }
-  if (io && (t.has(MacForm::X86Vnni) || t.has(MacForm::X86Madd16)))
+  if (io && hasDotProducts(t))
     if (std::optional<ir::KernelPlan> d = dotPlan(n, *io, t)) {
       d->Int = p.Int;
       return *d;

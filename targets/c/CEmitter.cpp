@@ -122,6 +122,16 @@ MLCC_FN int32_t mlcc_dot4(int32_t a, int32_t b) {
     s += (int32_t)(ua >> (8 * j) & 0xffu) * (int32_t)(int8_t)(uint8_t)(ub >> (8 * j));
   return s;
 }
+/* The signed int8 dot product (kernel IR sdot4): the signed bytes of a
+   times those of b, summed. */
+MLCC_FN int32_t mlcc_sdot4(int32_t a, int32_t b) {
+  uint32_t ua = (uint32_t)a, ub = (uint32_t)b;
+  int32_t s = 0;
+  int j;
+  for (j = 0; j < 4; ++j)
+    s += (int32_t)(int8_t)(uint8_t)(ua >> (8 * j)) * (int32_t)(int8_t)(uint8_t)(ub >> (8 * j));
+  return s;
+}
 /* Bytes 0 and 2 of v sign-extended into the 16-bit halves (kernel IR
    sext_bytes02; sext_bytes13 passes v >> 8). */
 MLCC_FN int32_t mlcc_sxtb16(uint32_t v) {
@@ -541,6 +551,7 @@ private:
     case BinOp::BitXor: return "((" + T + ")(" + a + " ^ " + b + "))";
     case BinOp::Dot4: return "mlcc_dot4(" + a + ", " + b + ")";
     case BinOp::Dot2: return "mlcc_dot2(" + a + ", " + b + ")";
+    case BinOp::SDot4: return "mlcc_sdot4(" + a + ", " + b + ")";
     case BinOp::Shl:
       return "((uint64_t)" + b + " >= " + width + "u ? (" + T + ")0 : (" + T +
              ")((" + W + ")" + a + " << " + b + "))";

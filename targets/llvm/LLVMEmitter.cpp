@@ -17,6 +17,7 @@
 #include <llvm/IR/DataLayout.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsAArch64.h>
 #include <llvm/IR/IntrinsicsARM.h>
 #include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/LLVMContext.h>
@@ -998,13 +999,15 @@ private:
                                llvm::Align(1));
   }
 
-  /// acc + dot4(a, b) as one vpdpbusd, acc + dot2(a, b) as one smlad,
-  /// where the target has them (null otherwise).
+  /// acc + dot4(a, b) as one vpdpbusd (AArch64: usdot), acc + dot2(a, b) as
+  /// one smlad, acc + sdot4(a, b) as one sdot, where the target has them
+  /// (null otherwise).
   Value *fusedDot(const Expr &e) {
     if (e->Bin != BinOp::Add || e->Type != DType::I32)
       return nullptr;
     auto isDot = [](const Expr &x) {
-      return x->Kind == ExprKind::Binary && (x->Bin == BinOp::Dot4 || x->Bin == BinOp::Dot2);
+      return x->Kind == ExprKind::Binary &&
+             (x->Bin == BinOp::Dot4 || x->Bin == BinOp::Dot2 || x->Bin == BinOp::SDot4);
     };
     const Expr *acc = &e->A, *dot = &e->B;
     if (!isDot(*dot))
@@ -1030,6 +1033,17 @@ private:
             (uint64_t)j);
       return r;
     }
+    if (e->Lanes == 4 && ((*dot)->Bin == BinOp::SDot4 ? ME.Features.ArmDot : ME.Features.ArmI8mm)) {
+      auto *bytes = llvm::FixedVectorType::get(B.getInt8Ty(), 16);
+      Value *c = expr(*acc);
+      return B.CreateIntrinsic((*dot)->Bin == BinOp::SDot4 ? llvm::Intrinsic::aarch64_neon_sdot
+                                                           : llvm::Intrinsic::aarch64_neon_usdot,
+                               {c->getType(), bytes},
+                               {c, B.CreateBitCast(expr((*dot)->A), bytes),
+                                B.CreateBitCast(expr((*dot)->B), bytes)});
+    }
+    if ((*dot)->Bin == BinOp::SDot4)
+      return nullptr;
     llvm::Intrinsic::ID id;
     if (e->Lanes == 16 && ME.Features.Vnni512)
       id = llvm::Intrinsic::x86_avx512_vpdpbusd_512;
@@ -1108,14 +1122,15 @@ private:
                        B.CreateMul(B.CreateAShr(a, sixteen), B.CreateAShr(b, sixteen)));
   }
 
-  /// dot4(a, b) in generic IR: bytes widened, multiplied, and each group of
-  /// four summed.
-  Value *dot4(Value *a, Value *b) {
+  /// dot4(a, b) (sdot4: a's bytes signed too) in generic IR: bytes widened,
+  /// multiplied, and each group of four summed.
+  Value *dot4(Value *a, Value *b, bool signedA = false) {
     auto *vt = llvm::dyn_cast<llvm::FixedVectorType>(a->getType());
     unsigned n = vt ? vt->getNumElements() : 1;
     auto *bytes = llvm::FixedVectorType::get(B.getInt8Ty(), 4 * n);
     auto *wide = llvm::FixedVectorType::get(B.getInt32Ty(), 4 * n);
-    Value *p = B.CreateMul(B.CreateZExt(B.CreateBitCast(a, bytes), wide),
+    Value *p = B.CreateMul(signedA ? B.CreateSExt(B.CreateBitCast(a, bytes), wide)
+                                   : B.CreateZExt(B.CreateBitCast(a, bytes), wide),
                            B.CreateSExt(B.CreateBitCast(b, bytes), wide));
     Value *sum = nullptr;
     for (unsigned j = 0; j < 4; ++j) {
@@ -1273,6 +1288,7 @@ private:
       return B.CreateSelect(big, overflow, r);
     }
     case BinOp::Dot4: return dot4(a, b);
+    case BinOp::SDot4: return dot4(a, b, true);
     case BinOp::Dot2: return dot2(a, b);
     case BinOp::Eq: return B.CreateICmpEQ(a, b);
     case BinOp::Ne: return B.CreateICmpNE(a, b);

@@ -30,6 +30,8 @@ struct EmitFeatures {
   /// pmaddwd (int16 pairs multiplied and summed into int32) on 128-, 256-
   /// and 512-bit vectors (SSE2, AVX2, AVX512BW): dot4 where VNNI is missing.
   bool Madd128 = false, Madd256 = false, Madd512 = false;
+  bool ArmDot = false;  ///< sdot on 128-bit vectors (AArch64 dotprod)
+  bool ArmI8mm = false; ///< usdot on 128-bit vectors (AArch64 i8mm)
 };
 
 /// Builds the module for `p`. `triple` and `layout` come from the target

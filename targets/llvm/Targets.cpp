@@ -381,6 +381,10 @@ std::string compileProgram(const kir::Program &p, const TargetSpec &t,
     features.Madd256 = sti->checkFeatures("+avx2");
     features.Madd512 = sti->checkFeatures("+avx512bw");
   }
+  if (llvm::Triple(t.Triple).isAArch64()) {
+    features.ArmDot = sti->checkFeatures("+dotprod");
+    features.ArmI8mm = sti->checkFeatures("+i8mm");
+  }
   if (llvm::Triple(t.Triple).isARM() || llvm::Triple(t.Triple).isThumb())
     features.Smlad = sti->checkFeatures("+dsp");
   std::unique_ptr<llvm::Module> m =

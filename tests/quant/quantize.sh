@@ -24,7 +24,10 @@
 # 3. QDQ import: a small CNN quantized by PyTorch (qnnpack) and exported in
 #    QDQ form must compile to integer ops only (QLinearConv, QGemm, ...: no
 #    float Conv, Gemm or Add left) and match ONNX Runtime within one output
-#    quantization step (skipped without PyTorch or ONNX Runtime).
+#    quantization step (skipped without PyTorch or ONNX Runtime). Built for
+#    the lower x86 levels (x86_64-v3, x86_64: pmaddwd pairs without VNNI)
+#    and for aarch64 cortex-a76 (sdot) and neoverse-n2 (usdot, i8mm) under
+#    qemu-aarch64, its output must equal the host build's bit for bit.
 # 4. Bad input: calibration samples of the wrong shape or dtype, a file that
 #    is not .npy, an input name the model lacks, --quantize without
 #    --calibrate, --calibrate without --quantize, and a model with no
@@ -198,6 +201,31 @@ else
           echo "  --target $level: the host build's output, bit for bit"
         fi
       done
+    fi
+    # AArch64 with the dot-product extension (sdot on signed quads) and with
+    # i8mm (usdot), under qemu-aarch64 -cpu max: the dot instructions in the
+    # code and the host build's output (skipped without the cross tools).
+    if command -v qemu-aarch64 >/dev/null && command -v aarch64-linux-gnu-gcc >/dev/null; then
+      for cpu_insn in cortex-a76:sdot neoverse-n2:usdot; do
+        cpu="${cpu_insn%%:*}" insn="${cpu_insn#*:}"
+        args=("$d/model.onnx" --target aarch64-linux --cpu "$cpu" --name m)
+        if ! "$mlcc" "${args[@]}" --emit asm -o "$d/$cpu.s" >"$d/mlcc-$cpu.log" 2>&1 ||
+           ! "$mlcc" "${args[@]}" -o "$d/lib-$cpu.a" >>"$d/mlcc-$cpu.log" 2>&1 ||
+           ! aarch64-linux-gnu-gcc -std=c99 -O2 -I "$root/runtime-c" -o "$d/run-$cpu" \
+               "$root/tools/conformance/driver.c" "$d/lib-$cpu.a" -lm ||
+           ! qemu-aarch64 -cpu max -L /usr/aarch64-linux-gnu "$d/run-$cpu" "$d/input.bin" \
+               -- "$d/mlcc-$cpu.bin" >/dev/null; then
+          fail "QDQ model for aarch64 $cpu: $(tail -n 1 "$d/mlcc-$cpu.log")"
+        elif ! grep -Eq "^\s+$insn\s" "$d/$cpu.s"; then
+          fail "QDQ model for aarch64 $cpu: no $insn instruction in the code"
+        elif ! cmp -s "$d/mlcc.bin" "$d/mlcc-$cpu.bin"; then
+          fail "QDQ model for aarch64 $cpu: the output differs from the host build's"
+        else
+          echo "  aarch64 --cpu $cpu ($insn, under qemu-aarch64): the host build's output, bit for bit"
+        fi
+      done
+    else
+      skipped+=("the QDQ model on aarch64 (no qemu-aarch64 or aarch64-linux-gnu-gcc)")
     fi
   fi
 fi

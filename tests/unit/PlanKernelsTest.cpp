@@ -245,8 +245,20 @@ TEST_CASE("plan-kernels: int8 convolutions on each target class", "[plan]") {
     REQUIRE(p.Dot);
     CHECK(p.Dot->Rows * p.Dot->Vectors <= t.VectorRegisters * 3 / 4);
   }
-  // AVX without AVX2 has no 256-bit pmaddwd; AArch64 (no dot products
-  // yet): the int32 tiles.
+  // AArch64 with dotprod (sdot on signed quads) and with i8mm (usdot, the
+  // u8 x s8 form, as VNNI).
+  for (auto [cpu, signedQuads] : {std::pair{"cortex-a76", true}, {"neoverse-n2", false}}) {
+    OneNode c = qlinearConv(64, 64, 28, 3);
+    TargetDesc t = describe("aarch64-linux", cpu);
+    ir::KernelPlan p = passes::planKernel(*c.N, t, false);
+    INFO(cpu << ": " << p.str());
+    CHECK(p.Dot4Lanes == 4);
+    REQUIRE(p.Dot);
+    CHECK(p.DotSigned == signedQuads);
+    CHECK(p.Dot->Rows * p.Dot->Vectors <= 24);
+  }
+  // AVX without AVX2 has no 256-bit pmaddwd; AArch64 without dotprod: the
+  // int32 tiles.
   for (auto [triple, cpu] : {std::pair{"x86_64", "sandybridge"}, {"aarch64-linux", ""}}) {
     OneNode c = qlinearConv(64, 64, 28, 3);
     ir::KernelPlan p = passes::planKernel(*c.N, describe(triple, cpu), false);

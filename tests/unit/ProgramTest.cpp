@@ -441,25 +441,30 @@ void checkWithinOneStep(const std::vector<float> &got, const std::vector<float> 
   CHECK(differ <= got.size() / oneIn);
 }
 
-/// Compiles an int8 model for an AVX-512 target with the dot product (dot4:
-/// VNNI, and pmaddwd, whose dense convolutions take the quads as dot2 of
-/// pre-split pairs) and without, runs them on `in`: the outputs must be
-/// equal and vary.
+/// Compiles an int8 model for an AVX-512-shaped target with each form of
+/// the int8 dot product and without, runs them on `in`: the outputs must
+/// be equal and vary. Dense convolutions (quad images) take the form's
+/// kernel IR: dot4 (x86 VNNI, Arm i8mm's usdot), dot2 of pre-split pairs
+/// (x86 pmaddwd), sdot4 on signed quads (Arm dotprod); depthwise ones the
+/// four taps per dot4 (not on Arm dotprod, which has no u8 x s8 form).
 void checkDotEqualsPlain(const std::string &model, const std::vector<float> &in,
                          const char *path = nullptr) {
   TargetDesc plain = avx512(32768, 524288);
   std::vector<float> want = compileAndRun(model, plain, in, nullptr);
-  for (MacForm form : {MacForm::X86Vnni, MacForm::X86Madd16}) {
+  for (MacForm form :
+       {MacForm::X86Vnni, MacForm::X86Madd16, MacForm::ArmDot, MacForm::ArmMatMul}) {
     TargetDesc dot = plain;
     dot.IntMacs.push_back(form);
     std::string text;
     std::vector<float> got = compileAndRun(model, dot, in, &text);
     INFO(macFormName(form) << "\n" << text.substr(0, 4000));
-    // (pmaddwd: dense convolutions on dot2 pairs, depthwise taps on dot4.)
-    bool dense = text.find("dot2(zext_bytes02(") != std::string::npos;
-    CHECK((text.find("dot4(") != std::string::npos || dense));
-    CHECK((form == MacForm::X86Vnni ? !dense : text.find("xquads") == std::string::npos || dense));
-    if (path)
+    if (text.find("xquads") != std::string::npos)
+      CHECK(text.find(form == MacForm::X86Madd16 ? "dot2(zext_bytes02("
+                      : form == MacForm::ArmDot  ? "sdot4("
+                                                 : "dot4(") != std::string::npos);
+    else if (form != MacForm::ArmDot)
+      CHECK(text.find("dot4(") != std::string::npos);
+    if (path && !(form == MacForm::ArmDot && std::string(path) == "tapquads"))
       CHECK(text.find(path) != std::string::npos);
     checkEqualAndVarying(got, want);
   }
