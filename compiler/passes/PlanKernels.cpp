@@ -69,6 +69,10 @@ constexpr int64_t kMinGridRound = 16;
 /// The dot-product matrix products' tile: 4 rows x 4 vectors (halved across
 /// by the lowering until the columns fill it).
 constexpr int64_t kDotMatMulRows = 4, kDotMatMulVectors = 4;
+/// The fewest i32 lanes for a depthwise convolution's taps on dot products
+/// (AVX2's 8: fewer outputs per vector than the int32 tiles' 16 costs less
+/// than their 32-bit multiplies).
+constexpr int64_t kMinTapLanes = 8;
 /// The parallel groups of row tiles that a dense dot-product convolution's
 /// tail tile runs in (each group packs its own panel).
 constexpr int64_t kTailGroups = 8;
@@ -216,8 +220,9 @@ std::optional<ir::KernelPlan> dotPlan(const ir::Node &n, const ops::IntegerOpera
   }
   const int64_t group = n.attrInt("group", 1);
   if (group > 1) {
-    // Depthwise: uint8 data, int8 weights of zero point 0, 16-lane vectors.
-    if (lanes != kIntTileOutputs || signedQuads || !n.hasInput(o.W) ||
+    // Depthwise: uint8 data, int8 weights of zero point 0, vectors of at
+    // least kMinTapLanes.
+    if (lanes < kMinTapLanes || signedQuads || !n.hasInput(o.W) ||
         n.inDType(o.W) != DType::I8 ||
         n.inDType(o.X) != DType::U8 || !ops::zeroOrAbsent(n, o.WZeroPoint))
       return std::nullopt;

@@ -53,6 +53,10 @@ def make_qdq(d):
             self.relu1 = nn.ReLU()
             self.conv2 = nn.Conv2d(16, 16, 3, padding=1)
             self.relu2 = nn.ReLU()
+            # A depthwise convolution (the dot-product taps where the vectors
+            # have 8 or more int32 lanes).
+            self.dw = nn.Conv2d(16, 16, 3, padding=1, groups=16)
+            self.relu3 = nn.ReLU()
             self.add = nn.quantized.FloatFunctional()
             self.pool = nn.MaxPool2d(2)
             self.gap = nn.AdaptiveAvgPool2d(1)
@@ -62,7 +66,7 @@ def make_qdq(d):
         def forward(self, x):
             x = self.quant(x)
             y = self.relu1(self.bn1(self.conv1(x)))
-            z = self.relu2(self.conv2(y))
+            z = self.relu3(self.dw(self.relu2(self.conv2(y))))
             y = self.add.add(y, z)
             y = self.gap(self.pool(y))
             return self.dequant(self.fc(torch.flatten(y, 1)))
@@ -71,7 +75,7 @@ def make_qdq(d):
     with torch.no_grad():
         m.bn1.running_mean.uniform_(-0.2, 0.2)
         m.bn1.running_var.uniform_(0.5, 1.5)
-    torch.ao.quantization.fuse_modules(m, [["conv1", "bn1", "relu1"], ["conv2", "relu2"]],
+    torch.ao.quantization.fuse_modules(m, [["conv1", "bn1", "relu1"], ["conv2", "relu2"], ["dw", "relu3"]],
                                        inplace=True)
     m.qconfig = torch.ao.quantization.get_default_qconfig("qnnpack")
     torch.ao.quantization.prepare(m, inplace=True)
