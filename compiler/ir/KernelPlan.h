@@ -53,9 +53,10 @@ struct KernelPlan {
   /// (mlcc.PackQuads pairs = 2), the input quads split into (x0, x2) and
   /// (x1, x3) as the tile reads them.
   bool DotPairs = false;
-  /// The dense dot-product convolution's quads in the signed domain (input
-  /// bytes less 128 where they are uint8), on sdot4 (Arm's dot-product
-  /// extension without i8mm, whose sdot multiplies signed bytes only).
+  /// The dot-product convolution's quads (dense, or depthwise taps) in the
+  /// signed domain (input bytes less 128 where they are uint8), on sdot4
+  /// (Arm's dot-product extension without i8mm, whose sdot multiplies
+  /// signed bytes only).
   bool DotSigned = false;
   /// A register tile of int32 accumulators: Rows output channels x Vectors
   /// vectors of Lanes outputs; a remainder of the outputs runs in

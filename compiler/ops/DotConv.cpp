@@ -95,7 +95,14 @@ void lowerIntTapQuads(LowerCtx &c, const ConvShape &s, const TensorRef &x, const
                 tail = tailVectors(Q, P, L);
   TensorRef T = c.scratch("tapquads", acc, {C, U, sh, Hq, ow});
   auto fin = [&](const Expr &v, const Expr &m) { return finish ? finish(v, m) : v; };
-  const Expr zq = xz * constantInt(acc, 0x01010101);
+  // The plan's DotSigned: the quads hold x - 128 as signed bytes (sdot4),
+  // and each channel's sums start 128 x its weights' sum higher.
+  const bool signedQuads = c.node().Plan.DotSigned;
+  auto quadByte = [&](const Expr &v) {
+    return signedQuads ? binary(BinOp::BitAnd, v - constantInt(acc, 128), constantInt(acc, 0xff))
+                       : v;
+  };
+  const Expr zq = quadByte(xz) * constantInt(acc, 0x01010101);
   b.loop("n", s.N, [&](Expr n) {
     b.loop("c", C, [&](Expr ch) {
       // The channel's tap quads, x_zp in the padding.
@@ -118,27 +125,32 @@ void lowerIntTapQuads(LowerCtx &c, const ConvShape &s, const TensorRef &x, const
                 for (int64_t t = 0; t < taps; ++t) {
                   Expr ix = ox * sw + ((4 * u + t) * dw - left);
                   if (!edge) {
-                    bytes.push_back(cast(acc, x.load({n, ch, iy, ix})));
+                    bytes.push_back(quadByte(cast(acc, x.load({n, ch, iy, ix}))));
                     continue;
                   }
                   Expr in = binary(BinOp::And, ge(ix, indexConst(0)), lt(ix, indexConst(W)));
                   Expr at = min(max(ix, indexConst(0)), indexConst(W - 1));
-                  bytes.push_back(select(in, cast(acc, x.load({n, ch, iy, at})), xz));
+                  bytes.push_back(quadByte(select(in, cast(acc, x.load({n, ch, iy, at})), xz)));
                 }
                 return byteQuad(bytes);
               });
       }
       // The weight quads of the channel's kernel rows.
       Local wq = b.local("wquads", acc, KH * U);
+      Expr wsum = constantInt(acc, 0);
       for (int64_t kh = 0; kh < KH; ++kh)
         for (int64_t u = 0; u < U; ++u) {
           std::vector<Expr> bytes;
-          for (int64_t t = 0; t < std::min<int64_t>(4, KW - 4 * u); ++t)
-            bytes.push_back(cast(acc, cast(DType::U8, w.load({ch, indexConst(0), indexConst(kh),
-                                                              indexConst(4 * u + t)}))));
+          for (int64_t t = 0; t < std::min<int64_t>(4, KW - 4 * u); ++t) {
+            Expr wt = w.load({ch, indexConst(0), indexConst(kh), indexConst(4 * u + t)});
+            bytes.push_back(cast(acc, cast(DType::U8, wt)));
+            wsum = wsum + cast(acc, wt);
+          }
           b.set(wq, indexConst(kh * U + u), byteQuad(bytes));
         }
       Expr first = init ? init(ch) : constantInt(acc, 0);
+      if (signedQuads)
+        first = first + wsum * constantInt(acc, 128);
       // One tile of nv vectors of outputs from q0.
       auto tile = [&](const Expr &q0, int64_t nv) {
         Local t = b.local("acc", acc, nv * L);
@@ -152,7 +164,8 @@ void lowerIntTapQuads(LowerCtx &c, const ConvShape &s, const TensorRef &x, const
               Expr at = indexConst(v * L);
               b.store(t.Buf, at,
                       vload(t.Buf, at, (int)L) +
-                          binary(BinOp::Dot4, vload(T.buffer(), plane + q0 + v * L, (int)L), wv));
+                          binary(signedQuads ? BinOp::SDot4 : BinOp::Dot4,
+                                 vload(T.buffer(), plane + q0 + v * L, (int)L), wv));
             }
           }
         Local done = b.local("done", acc, nv * L);

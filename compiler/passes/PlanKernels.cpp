@@ -206,7 +206,7 @@ std::optional<ir::KernelPlan> dotPlan(const ir::Node &n, const ops::IntegerOpera
   const int64_t lanes = t.lanes(DType::I32);
   const bool madd = !t.has(MacForm::X86Vnni) && t.has(MacForm::X86Madd16);
   // Arm's dot-product extension without i8mm has no unsigned x signed
-  // form: only dense convolutions, whose quads it offsets to signed bytes.
+  // form: convolutions only, their quads offset to signed bytes.
   const bool signedQuads = !t.has(MacForm::ArmMatMul) && t.has(MacForm::ArmDot);
   const MacKind mac = madd ? MacKind::Int8Madd : MacKind::Int8Dot;
   ir::KernelPlan p;
@@ -224,7 +224,7 @@ std::optional<ir::KernelPlan> dotPlan(const ir::Node &n, const ops::IntegerOpera
   if (group > 1) {
     // Depthwise: uint8 data, int8 weights of zero point 0, vectors of at
     // least kMinTapLanes.
-    if (lanes < kMinTapLanes || signedQuads || !n.hasInput(o.W) ||
+    if (lanes < kMinTapLanes || !n.hasInput(o.W) ||
         n.inDType(o.W) != DType::I8 ||
         n.inDType(o.X) != DType::U8 || !ops::zeroOrAbsent(n, o.WZeroPoint))
       return std::nullopt;
@@ -234,6 +234,7 @@ std::optional<ir::KernelPlan> dotPlan(const ir::Node &n, const ops::IntegerOpera
                                                          false, geo->MaxVectors})
                          .Vectors;
     p.Taps = taps;
+    p.DotSigned = signedQuads;
     return p;
   }
   if (!constInt8W || n.inShape(o.W).size() != 4 || n.numInputs() > o.Appended ||

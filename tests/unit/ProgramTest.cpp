@@ -446,7 +446,8 @@ void checkWithinOneStep(const std::vector<float> &got, const std::vector<float> 
 /// be equal and vary. Dense convolutions (quad images) take the form's
 /// kernel IR: dot4 (x86 VNNI, Arm i8mm's usdot), dot2 of pre-split pairs
 /// (x86 pmaddwd), sdot4 on signed quads (Arm dotprod); depthwise ones the
-/// four taps per dot4 (not on Arm dotprod, which has no u8 x s8 form).
+/// four taps per dot4 (Arm dotprod: sdot4 on signed quads); matrix
+/// products dot4 (none on Arm dotprod).
 void checkDotEqualsPlain(const std::string &model, const std::vector<float> &in,
                          const char *path = nullptr) {
   TargetDesc plain = avx512(32768, 524288);
@@ -458,13 +459,14 @@ void checkDotEqualsPlain(const std::string &model, const std::vector<float> &in,
     std::string text;
     std::vector<float> got = compileAndRun(model, dot, in, &text);
     INFO(macFormName(form) << "\n" << text.substr(0, 4000));
-    if (text.find("xquads") != std::string::npos)
-      CHECK(text.find(form == MacForm::X86Madd16 ? "dot2(zext_bytes02("
-                      : form == MacForm::ArmDot  ? "sdot4("
-                                                 : "dot4(") != std::string::npos);
-    else if (form != MacForm::ArmDot)
-      CHECK(text.find("dot4(") != std::string::npos);
-    if (path && !(form == MacForm::ArmDot && std::string(path) == "tapquads"))
+    // (Arm dotprod has no matrix products on dot products.)
+    const bool dense = text.find("xquads") != std::string::npos,
+               taps = text.find("tapquads") != std::string::npos;
+    if (form != MacForm::ArmDot || dense || taps)
+      CHECK(text.find(form == MacForm::ArmDot                ? "sdot4("
+                      : form == MacForm::X86Madd16 && dense ? "dot2(zext_bytes02("
+                                                            : "dot4(") != std::string::npos);
+    if (path)
       CHECK(text.find(path) != std::string::npos);
     checkEqualAndVarying(got, want);
   }
