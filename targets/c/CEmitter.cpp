@@ -112,26 +112,20 @@ MLCC_FN uint16_t mlcc_f2bf(float f) {
    value; fnuz: NaN is 0x80 (no -0, no inf); inf: E5M2's infinities. float to
    float8 rounds to nearest even and does not saturate. E8M0 rounds up and
    saturates. */
-/* The int8 dot product (kernel IR dot4): the unsigned bytes of a times the
-   signed bytes of b, summed. */
-MLCC_FN int32_t mlcc_dot4(int32_t a, int32_t b) {
+/* The int8 dot products: the bytes of a (signed when sa, else unsigned)
+   times the signed bytes of b, summed (kernel IR dot4 and sdot4). */
+MLCC_FN int32_t mlcc_bytes_dot(int32_t a, int32_t b, int sa) {
   uint32_t ua = (uint32_t)a, ub = (uint32_t)b;
   int32_t s = 0;
   int j;
-  for (j = 0; j < 4; ++j)
-    s += (int32_t)(ua >> (8 * j) & 0xffu) * (int32_t)(int8_t)(uint8_t)(ub >> (8 * j));
+  for (j = 0; j < 4; ++j) {
+    uint32_t x = ua >> (8 * j) & 0xffu;
+    s += (sa ? (int32_t)(int8_t)(uint8_t)x : (int32_t)x) * (int32_t)(int8_t)(uint8_t)(ub >> (8 * j));
+  }
   return s;
 }
-/* The signed int8 dot product (kernel IR sdot4): the signed bytes of a
-   times those of b, summed. */
-MLCC_FN int32_t mlcc_sdot4(int32_t a, int32_t b) {
-  uint32_t ua = (uint32_t)a, ub = (uint32_t)b;
-  int32_t s = 0;
-  int j;
-  for (j = 0; j < 4; ++j)
-    s += (int32_t)(int8_t)(uint8_t)(ua >> (8 * j)) * (int32_t)(int8_t)(uint8_t)(ub >> (8 * j));
-  return s;
-}
+MLCC_FN int32_t mlcc_dot4(int32_t a, int32_t b) { return mlcc_bytes_dot(a, b, 0); }
+MLCC_FN int32_t mlcc_sdot4(int32_t a, int32_t b) { return mlcc_bytes_dot(a, b, 1); }
 /* Bytes 0 and 2 of v sign-extended into the 16-bit halves (kernel IR
    sext_bytes02; sext_bytes13 passes v >> 8). */
 MLCC_FN int32_t mlcc_sxtb16(uint32_t v) {
