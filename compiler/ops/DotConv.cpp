@@ -1,10 +1,13 @@
 //===- DotConv.cpp - int8 convolutions on dot products of byte quads ------===//
 //
 // The paths of IntegerConv.cpp that plan-kernels' plan selects on targets
-// with an int8 dot product (kernel IR dot4: x86 VNNI vpdpbusd): dense
-// convolutions over packed weight quads in register tiles (the plan's Dot
-// tile, lowerIntDotConv) and depthwise ones with four taps of a kernel row per
-// quad (lowerIntTapQuads). Their entry points are declared in IntegerOps.h.
+// with an int8 dot product (kernel IR dot4: x86 VNNI vpdpbusd, AArch64
+// usdot; x86 pmaddwd as the emitter's pairs): dense convolutions over packed
+// weight quads in register tiles (the plan's Dot tile, lowerIntDotConv;
+// DotPairs: the quads as two dot2 of 16-bit pairs) and depthwise ones with
+// four taps of a kernel row per quad (lowerIntTapQuads); DotSigned runs
+// either on sdot4 over quads offset to signed bytes (AArch64 sdot). Their
+// entry points are declared in IntegerOps.h.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/ops/Contraction.h"

@@ -106,6 +106,13 @@ void lowerIntTapQuads(LowerCtx &c, const ConvShape &s, const TensorRef &x, const
 /// the 3x3 convolutions of resnet18's second stage this lifts the tiles
 /// from about 64% of the dot-product peak to about 81%. A pointwise
 /// convolution reads its quad image directly (see `direct`).
+///
+/// The plan's DotPairs (x86 pmaddwd): the weights come as two words a quad
+/// ([M, C/4, KH, KW, 2]: channels (0, 2) and (1, 3) as sign-extended 16-bit
+/// pairs), each vector of quads is split into its (x0, x2) and (x1, x3)
+/// pairs once per step, and a quad's products are two dot2. DotSigned
+/// (AArch64 sdot): the images hold x - 128 as signed bytes (int8 data as it
+/// is), x_zp' is the zero point in that domain, and the products are sdot4.
 void lowerIntDotConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx, size_t biasIdx,
                      size_t packedIdx, const std::function<kir::Expr(kir::Expr, kir::Expr)> &finish);
 

@@ -33,12 +33,14 @@ namespace mlcc::schedule {
 /// The multiply-accumulate form a register tile is built on.
 enum class MacKind : uint8_t {
   F32Fma,  ///< f32 multiply-adds: vectors of lanes(F32), or a scalar FPU
-  Int8Dot, ///< int8 dot products of byte quads into int32 lanes (x86 VNNI)
+  /// int8 dot products of byte quads into int32 lanes in one instruction
+  /// (x86 VNNI, AArch64 sdot / usdot)
+  Int8Dot,
   /// The same dot products where the target has no instruction for them
   /// (x86 without VNNI): each quad split into its even and odd bytes as
-  /// 16-bit pairs and summed by two pmaddwd and two adds; the splits of a
-  /// vector of quads (three instructions) and of a row's broadcast quad
-  /// (three more) are shared across the tile.
+  /// 16-bit pairs and summed by two pmaddwd and two adds; the split of a
+  /// vector of quads (two instructions) is shared by the tile's rows, whose
+  /// weight quads come split at compile time (two broadcast loads a row).
   Int8Madd,
   /// int32 multiply-accumulates of widened 8-bit values on the general
   /// registers of a target without vectors (a microcontroller): a tile is
