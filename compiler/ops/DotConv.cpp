@@ -30,6 +30,13 @@ std::pair<int64_t, int64_t> insideRange(int64_t n, int64_t a, int64_t o, int64_t
   return {lo, std::max(lo, std::min(hi, n))};
 }
 
+/// An input value (int32, already in the quads' domain) as a byte of a quad:
+/// as it is for dot4's unsigned bytes, its low byte for sdot4's signed ones
+/// (the plan's DotSigned).
+Expr quadByte(const Expr &v, bool signedQuads) {
+  return signedQuads ? binary(BinOp::BitAnd, v, constantInt(DType::I32, 0xff)) : v;
+}
+
 /// Vectors of the one tail tile that covers the outputs past the last whole
 /// tile of P outputs (as schedule::tileCost counts them).
 int64_t tailVectors(int64_t Q, int64_t P, int64_t lanes) {
@@ -102,8 +109,7 @@ void lowerIntTapQuads(LowerCtx &c, const ConvShape &s, const TensorRef &x, const
   // and each channel's sums start 128 x its weights' sum higher.
   const bool signedQuads = c.node().Plan.DotSigned;
   auto quadByte = [&](const Expr &v) {
-    return signedQuads ? binary(BinOp::BitAnd, v - constantInt(acc, 128), constantInt(acc, 0xff))
-                       : v;
+    return ops::quadByte(signedQuads ? v - constantInt(acc, 128) : v, signedQuads);
   };
   const Expr zq = quadByte(xz) * constantInt(acc, 0x01010101);
   b.loop("n", s.N, [&](Expr n) {
@@ -274,9 +280,7 @@ void lowerIntDotConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx, size_
   // The zero point in the quads' domain (unsigned for dot4, signed for
   // sdot4: the input offset by `shift`), as a value and as a quad.
   const int64_t shift = signedQuads ? (signedX ? 0 : -128) : (signedX ? 128 : 0);
-  auto quadByte = [&](const Expr &v) {
-    return signedQuads ? binary(BinOp::BitAnd, v, constantInt(acc, 0xff)) : v;
-  };
+  auto quadByte = [&](const Expr &v) { return ops::quadByte(v, signedQuads); };
   Expr xz = xzp ? cast(acc, xzp->loadFlat(indexConst(0))) : constantInt(acc, 0);
   if (shift)
     xz = xz + constantInt(acc, shift);
