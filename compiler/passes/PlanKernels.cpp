@@ -218,6 +218,10 @@ std::optional<ir::KernelPlan> dotPlan(const ir::Node &n, const ops::IntegerOpera
       return std::nullopt;
     p.Dot4Lanes = lanes;
     p.Dot = ir::KernelPlan::IntTile{kDotMatMulRows, kDotMatMulVectors, lanes, 1};
+    if (madd) // no wider than the registers hold with each vector's and row's pairs
+      p.Dot->Vectors = std::clamp<int64_t>(
+          (t.VectorRegisters - 2 * kDotMatMulRows - 2) / (kDotMatMulRows + 2), 1,
+          kDotMatMulVectors);
     return p;
   }
   const int64_t group = n.attrInt("group", 1);
