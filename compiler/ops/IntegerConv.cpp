@@ -33,6 +33,10 @@ using namespace requant;
 
 namespace {
 
+/// Kernel rows of at most this many taps are unrolled in the register
+/// tiles of lowerIntWindow.
+constexpr int64_t kUnrolledTaps = 3;
+
 // ---------------------------------------------------------------------------
 // Integer convolution
 // ---------------------------------------------------------------------------
@@ -279,7 +283,17 @@ void lowerIntWindow(LowerCtx &c, const ConvShape &s, const kir::Buffer &src,
       for (int64_t j = 1; pairs && j < 4; ++j)
         quad.push_back(plane(min(ic * 4 + j, indexConst(cg - 1))));
       b.loop("kh", win.Kernel[0], [&](Expr kh) {
-        b.loop("kw", win.Kernel[1], [&](Expr kw) {
+        // A short kernel row's taps are written out (constant offsets, no
+        // loop of a few iterations around the tile's steps).
+        auto kwLoop = [&](const std::function<void(Expr)> &body) {
+          if (win.Kernel[1] <= kUnrolledTaps) {
+            for (int64_t kw = 0; kw < win.Kernel[1]; ++kw)
+              body(indexConst(kw));
+            return;
+          }
+          b.loop("kw", win.Kernel[1], body);
+        };
+        kwLoop([&](Expr kw) {
           auto input = [&](const Expr &p) { return cast(acc, vload(from, tap(p, kh, kw), L, sw)); };
           Expr xv = input(plane0), xv23;
           if (pairs) {

@@ -32,6 +32,9 @@ struct EmitFeatures {
   bool Madd128 = false, Madd256 = false, Madd512 = false;
   bool ArmDot = false;  ///< sdot on 128-bit vectors (AArch64 dotprod)
   bool ArmI8mm = false; ///< usdot on 128-bit vectors (AArch64 i8mm)
+  /// smull/smlal (16-bit lanes multiplied into 32-bit ones) on 64-bit
+  /// halves of vectors: every AArch64 core with NEON.
+  bool ArmMull = false;
 };
 
 /// Builds the module for `p`. `triple` and `layout` come from the target

@@ -83,6 +83,21 @@ std::vector<TargetSpec> targetPresets() {
              "x86-64 Linux with AVX2/FMA (Haswell and newer)"),
       preset("aarch64-linux", "aarch64-unknown-linux-gnu", "cortex-a72", "+neon", "",
              false, true, "64-bit Arm Linux, Cortex-A72 class with NEON"),
+      // Boards and servers by the name users know them (64-bit Linux):
+      // the same triple, with the CPU that picks the int8 form (smlal,
+      // sdot, usdot) and the tiles.
+      preset("rpi4", "aarch64-unknown-linux-gnu", "cortex-a72", "+neon", "", false, true,
+             "Raspberry Pi 4 (Cortex-A72): int8 on widening multiply-adds (smlal)"),
+      preset("rpi5", "aarch64-unknown-linux-gnu", "cortex-a76", "+neon", "", false, true,
+             "Raspberry Pi 5 (Cortex-A76): int8 on dot products (sdot)"),
+      preset("jetson-orin", "aarch64-unknown-linux-gnu", "cortex-a78ae", "+neon", "", false,
+             true, "NVIDIA Jetson Orin's CPU (Cortex-A78AE): int8 on sdot"),
+      preset("graviton2", "aarch64-unknown-linux-gnu", "neoverse-n1", "+neon", "", false, true,
+             "AWS Graviton2 (Neoverse N1): int8 on sdot"),
+      preset("graviton3", "aarch64-unknown-linux-gnu", "neoverse-v1", "+neon", "", false, true,
+             "AWS Graviton3 (Neoverse V1): int8 on i8mm (usdot), NEON kernels"),
+      preset("neoverse-n2", "aarch64-unknown-linux-gnu", "neoverse-n2", "+neon", "", false,
+             true, "Arm Neoverse N2 servers: int8 on i8mm (usdot)"),
       preset("cortex-m0plus", "thumbv6m-none-eabi", "cortex-m0plus", "", "", false, false,
              "Arm Cortex-M0+ bare metal, no FPU (soft float)"),
       // -slowfpvfmx: fused multiply-adds (VFMA) for the contracted float
@@ -384,6 +399,7 @@ std::string compileProgram(const kir::Program &p, const TargetSpec &t,
   if (llvm::Triple(t.Triple).isAArch64()) {
     features.ArmDot = sti->checkFeatures("+dotprod");
     features.ArmI8mm = sti->checkFeatures("+i8mm");
+    features.ArmMull = sti->checkFeatures("+neon");
   }
   if (llvm::Triple(t.Triple).isARM() || llvm::Triple(t.Triple).isThumb())
     features.Smlad = sti->checkFeatures("+dsp");

@@ -25,9 +25,11 @@
 #    QDQ form must compile to integer ops only (QLinearConv, QGemm, ...: no
 #    float Conv, Gemm or Add left) and match ONNX Runtime within one output
 #    quantization step (skipped without PyTorch or ONNX Runtime). Built for
-#    the lower x86 levels (x86_64-v3, x86_64: pmaddwd pairs without VNNI)
-#    and for aarch64 cortex-a76 (sdot) and neoverse-n2 (usdot, i8mm) under
-#    qemu-aarch64, its output must equal the host build's bit for bit.
+#    the lower x86 levels (x86_64-v3, x86_64: pmaddwd pairs without VNNI),
+#    for aarch64 cortex-a76 (sdot), neoverse-n2 (usdot, i8mm) and
+#    cortex-a72 (smlal) under qemu-aarch64, and for riscv64-linux-v
+#    (vwmacc) under qemu-riscv64 at VLEN 128 and 256, its output must equal
+#    the host build's bit for bit.
 # 4. Bad input: calibration samples of the wrong shape or dtype, a file that
 #    is not .npy, an input name the model lacks, --quantize without
 #    --calibrate, --calibrate without --quantize, and a model with no
@@ -202,31 +204,44 @@ else
         fi
       done
     fi
-    # AArch64 with the dot-product extension (sdot on signed quads) and with
-    # i8mm (usdot), under qemu-aarch64 -cpu max: the dot instructions in the
-    # code and the host build's output (skipped without the cross tools).
-    if command -v qemu-aarch64 >/dev/null && command -v aarch64-linux-gnu-gcc >/dev/null; then
-      for cpu_insn in cortex-a76:sdot neoverse-n2:usdot; do
-        cpu="${cpu_insn%%:*}" insn="${cpu_insn#*:}"
-        args=("$d/model.onnx" --target aarch64-linux --cpu "$cpu" --name m)
-        if ! "$mlcc" "${args[@]}" --emit asm -o "$d/$cpu.s" >"$d/mlcc-$cpu.log" 2>&1 ||
-           ! "$mlcc" "${args[@]}" -o "$d/lib-$cpu.a" >>"$d/mlcc-$cpu.log" 2>&1 ||
-           ! aarch64-linux-gnu-gcc -std=c99 -O2 -I "$root/runtime-c" -o "$d/run-$cpu" \
-               "$root/tools/conformance/driver.c" "$d/lib-$cpu.a" -lm ||
-           ! qemu-aarch64 -cpu max -L /usr/aarch64-linux-gnu "$d/run-$cpu" "$d/input.bin" \
-               -- "$d/mlcc-$cpu.bin" >/dev/null; then
-          fail "QDQ model for aarch64 $cpu: $(tail -n 1 "$d/mlcc-$cpu.log")"
-        elif ! grep -Eq "^\s+$insn\s" "$d/$cpu.s"; then
-          fail "QDQ model for aarch64 $cpu: no $insn instruction in the code"
-        elif ! cmp -s "$d/mlcc.bin" "$d/mlcc-$cpu.bin"; then
-          fail "QDQ model for aarch64 $cpu: the output differs from the host build's"
-        else
-          echo "  aarch64 --cpu $cpu ($insn, under qemu-aarch64): the host build's output, bit for bit"
-        fi
-      done
-    else
-      skipped+=("the QDQ model on aarch64 (no qemu-aarch64 or aarch64-linux-gnu-gcc)")
-    fi
+    # AArch64 with the dot-product extension (sdot on signed quads), with
+    # i8mm (usdot) and without either (cortex-a72: smlal, widening
+    # multiply-adds), under qemu-aarch64 -cpu max; RISC-V with vectors
+    # (vwmacc*, widening vector multiply-adds) under qemu-riscv64 at VLEN
+    # 128 and 256: the instructions in the code and the host build's output
+    # (each skipped without its cross tools).
+    cross=(
+      "aarch64 cortex-a76;aarch64-linux;cortex-a76;sdot;aarch64-linux-gnu-gcc;qemu-aarch64 -cpu max -L /usr/aarch64-linux-gnu"
+      "aarch64 neoverse-n2;aarch64-linux;neoverse-n2;usdot;aarch64-linux-gnu-gcc;qemu-aarch64 -cpu max -L /usr/aarch64-linux-gnu"
+      "aarch64 cortex-a72;aarch64-linux;cortex-a72;smlal2?;aarch64-linux-gnu-gcc;qemu-aarch64 -cpu max -L /usr/aarch64-linux-gnu"
+      "riscv64-v VLEN 128;riscv64-linux-v;;vwmacc(su|u|us)?\.v[vx];riscv64-linux-gnu-gcc;qemu-riscv64 -cpu rv64,v=true,vlen=128 -L /usr/riscv64-linux-gnu"
+      "riscv64-v VLEN 256;riscv64-linux-v;;vwmacc(su|u|us)?\.v[vx];riscv64-linux-gnu-gcc;qemu-riscv64 -cpu rv64,v=true,vlen=256 -L /usr/riscv64-linux-gnu"
+    )
+    for entry in "${cross[@]}"; do
+      IFS=';' read -r label target cpu insn cc qemu <<<"$entry"
+      read -r -a qemu_words <<<"$qemu"
+      if ! command -v "${qemu_words[0]}" >/dev/null || ! command -v "$cc" >/dev/null; then
+        skipped+=("the QDQ model on $label (no ${qemu_words[0]} or $cc)")
+        continue
+      fi
+      tag="${label// /_}"
+      args=("$d/model.onnx" --target "$target" --name m)
+      [[ -n $cpu ]] && args+=(--cpu "$cpu")
+      if ! "$mlcc" "${args[@]}" --emit asm -o "$d/$tag.s" >"$d/mlcc-$tag.log" 2>&1 ||
+         ! "$mlcc" "${args[@]}" -o "$d/lib-$tag.a" >>"$d/mlcc-$tag.log" 2>&1 ||
+         ! "$cc" -std=c99 -O2 -I "$root/runtime-c" -o "$d/run-$tag" \
+             "$root/tools/conformance/driver.c" "$d/lib-$tag.a" -lm ||
+         ! "${qemu_words[@]}" "$d/run-$tag" "$d/input.bin" -- "$d/mlcc-$tag.bin" >/dev/null; then
+        fail "QDQ model for $label: $(tail -n 1 "$d/mlcc-$tag.log")"
+      elif ! grep -Eq "^\s+$insn\s" "$d/$tag.s"; then
+        fail "QDQ model for $label: no $insn instruction in the code"
+      elif ! cmp -s "$d/mlcc.bin" "$d/mlcc-$tag.bin"; then
+        fail "QDQ model for $label: the output differs from the host build's"
+      else
+        insn="$(grep -Eom1 "^\s+$insn\s" "$d/$tag.s" | tr -d '[:space:]')"
+        echo "  $label ($insn, under ${qemu_words[0]}): the host build's output, bit for bit"
+      fi
+    done
   fi
 fi
 

@@ -110,3 +110,25 @@ TEST_CASE("RISC-V", "[target]") {
   CHECK(describe("riscv64-linux-v").has(MacForm::RvvWidening));
   CHECK(!describe("riscv32").FloatUnit);
 }
+
+TEST_CASE("board presets pick the CPU and its int8 form", "[target]") {
+  // Raspberry Pi 4: no dot product (widening multiply-adds); Pi 5, Jetson
+  // Orin and Graviton2: sdot; Graviton3 and Neoverse N2: i8mm too.
+  TargetDesc pi4 = describe("rpi4");
+  CHECK(pi4.Cpu == "cortex-a72");
+  CHECK(pi4.has(MacForm::ArmLongMac));
+  CHECK(!pi4.has(MacForm::ArmDot));
+  for (const char *dot : {"rpi5", "jetson-orin", "graviton2"}) {
+    INFO(dot);
+    CHECK(describe(dot).has(MacForm::ArmDot));
+    CHECK(!describe(dot).has(MacForm::ArmMatMul));
+  }
+  for (const char *mm : {"graviton3", "neoverse-n2"}) {
+    INFO(mm);
+    CHECK(describe(mm).has(MacForm::ArmMatMul));
+  }
+  CHECK(describe("jetson-orin").Cpu == "cortex-a78ae");
+  CHECK(describe("rpi5").Triple == "aarch64-unknown-linux-gnu");
+  // --cpu overrides a board's CPU like any preset's.
+  CHECK(!describe("rpi5", "cortex-a72").has(MacForm::ArmDot));
+}
