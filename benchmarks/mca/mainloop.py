@@ -21,8 +21,8 @@ import sys
 from collections import Counter
 
 MACS = {
-    "aarch64": re.compile(r"^(fmla|mla|sdot|udot|usdot|smlal2?|umlal2?|sadalp|smmla|ummla|usmmla)$"),
-    "riscv64": re.compile(r"^(vfmacc|vfmadd|vmacc|vmadd|vwmacc|vwmaccu|vwmaccsu|vwmaccus)\.v[vxf]$"),
+    "aarch64": re.compile(r"^(fmla|fmadd|mla|sdot|udot|usdot|smlal2?|umlal2?|sadalp|smmla|ummla|usmmla)$"),
+    "riscv64": re.compile(r"^((vfmacc|vfmadd|vmacc|vmadd|vwmacc|vwmaccu|vwmaccsu|vwmaccus)\.v[vxf]|fmadd\.s)$"),
 }
 
 
@@ -45,12 +45,18 @@ def peak_block(isa, mnemonic, operands):
         rest = re.sub(r"\b([vz])(\d+)\.", lambda m: f"{m.group(1)}{28 + int(m.group(2)) % 4}.", rest)
         for i in range(12):
             lines.append(f"\t{mnemonic}\t{re.sub(r'^([vz])[0-9]+', lambda m: m.group(1) + str(i), dst)}, {rest}")
+    elif mnemonic == "fmadd.s":
+        for i in range(12):
+            lines.append(f"\tfmadd.s\tf{i}, f28, f29, f{i}")
     else:
+        # RVV: vd, vs1/rs1, vs2. Destinations v0.. (widening: groups of two,
+        # v0..v23), vector sources v28 and v29 (outside every destination),
+        # a scalar source as in the original.
         parts = [p.strip() for p in operands.split(",")]
-        # RVV: vd, rs1/vs1, vs2; widening destinations take two registers.
+        src1 = parts[1] if not parts[1].startswith("v") else "v28"
         for i in range(12):
             dst = f"v{2 * i}" if mnemonic.startswith("vw") else f"v{i}"
-            lines.append(f"\t{mnemonic}\t{dst}, {parts[1]}, v{28 - 4 * (i % 2)}")
+            lines.append(f"\t{mnemonic}\t{dst}, {src1}, v29")
     return "\n".join(lines) + "\n"
 
 

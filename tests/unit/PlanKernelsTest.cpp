@@ -27,13 +27,6 @@ ir::Attribute ints(std::vector<int64_t> v) {
   return a;
 }
 
-ir::Attribute floatAttr(double v) {
-  ir::Attribute a;
-  a.Kind = ir::AttrKind::Float;
-  a.F = v;
-  return a;
-}
-
 /// A graph with one node `op` whose inputs are `inputs` (a null type: an
 /// omitted input; a tensor: a constant) and whose output has `out`.
 struct OneNode {

@@ -396,7 +396,7 @@ void printTarget(const DriverOptions &o) {
 void listOps() {
   std::map<std::string, std::vector<const ops::OpSchema *>> byOp;
   for (const ops::OpSchema *s : ops::OpRegistry::instance().all())
-    if (s->Domain != "mlcc.internal")
+    if (s->Domain != "mlcc.internal" && s->Domain != "mlcc") // not the ops passes create
       byOp[(s->Domain.empty() ? "" : s->Domain + ".") + s->Name].push_back(s);
   for (auto &[name, versions] : byOp) {
     std::string since;
