@@ -947,23 +947,16 @@ private:
   /// type (casts that keep the value, broadcasts, sums, differences and
   /// products of such, integer constants). Floats: more than any integer.
   static int signedBits(const kir::ExprNode *x) {
-    auto typeBits = [](DType t) {
-      switch (t) {
-      case DType::Bool: return 2;
-      case DType::I8: return 8;
-      case DType::U8: return 9;
-      case DType::I16: return 16;
-      case DType::U16: return 17;
-      case DType::I32: return 32;
-      case DType::U32: return 33;
-      case DType::I64: return 64;
-      default: return 65;
-      }
+    auto isUnsigned = [](DType t) { return t == DType::Bool || isUnsignedInt(t); };
+    auto typeBits = [&](DType t) {
+      if (t == DType::Bool)
+        return 2;
+      if (!isInteger(t) || t == DType::Index)
+        return 65;
+      int bits = 8 * (int)dtypeSize(t);
+      return isUnsigned(t) ? bits + 1 : bits;
     };
     const int own = typeBits(x->Type);
-    auto isUnsigned = [](DType t) {
-      return t == DType::Bool || t == DType::U8 || t == DType::U16 || t == DType::U32;
-    };
     switch (x->Kind) {
     case ExprKind::Const: {
       if (!isInteger(x->Type))
@@ -1008,7 +1001,7 @@ private:
   /// otherwise.
   Value *wideningMul(const kir::ExprNode &e) {
     if (!ME.Features.ArmMull || e.Kind != ExprKind::Binary || e.Bin != BinOp::Mul ||
-        e.Type != DType::I32 || e.Lanes < 4 || (e.Lanes & (e.Lanes - 1)) != 0)
+        e.Type != DType::I32 || e.Lanes < 4 || e.Lanes % 4 != 0)
       return nullptr;
     if (signedBits(e.A.get()) > 16 || signedBits(e.B.get()) > 16)
       return nullptr;
@@ -1022,18 +1015,7 @@ private:
           llvm::Intrinsic::aarch64_neon_smull, {llvm::FixedVectorType::get(B.getInt32Ty(), 4)},
           {B.CreateShuffleVector(a, quarter), B.CreateShuffleVector(b, quarter)}));
     }
-    // Joined pairwise until one vector of all the lanes is left.
-    while (parts.size() > 1) {
-      std::vector<Value *> joined;
-      unsigned n = llvm::cast<llvm::FixedVectorType>(parts[0]->getType())->getNumElements();
-      std::vector<int> both;
-      for (unsigned i = 0; i < 2 * n; ++i)
-        both.push_back((int)i);
-      for (size_t i = 0; i < parts.size(); i += 2)
-        joined.push_back(B.CreateShuffleVector(parts[i], parts[i + 1], both));
-      parts = std::move(joined);
-    }
-    return parts[0];
+    return concatenate(parts);
   }
 
   /// A zero-extended byte as an int32: Cast(I32, Load) of a uint8 buffer or
