@@ -553,6 +553,8 @@ std::string KernelPlan::str() const {
   if (Depthwise)
     field("plane<=" + std::to_string(Depthwise->MaxElements) +
           " grid_round=" + std::to_string(Depthwise->GridRound));
+  if (GridStageBytes > 0)
+    field("grid<=" + std::to_string(GridStageBytes));
   if (FixedRequant)
     field("fixed_requant=" + std::to_string(FixedRequantInput));
   if (MultiplierInput >= 0)

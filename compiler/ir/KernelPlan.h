@@ -100,6 +100,14 @@ struct KernelPlan {
     bool operator==(const Plane &) const = default;
   };
   std::optional<Plane> Depthwise;
+  /// A windowed integer convolution whose output rows are narrower than its
+  /// tile's lanes runs on a flattened grid of positions wider than the rows
+  /// (ops/IntegerConv.cpp). When Rows x the grid's positions, in the
+  /// output's type, fit GridStageBytes, each tile's finished vectors are
+  /// stored whole into a stack buffer and the output rows are copied out of
+  /// it after the channel tile's last tile (0: every position is stored on
+  /// its own and the ones past a row's end skipped).
+  int64_t GridStageBytes = 0;
   /// Requantization by per-channel fixed-point multipliers and shifts
   /// (targets without floating point), at inputs FixedRequantInput and the
   /// next (-1: not added yet).

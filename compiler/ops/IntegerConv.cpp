@@ -220,7 +220,9 @@ bool isIntWindow(const ConvShape &s, int64_t Wp, const ir::KernelPlan::IntTile *
 /// consecutive positions q = oy * V + ox of a row-major grid V = Wp * sh / sw
 /// wide, wider than the output rows, so that input offsets stay affine in q
 /// (sw * q, plus the tap's offset): the positions with ox >= the output
-/// width are computed on other rows' inputs and not stored.
+/// width are computed on other rows' inputs and not stored (with the plan's
+/// GridStageBytes, the tiles store whole vectors into a grid on the stack
+/// and the output rows are copied out of it).
 /// With `planes`, src is unused and the input is staged on the stack,
 /// bordered with planes->Fill: each group (one input channel: depthwise)
 /// first copies its channel of planes->X into a plane; or (Band, output
@@ -249,6 +251,8 @@ void lowerIntWindow(LowerCtx &c, const ConvShape &s, const kir::Buffer &src,
   int64_t rows = std::min(intTile.Rows, mg), rowTiles = (mg + rows - 1) / rows;
   bool rowMode = ow >= L;
   int64_t V = rowMode ? 0 : sh * Wp / sw, Q = rowMode ? 0 : (oh - 1) * V + ow;
+  const bool stagedGrid =
+      !rowMode && rows * Q * (int64_t)dtypeSize(y.dtype()) <= c.node().Plan.GridStageBytes;
   auto at = [&](int64_t r) { return indexConst(r * L); };
   auto fin = [&](const Expr &v, const Expr &m) { return finish ? finish(v, m) : v; };
   // The buffer the tiles read and where input plane k of group g of image n
@@ -263,9 +267,12 @@ void lowerIntWindow(LowerCtx &c, const ConvShape &s, const kir::Buffer &src,
   };
   // One tile: the finished sums of channels m0.. for the L positions whose
   // first window tap is at xoff0 + sw * j in each input plane, passed to
-  // store(m, j, value) (an int32 in the output's range).
+  // store(m, j, value) (an int32 in the output's range), or with storeRow
+  // each row r's vector of L of them to storeRow(r, vector).
+  using RowStore = std::function<void(int64_t r, const Expr &v)>;
   auto tile = [&](const Expr &n, const Expr &g, const Expr &m0, const Expr &xoff0,
-                  const std::function<void(const Expr &m, const Expr &j, const Expr &v)> &store) {
+                  const std::function<void(const Expr &m, const Expr &j, const Expr &v)> &store,
+                  const RowStore &storeRow = nullptr) {
     Local t = b.local("acc", acc, rows * L);
     for (int64_t r = 0; r < rows; ++r)
       b.store(t.Buf, at(r), broadcast(init ? init(m0 + r) : constantInt(acc, 0), L));
@@ -328,6 +335,11 @@ void lowerIntWindow(LowerCtx &c, const ConvShape &s, const kir::Buffer &src,
     Local done = b.local("done", acc, rows * L);
     for (int64_t r = 0; r < rows; ++r)
       b.store(done.Buf, at(r), cast(acc, fin(vload(t.Buf, at(r), L), m0 + r)));
+    if (storeRow) {
+      for (int64_t r = 0; r < rows; ++r)
+        storeRow(r, vload(done.Buf, at(r), L));
+      return;
+    }
     for (int64_t r = 0; r < rows; ++r)
       b.loop("j", L, [&](Expr j) { store(m0 + r, j, done.get(at(r) + j)); });
   };
@@ -402,6 +414,25 @@ void lowerIntWindow(LowerCtx &c, const ConvShape &s, const kir::Buffer &src,
                    });
             });
           });
+          return;
+        }
+        if (stagedGrid) {
+          // The plan's GridStageBytes: the tiles' rows stored whole into
+          // the grid on the stack, then the output rows copied out of it.
+          Local grid = b.local("ygrid", y.dtype(), rows * Q);
+          b.loop("pt", (Q + L - 1) / L, [&](Expr pt) {
+            Expr q0 = min(pt * L, indexConst(Q - L));
+            tile(n, g, m0, q0 * sw, nullptr, [&](int64_t r, const Expr &v) {
+              b.store(grid.Buf, indexConst(r * Q) + q0, cast(y.dtype(), v));
+            });
+          });
+          for (int64_t r = 0; r < rows; ++r)
+            b.loop("oy", oh, [&](Expr oy) {
+              b.loop("ox", ow, [&](Expr ox) {
+                y.storeFlat(((n * s.M + m0 + r) * oh + oy) * ow + ox,
+                            grid.get(indexConst(r * Q) + oy * V + ox));
+              });
+            });
           return;
         }
         b.loop("pt", (Q + L - 1) / L, [&](Expr pt) {

@@ -319,8 +319,7 @@ bool stagedPairs(const ir::Node &n, const ops::IntegerOperands &o,
 /// stack). An integer matrix product gets one only without vectors.
 std::optional<ir::KernelPlan::IntTile> intTile(const ir::Node &n, const ops::IntegerOperands &o,
                                                const TargetDesc &t, bool gpu, bool paired) {
-  // (RVV: vectors whose length the description does not give yet.)
-  const bool vectors = t.VectorBytes > 0 || t.has(MacForm::RvvWidening);
+  const bool vectors = t.VectorBytes > 0;
   const MacKind mac = paired ? MacKind::IntPair : MacKind::IntScalar;
   if (!o.Conv) {
     // A matrix product: rows of A x columns of B, on a target without
@@ -362,6 +361,10 @@ ir::KernelPlan planKernel(const ir::Node &n, const TargetDesc &t, bool gpu) {
     p.Pairs = paired && p.Int;
     p.PairWords = p.Pairs && pairWords(n, *io);
     p.StagedPairs = p.Pairs && stagedPairs(n, *io, *p.Int, t);
+    // A convolution's tiles on the flattened grid stage their outputs in
+    // at most a quarter of the kernel stack.
+    if (io->Conv && !gpu && p.Int)
+      p.GridStageBytes = t.StackBytes / 4;
     // On a microcontroller (no caches: RAM is what is scarce) a 2-D integer
     // convolution pads its input on the stack a part at a time (a depthwise
     // one a channel's plane, a dense one the rows of an output row's

@@ -45,4 +45,10 @@ std::unique_ptr<llvm::Module> emitModule(const kir::Program &p,
                                          const llvm::DataLayout &layout,
                                          const EmitFeatures &features = {});
 
+/// Rewrites the vector float-to-integer conversions toward zero that RISC-V
+/// selects as vfcvt.rtz.* (fptosi, fptoui, their saturating forms,
+/// llvm.trunc) into operations without them: QEMU 7.2 aborts on .rtz
+/// vector conversions (targets/llvm/RvvConversions.cpp).
+void avoidVectorRtz(llvm::Module &m);
+
 } // namespace mlcc::llvmgen

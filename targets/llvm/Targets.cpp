@@ -281,8 +281,14 @@ TargetDesc describeTarget(const TargetSpec &t) {
     s.Fma = has("f");
     s.FloatUnit = has("f");
     s.DoubleUnit = has("d");
-    if (has("v"))
+    // RVV 1.0: 32 vector registers of VLEN >= 128 bits. Kernels use
+    // 128-bit vectors, which run at any VLEN (LMUL 1 at 128, a part of a
+    // register beyond).
+    if (has("v")) {
+      s.VectorBytes = 16;
+      s.VectorRegisters = 32;
       s.IntMacs.push_back(MacForm::RvvWidening);
+    }
   }
   if (s.VectorBytes == 0)
     s.VectorRegisters = 0;
@@ -421,6 +427,9 @@ std::string compileProgram(const kir::Program &p, const TargetSpec &t,
   if (o.OnProgress)
     o.OnProgress("optimizing", 0, 0);
   optimize(*m, *tm, o);
+  // After the loop vectorizer, which may have made vector conversions.
+  if (llvm::Triple(t.Triple).isRISCV() && sti->checkFeatures("+zve32f"))
+    avoidVectorRtz(*m);
 
   return emitFile(*m, *tm, t, kind, o.OnProgress);
 }
