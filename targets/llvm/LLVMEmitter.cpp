@@ -1414,39 +1414,14 @@ private:
     if (isFloat(from)) {
       if (a->getType()->isVectorTy() && (a->getType()->getScalarType()->isFloatTy() ||
                                          a->getType()->getScalarType()->isDoubleTy()))
-        return saturatingVectorToInt(a, t, to);
+        // (LLVM 19 expands the intrinsic for x86 vectors lane by lane.)
+        return saturatingToInt(B, a, t, !isUnsignedInt(to), false);
       auto id = isUnsignedInt(to) ? llvm::Intrinsic::fptoui_sat : llvm::Intrinsic::fptosi_sat;
       return B.CreateIntrinsic(id, {t, a->getType()}, {a});
     }
     // Integer to integer: extend by the source's signedness.
     bool srcSigned = isSignedInt(from);
     return B.CreateIntCast(a, t, srcSigned);
-  }
-
-  /// fptosi.sat / fptoui.sat of an f32 or f64 vector (NaN to 0,
-  /// out-of-range values to the integer type's limits) with vector
-  /// operations: LLVM 19 expands the intrinsic for x86 vectors into a scalar
-  /// sequence per lane. The value is clamped to the largest float values
-  /// within the range and converted; values at or above 2^bits (not
-  /// representable after the clamp when the limit has more bits than the
-  /// float's mantissa) select the maximum.
-  Value *saturatingVectorToInt(Value *a, llvm::Type *t, DType to) {
-    unsigned bits = t->getScalarSizeInBits();
-    bool isSigned = !isUnsignedInt(to);
-    double lo = isSigned ? -std::ldexp(1.0, (int)bits - 1) : 0.0;
-    double limit = isSigned ? std::ldexp(1.0, (int)bits - 1) : std::ldexp(1.0, (int)bits);
-    // The largest value of the float type below 2^k.
-    bool dbl = a->getType()->getScalarType()->isDoubleTy();
-    double hiF = dbl ? std::nextafter(limit, 0.0) : (double)std::nextafter((float)limit, 0.0f);
-    llvm::Type *ft = a->getType();
-    auto fconst = [&](double v) { return llvm::ConstantFP::get(ft, v); };
-    Value *c = B.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, a, fconst(hiF));
-    c = B.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, c, fconst(lo));
-    Value *r = isSigned ? B.CreateFPToSI(c, t) : B.CreateFPToUI(c, t);
-    llvm::APInt max = isSigned ? llvm::APInt::getSignedMaxValue(bits)
-                               : llvm::APInt::getMaxValue(bits);
-    r = B.CreateSelect(B.CreateFCmpOGE(a, fconst(limit)), llvm::ConstantInt::get(t, max), r);
-    return B.CreateSelect(B.CreateFCmpUNO(a, a), llvm::Constant::getNullValue(t), r);
   }
 
   ModuleEmitter &ME;

@@ -17,6 +17,9 @@ namespace llvm {
 class LLVMContext;
 class Module;
 class DataLayout;
+class IRBuilderBase;
+class Type;
+class Value;
 } // namespace llvm
 
 namespace mlcc::llvmgen {
@@ -50,5 +53,13 @@ std::unique_ptr<llvm::Module> emitModule(const kir::Program &p,
 /// llvm.trunc) into operations without them: QEMU 7.2 aborts on .rtz
 /// vector conversions (targets/llvm/RvvConversions.cpp).
 void avoidVectorRtz(llvm::Module &m);
+
+/// fptosi.sat / fptoui.sat of an f32 or f64 vector `x` to the integer
+/// vector type `to` (NaN to 0, values past the range to its limits) with
+/// vector operations: clamped to the largest floats within the range, then
+/// converted (by fptosi/fptoui, or with `byBits` on the float's bits, as
+/// avoidVectorRtz does); values at or above 2^bits select the maximum.
+llvm::Value *saturatingToInt(llvm::IRBuilderBase &b, llvm::Value *x, llvm::Type *to,
+                             bool isSigned, bool byBits);
 
 } // namespace mlcc::llvmgen

@@ -35,7 +35,7 @@ using llvm::Value;
 /// The integer (of the float's width) that the float vector `x` truncates
 /// to, computed on its bits; `isSigned` negates for a negative sign. `x`
 /// must be within the integer's range (what fptosi/fptoui define).
-Value *truncateByBits(llvm::IRBuilder<> &b, Value *x, bool isSigned) {
+Value *truncateByBits(llvm::IRBuilderBase &b, Value *x, bool isSigned) {
   auto *vt = llvm::cast<llvm::VectorType>(x->getType());
   bool dbl = vt->getElementType()->isDoubleTy();
   unsigned bits = dbl ? 64 : 32, mant = dbl ? 52 : 23, bias = dbl ? 1023 : 127;
@@ -65,7 +65,7 @@ Value *truncateByBits(llvm::IRBuilder<> &b, Value *x, bool isSigned) {
 /// fptosi/fptoui of the float vector `x` to the integer vector type `to`,
 /// on bits: computed in the float's width or the integer's, whichever is
 /// wider (the float widened exactly), then narrowed.
-Value *convert(llvm::IRBuilder<> &b, Value *x, llvm::Type *to, bool isSigned) {
+Value *convert(llvm::IRBuilderBase &b, Value *x, llvm::Type *to, bool isSigned) {
   auto *vt = llvm::cast<llvm::VectorType>(x->getType());
   unsigned toBits = to->getScalarSizeInBits();
   if (toBits > 32 && vt->getElementType()->isFloatTy())
@@ -74,9 +74,10 @@ Value *convert(llvm::IRBuilder<> &b, Value *x, llvm::Type *to, bool isSigned) {
   return b.CreateTrunc(r, to); // a no-op when the widths match
 }
 
-/// fptosi.sat/fptoui.sat: NaN to 0, values past the integer's range to its
-/// limits, the rest converted.
-Value *convertSaturating(llvm::IRBuilder<> &b, Value *x, llvm::Type *to, bool isSigned) {
+} // namespace
+
+Value *saturatingToInt(llvm::IRBuilderBase &b, Value *x, llvm::Type *to, bool isSigned,
+                       bool byBits) {
   unsigned bits = to->getScalarSizeInBits();
   bool dbl = x->getType()->getScalarType()->isDoubleTy();
   double lo = isSigned ? -std::ldexp(1.0, (int)bits - 1) : 0.0;
@@ -86,13 +87,13 @@ Value *convertSaturating(llvm::IRBuilder<> &b, Value *x, llvm::Type *to, bool is
   auto f = [&](double v) { return llvm::ConstantFP::get(ft, v); };
   Value *clamped = b.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, x, f(hi));
   clamped = b.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, clamped, f(lo));
-  Value *r = convert(b, clamped, to, isSigned);
+  Value *r = byBits      ? convert(b, clamped, to, isSigned)
+             : isSigned ? b.CreateFPToSI(clamped, to)
+                        : b.CreateFPToUI(clamped, to);
   llvm::APInt max = isSigned ? llvm::APInt::getSignedMaxValue(bits) : llvm::APInt::getMaxValue(bits);
   r = b.CreateSelect(b.CreateFCmpOGE(x, f(limit)), llvm::ConstantInt::get(to, max), r);
   return b.CreateSelect(b.CreateFCmpUNO(x, x), llvm::Constant::getNullValue(to), r);
 }
-
-} // namespace
 
 void avoidVectorRtz(llvm::Module &m) {
   std::vector<llvm::Instruction *> work;
@@ -124,7 +125,7 @@ void avoidVectorRtz(llvm::Module &m) {
                                             b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x));
         r = b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, mag, x);
       } else {
-        r = convertSaturating(b, x, i->getType(), id == llvm::Intrinsic::fptosi_sat);
+        r = saturatingToInt(b, x, i->getType(), id == llvm::Intrinsic::fptosi_sat, true);
       }
     }
     i->replaceAllUsesWith(r);
