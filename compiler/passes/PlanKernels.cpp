@@ -361,10 +361,6 @@ ir::KernelPlan planKernel(const ir::Node &n, const TargetDesc &t, bool gpu) {
     p.Pairs = paired && p.Int;
     p.PairWords = p.Pairs && pairWords(n, *io);
     p.StagedPairs = p.Pairs && stagedPairs(n, *io, *p.Int, t);
-    // A convolution's tiles on the flattened grid stage their outputs in
-    // at most a quarter of the kernel stack.
-    if (io->Conv && !gpu && p.Int)
-      p.GridStageBytes = t.StackBytes / 4;
     // On a microcontroller (no caches: RAM is what is scarce) a 2-D integer
     // convolution pads its input on the stack a part at a time (a depthwise
     // one a channel's plane, a dense one the rows of an output row's
@@ -374,6 +370,14 @@ ir::KernelPlan planKernel(const ir::Node &n, const TargetDesc &t, bool gpu) {
       if (x.size() == 4 && w.size() == 4)
         p.Depthwise = ir::KernelPlan::Plane{
             std::min(kMaxPlaneBytes, t.StackBytes) / (int64_t)dtypeSize(n.inDType(io->X)), 1};
+    }
+    // A convolution's tiles on the flattened grid stage their outputs in at
+    // most a quarter of the kernel stack, and only in what a staged input
+    // plane leaves of it (the two can live in one kernel at once).
+    if (io->Conv && !gpu && p.Int) {
+      int64_t planeBytes =
+          p.Depthwise ? p.Depthwise->MaxElements * (int64_t)dtypeSize(n.inDType(io->X)) : 0;
+      p.GridStageBytes = std::min(t.StackBytes / 4, t.StackBytes - planeBytes);
     }
   }
   if (gpu) {
