@@ -533,7 +533,8 @@ std::string KernelPlan::str() const {
           " pitch=" + std::to_string(Wino->Pitch) + " skew=" + std::to_string(Wino->Skew));
   if (Dot4Lanes)
     field("dot4=" + std::to_string(Dot4Lanes) + " packed=" + std::to_string(Dot4Input) +
-          (DotPairs ? " pairs" : "") + (DotSigned ? " signed" : ""));
+          (DotPairs ? " pairs" : "") + (DotSigned ? " signed" : "") +
+          (DotNarrow ? " narrow" : ""));
   auto intTile = [&](const char *name, const IntTile &t) {
     std::string s = std::string(name) + "=" + std::to_string(t.Rows) + "x" +
                     std::to_string(t.Vectors * t.Lanes) + " lanes=" + std::to_string(t.Lanes);
@@ -545,6 +546,8 @@ std::string KernelPlan::str() const {
     intTile("dot_tile", *Dot);
   if (Taps)
     intTile("dot4_taps", *Taps);
+  if (Taps && !Dot4Lanes && DotSigned)
+    field(DotNarrow ? "signed narrow" : "signed");
   if (Int)
     intTile("int_tile", *Int);
   if (Pairs)

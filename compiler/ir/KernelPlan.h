@@ -58,6 +58,11 @@ struct KernelPlan {
   /// (Arm's dot-product extension without i8mm, whose sdot multiplies
   /// signed bytes only).
   bool DotSigned = false;
+  /// The DotSigned quads' weights never hold -128 (constant int8 weights,
+  /// checked), so every two adjacent products sum within int16: their
+  /// sdot4 is sdot4_narrow, which a core without dot products runs as
+  /// 16-bit products summed in pairs (AArch64 NEON: Cortex-A53, A72).
+  bool DotNarrow = false;
   /// A register tile of int32 accumulators: Rows output channels x Vectors
   /// vectors of Lanes outputs; a remainder of the outputs runs in
   /// TailGroups parallel groups of row tiles.

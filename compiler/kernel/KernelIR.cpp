@@ -30,7 +30,8 @@ const char *binOpName(BinOp op) {
                                 "min", "max",    "pow",   "and",    "or",
                                 "xor", "bitand", "bitor", "bitxor", "shl",
                                 "shr", "eq",     "ne",    "lt",     "le",
-                                "gt",  "ge",     "dot4",  "dot2",   "sdot4"};
+                                "gt",  "ge",     "dot4",  "dot2",   "sdot4",
+                                "sdot4_narrow"};
   return names[(int)op];
 }
 
@@ -219,7 +220,7 @@ Expr binary(BinOp op, Expr a, Expr b) {
     MLCC_CHECK(t == DType::Bool, binOpName(op) << " on " << dtypeName(t));
   if (op == BinOp::Pow)
     MLCC_CHECK(isFloat(t), "pow on " << dtypeName(t));
-  if (op == BinOp::Dot4 || op == BinOp::Dot2 || op == BinOp::SDot4)
+  if (op == BinOp::Dot4 || op == BinOp::Dot2 || op == BinOp::SDot4 || op == BinOp::SDot4Narrow)
     MLCC_CHECK(t == DType::I32, binOpName(op) << " on " << dtypeName(t));
   if (op == BinOp::BitAnd || op == BinOp::BitOr || op == BinOp::BitXor ||
       op == BinOp::Shl || op == BinOp::Shr)

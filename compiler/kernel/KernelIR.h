@@ -119,6 +119,11 @@ enum class BinOp : uint8_t {
   /// the int8 dot product of Arm's dot-product extension (sdot, which also
   /// adds the accumulator).
   SDot4,
+  /// (I32) sdot4 where b never holds the byte -128 (int8 weights the plan
+  /// checked): the same sum, but every two adjacent products of it then sum
+  /// within int16, so a target without a dot product may add them as 16-bit
+  /// pairs (AArch64 NEON: smull, smull2, addp, sadalp).
+  SDot4Narrow,
 };
 
 const char *unOpName(UnOp op);

@@ -341,7 +341,8 @@ Scalar evalBinary(BinOp op, DType type, Scalar a, Scalar b) {
     r.I = (int64_t)(int32_t)(uint32_t)sum;
     break;
   }
-  case BinOp::SDot4: {
+  case BinOp::SDot4:
+  case BinOp::SDot4Narrow: {
     int64_t sum = 0;
     for (int j = 0; j < 4; ++j)
       sum += (int64_t)(int8_t)(uint8_t)((uint64_t)x >> (8 * j)) *

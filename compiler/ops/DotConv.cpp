@@ -37,6 +37,14 @@ Expr quadByte(const Expr &v, bool signedQuads) {
   return signedQuads ? binary(BinOp::BitAnd, v, constantInt(DType::I32, 0xff)) : v;
 }
 
+/// The dot product of the plan's quads: dot4 (unsigned input bytes), or
+/// sdot4 (DotSigned), sdot4_narrow where the weights avoid -128 (DotNarrow).
+BinOp quadDot(const ir::KernelPlan &p) {
+  if (!p.DotSigned)
+    return BinOp::Dot4;
+  return p.DotNarrow ? BinOp::SDot4Narrow : BinOp::SDot4;
+}
+
 /// Vectors of the one tail tile that covers the outputs past the last whole
 /// tile of P outputs (as schedule::tileCost counts them).
 int64_t tailVectors(int64_t Q, int64_t P, int64_t lanes) {
@@ -108,6 +116,7 @@ void lowerIntTapQuads(LowerCtx &c, const ConvShape &s, const TensorRef &x, const
   // The plan's DotSigned: the quads hold x - 128 as signed bytes (sdot4),
   // and each channel's sums start 128 x its weights' sum higher.
   const bool signedQuads = c.node().Plan.DotSigned;
+  const BinOp dot = quadDot(c.node().Plan);
   auto quadByte = [&](const Expr &v) {
     return ops::quadByte(signedQuads ? v - constantInt(acc, 128) : v, signedQuads);
   };
@@ -173,7 +182,7 @@ void lowerIntTapQuads(LowerCtx &c, const ConvShape &s, const TensorRef &x, const
               Expr at = indexConst(v * L);
               b.store(t.Buf, at,
                       vload(t.Buf, at, (int)L) +
-                          binary(signedQuads ? BinOp::SDot4 : BinOp::Dot4,
+                          binary(dot,
                                  vload(T.buffer(), plane + q0 + v * L, (int)L), wv));
             }
           }
@@ -399,7 +408,7 @@ void lowerIntDotConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx, size_
           continue;
         }
         Expr wq = broadcast(w4.loadFlat(wstep), (int)L);
-        const BinOp dot = signedQuads ? BinOp::SDot4 : BinOp::Dot4;
+        const BinOp dot = quadDot(node.Plan);
         for (int64_t v = 0; v < nv; ++v)
           b.store(t.Buf, at(r, v), vload(t.Buf, at(r, v), (int)L) + binary(dot, xv[v], wq));
       }

@@ -191,12 +191,34 @@ bool depthwiseF32(const ir::Node &n) {
   return x.size() == 4 && w.size() == 4 && x[1] == n.attrInt("group", 1) && w[2] * w[3] <= 49;
 }
 
+/// Whether the target is AArch64 with NEON without a dot-product
+/// instruction (Cortex-A53, A72): its dot products of signed quads run as
+/// 16-bit products summed in pairs (sdot4_narrow), where the weights avoid
+/// -128 (narrowWeights).
+bool longMacDots(const TargetDesc &t) {
+  return t.has(MacForm::ArmLongMac) && !t.has(MacForm::ArmDot) && !t.has(MacForm::ArmMatMul) &&
+         t.Triple.rfind("aarch64", 0) == 0 && t.lanes(DType::I32) == 4;
+}
+
 /// Whether a target runs int8 dot products of byte quads, and how: x86
 /// VNNI and AArch64 i8mm (usdot) as dot4, AArch64 dotprod as sdot4 on
-/// quads in the signed domain, x86 pmaddwd as pairs.
+/// quads in the signed domain (without dotprod: sdot4_narrow, see
+/// longMacDots), x86 pmaddwd as pairs.
 bool hasDotProducts(const TargetDesc &t) {
   return t.has(MacForm::X86Vnni) || t.has(MacForm::X86Madd16) || t.has(MacForm::ArmDot) ||
-         t.has(MacForm::ArmMatMul);
+         t.has(MacForm::ArmMatMul) || longMacDots(t);
+}
+
+/// Whether `n`'s weights are constant int8 that never hold -128 (mlcc's
+/// quantizer writes [-127, 127]): the plan's DotNarrow.
+bool narrowWeights(const ir::Node &n, const ops::IntegerOperands &o) {
+  if (!n.hasInput(o.W) || !n.Inputs[o.W]->Const || n.inDType(o.W) != DType::I8)
+    return false;
+  const Tensor &w = *n.Inputs[o.W]->Const;
+  for (int64_t i = 0, e = w.numel(); i < e; ++i)
+    if (w.intAt(i) == -128)
+      return false;
+  return true;
 }
 
 /// The dot-product plan of an integer node on a target with dot products
@@ -207,8 +229,13 @@ std::optional<ir::KernelPlan> dotPlan(const ir::Node &n, const ops::IntegerOpera
   const bool madd = !t.has(MacForm::X86Vnni) && t.has(MacForm::X86Madd16);
   // Arm's dot-product extension without i8mm has no unsigned x signed
   // form: convolutions only, their quads offset to signed bytes.
-  const bool signedQuads = !t.has(MacForm::ArmMatMul) && t.has(MacForm::ArmDot);
-  const MacKind mac = madd ? MacKind::Int8Madd : MacKind::Int8Dot;
+  const bool longMac = longMacDots(t);
+  const bool signedQuads = !t.has(MacForm::ArmMatMul) && (t.has(MacForm::ArmDot) || longMac);
+  const bool narrow = signedQuads && narrowWeights(n, o);
+  if (longMac && (!narrow || !o.Conv || n.attrInt("group", 1) > 1 ||
+                  !schedule::pairSumsOverWindow(n.inShape(o.W)[1])))
+    return std::nullopt;
+  const MacKind mac = madd ? MacKind::Int8Madd : longMac ? MacKind::Int8PairSums : MacKind::Int8Dot;
   ir::KernelPlan p;
   const bool constInt8W = n.hasInput(o.W) && n.Inputs[o.W]->Const && n.inDType(o.W) == DType::I8;
   if (!o.Conv) {
@@ -239,6 +266,7 @@ std::optional<ir::KernelPlan> dotPlan(const ir::Node &n, const ops::IntegerOpera
                          .Vectors;
     p.Taps = taps;
     p.DotSigned = signedQuads;
+    p.DotNarrow = narrow;
     return p;
   }
   if (!constInt8W || n.inShape(o.W).size() != 4 || n.numInputs() > o.Appended ||
@@ -251,6 +279,7 @@ std::optional<ir::KernelPlan> dotPlan(const ir::Node &n, const ops::IntegerOpera
     p.Dot = ir::KernelPlan::IntTile{tile.Rows, tile.Vectors, lanes, kTailGroups};
     p.DotPairs = madd;
     p.DotSigned = signedQuads;
+    p.DotNarrow = narrow;
   } else if (signedQuads) {
     return std::nullopt;
   }

@@ -33,6 +33,11 @@ int64_t floatRegisters(const TargetDesc &t) {
 /// tile's vectors of quads and its broadcast weight quads.
 int64_t dotAccumulators(const TargetDesc &t) { return t.VectorRegisters * 3 / 4; }
 
+/// Vector registers an Int8PairSums tile keeps for the 16-bit products and
+/// pair sums in flight (two products and their sum, twice, so that one
+/// accumulator's chain overlaps the next).
+constexpr int64_t kPairSumTemporaries = 6;
+
 /// An int8 dot-product tile of r x nv vectors, per reduction step: the dot
 /// products (two per cycle) plus a quarter cycle per load (nv vectors and r
 /// broadcasts: loads issue beside the dot products, but not for free), or
@@ -56,6 +61,18 @@ double maddTileCycles(int64_t steps, int64_t r, int64_t nv) {
   double ops = (double)(4 * r * nv + 2 * nv) / 4, madds = (double)(r * nv);
   double loads = (double)(nv + 2 * r) / 3;
   double step = std::max({ops, madds, loads, 2.0});
+  return (double)steps * step + 3.0 * (double)(r * nv);
+}
+
+/// The same for dot products as 16-bit pair sums (MacKind::Int8PairSums),
+/// per reduction step: every instruction of the step (four per accumulator,
+/// a load and a half split per vector, a broadcast weight load per row, the
+/// loop's two) at two a cycle: the cores without dotprod are Cortex-A53
+/// (in order, dual issue) and A72 (two vector pipes), where the products
+/// and sums alone take two a cycle and the loads are what a larger tile
+/// saves.
+double pairSumsTileCycles(int64_t steps, int64_t r, int64_t nv) {
+  double step = (double)(4 * r * nv + 2 * nv + r + 2) / 2;
   return (double)steps * step + 3.0 * (double)(r * nv);
 }
 
@@ -85,7 +102,7 @@ int64_t maxVectors(const TargetDesc &t, const TileProblem &p) {
   int64_t lanes = lanesOf(t, p.Mac);
   if (p.Mac == MacKind::IntScalar || p.Mac == MacKind::IntPair)
     return std::min<int64_t>(p.MaxVectors > 0 ? p.MaxVectors : kMaxScalarColumns, p.Cols);
-  if (p.Mac == MacKind::Int8Dot || p.Mac == MacKind::Int8Madd)
+  if (p.Mac == MacKind::Int8Dot || p.Mac == MacKind::Int8Madd || p.Mac == MacKind::Int8PairSums)
     return std::min<int64_t>(p.MaxVectors > 0 ? p.MaxVectors : 4, p.Cols / lanes);
   int64_t widest = lanes == 1 ? 16 : 4;
   if (p.MaxVectors > 0)
@@ -100,6 +117,8 @@ int64_t maxRows(const TargetDesc &t, const TileProblem &p, int64_t nv) {
     return std::min<int64_t>(p.Rows, dotAccumulators(t) / nv);
   if (p.Mac == MacKind::Int8Madd) // accumulators, each vector's two pairs, a row's two
     return std::min<int64_t>(p.Rows, (t.VectorRegisters - 2 * nv - 2) / nv);
+  if (p.Mac == MacKind::Int8PairSums) // accumulators, the vectors, a row's quad, products
+    return std::min<int64_t>(p.Rows, (t.VectorRegisters - nv - 1 - kPairSumTemporaries) / nv);
   if (p.Mac == MacKind::IntScalar) // accumulators, a weight per row, an input per column
     return std::min<int64_t>(p.Rows, (t.GeneralRegisters - kScalarLoopRegisters - nv) / (nv + 1));
   if (p.Mac == MacKind::IntPair) // the same, and a register to form an input pair in
@@ -113,10 +132,12 @@ int64_t maxRows(const TargetDesc &t, const TileProblem &p, int64_t nv) {
 
 double tileCost(const TargetDesc &t, const TileProblem &p, int64_t rw, int64_t nv) {
   const int64_t lanes = lanesOf(t, p.Mac), panel = nv * lanes;
-  if (p.Mac == MacKind::Int8Dot || p.Mac == MacKind::Int8Madd) {
+  if (p.Mac == MacKind::Int8Dot || p.Mac == MacKind::Int8Madd || p.Mac == MacKind::Int8PairSums) {
     // Every row tile runs the whole tiles along the columns and one tail
     // tile; edge row tiles are computed whole.
-    auto cycles = p.Mac == MacKind::Int8Dot ? dotTileCycles : maddTileCycles;
+    auto cycles = p.Mac == MacKind::Int8Dot    ? dotTileCycles
+                  : p.Mac == MacKind::Int8Madd ? maddTileCycles
+                                               : pairSumsTileCycles;
     int64_t tail = tailVectors(p.Cols, panel, lanes);
     double perRows = (double)(p.Cols / panel) * cycles(p.Reduce, rw, nv) +
                      (tail ? cycles(p.Reduce, rw, tail) : 0);
@@ -139,6 +160,17 @@ double tileCost(const TargetDesc &t, const TileProblem &p, int64_t rw, int64_t n
       p.Reduce * panel * 4 > t.L2Bytes)
     score *= 0.5; // B streams from the next cache level per row tile
   return -score;
+}
+
+bool pairSumsOverWindow(int64_t channels) {
+  // Per output, tap and 16 channels: pair sums run four quads of four
+  // outputs in four instructions each, plus about three quarters of one in
+  // loads (4.75 / 4 per quad); the window tile of 4 x 16 outputs runs 27
+  // instructions per tap and channel (a 16-byte input load and two
+  // widenings shared by the rows, per row a weight load, its dup and four
+  // smlal), 27 / 64 per output.
+  const double quads = (double)((channels + 3) / 4);
+  return quads * 4.75 / 4 < (double)channels * 27.0 / 64;
 }
 
 TileChoice chooseTile(const TargetDesc &t, const TileProblem &p) {

@@ -42,6 +42,11 @@ enum class MacKind : uint8_t {
   /// vector of quads (two instructions) is shared by the tile's rows, whose
   /// weight quads come split at compile time (two broadcast loads a row).
   Int8Madd,
+  /// The same dot products on AArch64 NEON without dotprod (sdot4_narrow):
+  /// per accumulator and quad step, two widening byte products (smull,
+  /// smull2), a pairwise 16-bit add and a pairwise widening accumulate
+  /// (addp, sadalp), with a few registers for the products in flight.
+  Int8PairSums,
   /// int32 multiply-accumulates of widened 8-bit values on the general
   /// registers of a target without vectors (a microcontroller): a tile is
   /// Rows output channels x Vectors outputs, one scalar each.
@@ -52,6 +57,12 @@ enum class MacKind : uint8_t {
   /// each), each input pair formed from two loads.
   IntPair,
 };
+
+/// Whether an int8 convolution with `channels` input channels per group
+/// costs fewer instructions as Int8PairSums dot products over quads of
+/// channels (a partial quad's bytes wasted) than in the int32 window tiles
+/// of widening multiply-adds (smlal), on AArch64 NEON without dotprod.
+bool pairSumsOverWindow(int64_t channels);
 
 /// A contraction to tile: Rows x Cols outputs, the columns along vectors.
 struct TileProblem {

@@ -545,7 +545,8 @@ private:
     case BinOp::BitXor: return "((" + T + ")(" + a + " ^ " + b + "))";
     case BinOp::Dot4: return "mlcc_dot4(" + a + ", " + b + ")";
     case BinOp::Dot2: return "mlcc_dot2(" + a + ", " + b + ")";
-    case BinOp::SDot4: return "mlcc_sdot4(" + a + ", " + b + ")";
+    case BinOp::SDot4:
+    case BinOp::SDot4Narrow: return "mlcc_sdot4(" + a + ", " + b + ")";
     case BinOp::Shl:
       return "((uint64_t)" + b + " >= " + width + "u ? (" + T + ")0 : (" + T +
              ")((" + W + ")" + a + " << " + b + "))";

@@ -1085,7 +1085,8 @@ private:
       return nullptr;
     auto isDot = [](const Expr &x) {
       return x->Kind == ExprKind::Binary &&
-             (x->Bin == BinOp::Dot4 || x->Bin == BinOp::Dot2 || x->Bin == BinOp::SDot4);
+             (x->Bin == BinOp::Dot4 || x->Bin == BinOp::Dot2 || x->Bin == BinOp::SDot4 ||
+              x->Bin == BinOp::SDot4Narrow);
     };
     const Expr *acc = &e->A, *dot = &e->B;
     if (!isDot(*dot))
@@ -1111,16 +1112,19 @@ private:
             (uint64_t)j);
       return r;
     }
-    if (e->Lanes == 4 && ((*dot)->Bin == BinOp::SDot4 ? ME.Features.ArmDot : ME.Features.ArmI8mm)) {
+    const bool sdot = (*dot)->Bin == BinOp::SDot4 || (*dot)->Bin == BinOp::SDot4Narrow;
+    if (e->Lanes == 4 && (sdot ? ME.Features.ArmDot : ME.Features.ArmI8mm)) {
       auto *bytes = llvm::FixedVectorType::get(B.getInt8Ty(), 16);
       Value *c = expr(*acc);
-      return B.CreateIntrinsic((*dot)->Bin == BinOp::SDot4 ? llvm::Intrinsic::aarch64_neon_sdot
-                                                           : llvm::Intrinsic::aarch64_neon_usdot,
+      return B.CreateIntrinsic(sdot ? llvm::Intrinsic::aarch64_neon_sdot
+                                    : llvm::Intrinsic::aarch64_neon_usdot,
                                {c->getType(), bytes},
                                {c, B.CreateBitCast(expr((*dot)->A), bytes),
                                 B.CreateBitCast(expr((*dot)->B), bytes)});
     }
-    if ((*dot)->Bin == BinOp::SDot4)
+    if ((*dot)->Bin == BinOp::SDot4Narrow && e->Lanes == 4 && ME.Features.ArmMull)
+      return pairSumsDot4(expr(*acc), expr((*dot)->A), expr((*dot)->B));
+    if (sdot)
       return nullptr;
     llvm::Intrinsic::ID id;
     if (e->Lanes == 16 && ME.Features.Vnni512)
@@ -1132,6 +1136,30 @@ private:
     else
       return maddDot4(e->Lanes, expr(*acc), expr((*dot)->A), expr((*dot)->B));
     return B.CreateIntrinsic(id, {}, {expr(*acc), expr((*dot)->A), expr((*dot)->B)});
+  }
+
+  /// acc + sdot4_narrow(a, b) on AArch64 NEON without dot products: the
+  /// sixteen byte products as 16-bit lanes (smull, smull2), adjacent ones
+  /// summed (addp: exact, since b never holds -128, so no product passes
+  /// 128 x 127 and no pair 32512), and the pairs of pairs added to the
+  /// accumulator as int32 (sadalp). Four instructions for sixteen
+  /// multiply-adds where smlal does four.
+  Value *pairSumsDot4(Value *acc, Value *a, Value *b) {
+    auto *bytes = llvm::FixedVectorType::get(B.getInt8Ty(), 16);
+    auto *words = llvm::FixedVectorType::get(B.getInt16Ty(), 8);
+    a = B.CreateBitCast(a, bytes);
+    b = B.CreateBitCast(b, bytes);
+    auto products = [&](int from) {
+      std::vector<int> half;
+      for (int j = 0; j < 8; ++j)
+        half.push_back(from + j);
+      return B.CreateIntrinsic(llvm::Intrinsic::aarch64_neon_smull, {words},
+                               {B.CreateShuffleVector(a, half), B.CreateShuffleVector(b, half)});
+    };
+    Value *pairs =
+        B.CreateIntrinsic(llvm::Intrinsic::aarch64_neon_addp, {words}, {products(0), products(8)});
+    return B.CreateAdd(acc, B.CreateIntrinsic(llvm::Intrinsic::aarch64_neon_saddlp,
+                                              {acc->getType(), words}, {pairs}));
   }
 
   /// acc + dot4(a, b) on x86 without VNNI: the quads split into their even
@@ -1366,7 +1394,8 @@ private:
       return B.CreateSelect(big, overflow, r);
     }
     case BinOp::Dot4: return dot4(a, b);
-    case BinOp::SDot4: return dot4(a, b, true);
+    case BinOp::SDot4:
+    case BinOp::SDot4Narrow: return dot4(a, b, true);
     case BinOp::Dot2: return dot2(a, b);
     case BinOp::Eq: return B.CreateICmpEQ(a, b);
     case BinOp::Ne: return B.CreateICmpNE(a, b);

@@ -27,7 +27,7 @@
 #    quantization step (skipped without PyTorch or ONNX Runtime). Built for
 #    the lower x86 levels (x86_64-v3, x86_64: pmaddwd pairs without VNNI),
 #    for aarch64 cortex-a76 (sdot), neoverse-n2 (usdot, i8mm) and
-#    cortex-a72 (smlal) under qemu-aarch64, and for riscv64-linux-v
+#    cortex-a72 (sadalp: 16-bit pair sums) under qemu-aarch64, and for riscv64-linux-v
 #    (vwmacc) under qemu-riscv64 at VLEN 128 and 256, its output must equal
 #    the host build's bit for bit.
 # 4. Bad input: calibration samples of the wrong shape or dtype, a file that
@@ -205,15 +205,15 @@ else
       done
     fi
     # AArch64 with the dot-product extension (sdot on signed quads), with
-    # i8mm (usdot) and without either (cortex-a72: smlal, widening
-    # multiply-adds), under qemu-aarch64 -cpu max; RISC-V with vectors
-    # (vwmacc*, widening vector multiply-adds) under qemu-riscv64 at VLEN
-    # 128 and 256: the instructions in the code and the host build's output
+    # i8mm (usdot) and without either (cortex-a72: 16-bit products summed
+    # in pairs, smull, addp and sadalp), under qemu-aarch64 -cpu max; RISC-V
+    # with vectors (vwmacc*, widening vector multiply-adds) under
+    # qemu-riscv64 at VLEN 128 and 256: the instructions in the code and the host build's output
     # (each skipped without its cross tools).
     cross=(
       "aarch64 cortex-a76;aarch64-linux;cortex-a76;sdot;aarch64-linux-gnu-gcc;qemu-aarch64 -cpu max -L /usr/aarch64-linux-gnu"
       "aarch64 neoverse-n2;aarch64-linux;neoverse-n2;usdot;aarch64-linux-gnu-gcc;qemu-aarch64 -cpu max -L /usr/aarch64-linux-gnu"
-      "aarch64 cortex-a72;aarch64-linux;cortex-a72;smlal2?;aarch64-linux-gnu-gcc;qemu-aarch64 -cpu max -L /usr/aarch64-linux-gnu"
+      "aarch64 cortex-a72;aarch64-linux;cortex-a72;sadalp;aarch64-linux-gnu-gcc;qemu-aarch64 -cpu max -L /usr/aarch64-linux-gnu"
       "riscv64-v VLEN 128;riscv64-linux-v;;vwmacc(su|u|us)?\.v[vx];riscv64-linux-gnu-gcc;qemu-riscv64 -cpu rv64,v=true,vlen=128 -L /usr/riscv64-linux-gnu"
       "riscv64-v VLEN 256;riscv64-linux-v;;vwmacc(su|u|us)?\.v[vx];riscv64-linux-gnu-gcc;qemu-riscv64 -cpu rv64,v=true,vlen=256 -L /usr/riscv64-linux-gnu"
     )

@@ -250,12 +250,40 @@ TEST_CASE("plan-kernels: int8 convolutions on each target class", "[plan]") {
     CHECK(p.DotSigned == signedQuads);
     CHECK(p.Dot->Rows * p.Dot->Vectors <= 24);
   }
-  // AVX without AVX2 has no 256-bit pmaddwd; AArch64 without dotprod: the
-  // int32 tiles.
-  for (auto [triple, cpu] : {std::pair{"x86_64", "sandybridge"}, {"aarch64-linux", ""}}) {
+  // AArch64 without dotprod (cortex-a72, the default): weights that never
+  // hold -128 run sdot4_narrow on signed quads (16-bit pair sums), in a tile
+  // that leaves registers for the products in flight.
+  {
     OneNode c = qlinearConv(64, 64, 28, 3);
-    ir::KernelPlan p = passes::planKernel(*c.N, describe(triple, cpu), false);
-    INFO(triple << " " << cpu << ": " << p.str());
+    TargetDesc t = describe("aarch64-linux");
+    ir::KernelPlan p = passes::planKernel(*c.N, t, false);
+    INFO(p.str());
+    CHECK(p.Dot4Lanes == 4);
+    REQUIRE(p.Dot);
+    CHECK(p.DotSigned);
+    CHECK(p.DotNarrow);
+    CHECK(p.Dot->Rows * p.Dot->Vectors + p.Dot->Vectors + 1 + 6 <= t.VectorRegisters);
+    // A weight of -128 would overflow a pair sum: the int32 tiles.
+    ir::Value *w = c.N->Inputs[3];
+    std::vector<uint8_t> bytes = w->Const->denseBytes();
+    bytes[5] = 0x80;
+    w->Const = std::make_shared<Tensor>(DType::I8, w->Const->shape(), bytes);
+    ir::KernelPlan q = passes::planKernel(*c.N, t, false);
+    INFO(q.str());
+    CHECK(q.Dot4Lanes == 0);
+    REQUIRE(q.Int);
+    // Two input channels waste half of each quad: the int32 tiles too.
+    OneNode two = qlinearConv(2, 16, 28, 3);
+    ir::KernelPlan r = passes::planKernel(*two.N, t, false);
+    INFO(r.str());
+    CHECK(r.Dot4Lanes == 0);
+    REQUIRE(r.Int);
+  }
+  // AVX without AVX2 has no 256-bit pmaddwd: the int32 tiles.
+  {
+    OneNode c = qlinearConv(64, 64, 28, 3);
+    ir::KernelPlan p = passes::planKernel(*c.N, describe("x86_64", "sandybridge"), false);
+    INFO(p.str());
     CHECK(p.Dot4Lanes == 0);
     REQUIRE(p.Int);
     CHECK(p.Int->Lanes * p.Int->Vectors >= 16);

@@ -463,7 +463,7 @@ void checkDotEqualsPlain(const std::string &model, const std::vector<float> &in,
     const bool dense = text.find("xquads") != std::string::npos,
                taps = text.find("tapquads") != std::string::npos;
     if (form != MacForm::ArmDot || dense || taps)
-      CHECK(text.find(form == MacForm::ArmDot                ? "sdot4("
+      CHECK(text.find(form == MacForm::ArmDot                ? "sdot4"
                       : form == MacForm::X86Madd16 && dense ? "dot2(zext_bytes02("
                                                             : "dot4(") != std::string::npos);
     if (path)
