@@ -1,4 +1,4 @@
-//===- MathExpansions.h - exp and erf as operations that vectorize --------===//
+//===- MathExpansions.h - exp, log and erf as operations that vectorize ---===//
 //
 // Math functions that have no vector instruction, written as kernel IR
 // arithmetic (polynomials, bit manipulation) so that a vectorized loop does
@@ -31,7 +31,17 @@ Expr erfF32(const Expr &x0, const Let &let);
 /// flushed), NaN stays NaN.
 Expr expF32(const Expr &x0, const Let &let);
 
+/// log(x) for f32: x = m 2^k with m in [sqrt(1/2), sqrt(2)) (subnormal
+/// x scaled first), log(m) = f - f^2/2 + f^3 P(f) for f = m - 1 with a
+/// degree-7 P of ours, plus k ln2 (ln2 split in two parts). Within about
+/// 2 ulp of libm for positive finite x; log(+-0) = -inf, log(+inf) = +inf,
+/// negative x and NaN give NaN.
+Expr logF32(const Expr &x0, const Let &let);
+
 /// Whether `op` on `t` has an expansion here.
 bool expandable(UnOp op, DType t);
+
+/// The expansion of `op` (expandable) applied to `x`.
+Expr expand(UnOp op, const Expr &x, const Let &let);
 
 } // namespace mlcc::kir

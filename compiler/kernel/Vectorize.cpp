@@ -108,7 +108,7 @@ public:
           return vload(t, indexConst(0), v->Lanes);
         };
         Expr a = vec(e->A, base);
-        return e->Un == UnOp::Erf ? erfF32(a, let) : expF32(a, let);
+        return expand(e->Un, a, let);
       }
       return unary(e->Un, vec(e->A, base));
     case ExprKind::Binary:

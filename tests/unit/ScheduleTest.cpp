@@ -142,6 +142,39 @@ TEST_CASE("vectorized erf stays within a few ulp of libm", "[schedule]") {
   }
 }
 
+TEST_CASE("vectorized log stays within a few ulp of libm", "[schedule]") {
+  // Subnormal to huge inputs (a geometric sweep), the neighbourhood of 1
+  // (where log is near 0 and only a relative bound means anything) and the
+  // special values.
+  std::vector<float> in;
+  for (double v = 1e-44; v < 3e38; v *= 1.0173)
+    in.push_back((float)v);
+  for (int i = -2000; i <= 2000; ++i)
+    in.push_back(1.0f + (float)i * 1e-5f);
+  const std::vector<float> special = {0.0f, -0.0f, INFINITY, -1.0f, -INFINITY, NAN, 1.0f};
+  in.insert(in.end(), special.begin(), special.end());
+  const int64_t n = (int64_t)in.size();
+  KernelBuilder b("log");
+  Buffer x = b.param("x", DType::F32, n), y = b.param("y", DType::F32, n);
+  b.loop("i", n, [&](Expr i) { b.store(y, i, log(load(x, i))); });
+  Kernel v = vectorize(b.finish(), avx2());
+  REQUIRE(hasVectors(v.Body));
+  std::vector<float> out = run(v, in, n);
+  size_t s = in.size() - special.size();
+  CHECK(out[s] == -INFINITY);
+  CHECK(out[s + 1] == -INFINITY);
+  CHECK(out[s + 2] == INFINITY);
+  CHECK(std::isnan(out[s + 3]));
+  CHECK(std::isnan(out[s + 4]));
+  CHECK(std::isnan(out[s + 5]));
+  CHECK(out[s + 6] == 0.0f);
+  for (size_t i = 0; i < s; ++i) {
+    double want = std::log((double)in[i]);
+    INFO("x = " << in[i]);
+    CHECK(std::fabs(out[i] - want) <= 2.5e-7 * std::fabs(want) + 1e-45);
+  }
+}
+
 TEST_CASE("strideOf reads affine index expressions", "[schedule]") {
   Var i = newVar("i"), j = newVar("j");
   Expr e = varRef(j) * 10 + varRef(i) * 3 + 7;
