@@ -1,4 +1,4 @@
-//===- MathExpansions.h - exp, log and erf as operations that vectorize ---===//
+//===- MathExpansions.h - exp, log, tanh, erf as vectorizable arithmetic --===//
 //
 // Math functions that have no vector instruction, written as kernel IR
 // arithmetic (polynomials, bit manipulation) so that a vectorized loop does
@@ -37,6 +37,12 @@ Expr expF32(const Expr &x0, const Let &let);
 /// 2 ulp of libm for positive finite x; log(+-0) = -inf, log(+inf) = +inf,
 /// negative x and NaN give NaN.
 Expr logF32(const Expr &x0, const Let &let);
+
+/// tanh(x) for f32: x + x^3 P(x^2) with a degree-4 P of ours for |x| <
+/// 0.625, else 1 - 2 / (exp(2|x|) + 1) with expF32 (|x| clamped to 9.1, past
+/// which tanh rounds to 1), x's sign put back on the bits. Within about 3 ulp of
+/// libm; NaN stays NaN.
+Expr tanhF32(const Expr &x0, const Let &let);
 
 /// Whether `op` on `t` has an expansion here.
 bool expandable(UnOp op, DType t);

@@ -175,6 +175,38 @@ TEST_CASE("vectorized log stays within a few ulp of libm", "[schedule]") {
   }
 }
 
+TEST_CASE("vectorized tanh stays within a few ulp of libm", "[schedule]") {
+  // Both branches and their seam at 0.625, tiny values (relative accuracy),
+  // saturation, and the special values.
+  std::vector<float> in;
+  for (int i = -6000; i <= 6000; ++i)
+    in.push_back((float)i * 2e-3f);
+  for (double v = 1e-30; v < 1.0; v *= 1.37)
+    in.push_back((float)v), in.push_back((float)-v);
+  const std::vector<float> special = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 30.0f, -30.0f};
+  in.insert(in.end(), special.begin(), special.end());
+  const int64_t n = (int64_t)in.size();
+  KernelBuilder b("tanh");
+  Buffer x = b.param("x", DType::F32, n), y = b.param("y", DType::F32, n);
+  b.loop("i", n, [&](Expr i) { b.store(y, i, tanh(load(x, i))); });
+  Kernel v = vectorize(b.finish(), avx2());
+  REQUIRE(hasVectors(v.Body));
+  std::vector<float> out = run(v, in, n);
+  size_t s = in.size() - special.size();
+  CHECK((out[s] == 0.0f && !std::signbit(out[s])));
+  CHECK((out[s + 1] == 0.0f && std::signbit(out[s + 1])));
+  CHECK(out[s + 2] == 1.0f);
+  CHECK(out[s + 3] == -1.0f);
+  CHECK(std::isnan(out[s + 4]));
+  CHECK(out[s + 5] == 1.0f);
+  CHECK(out[s + 6] == -1.0f);
+  for (size_t i = 0; i < s; ++i) {
+    double want = std::tanh((double)in[i]);
+    INFO("x = " << in[i]);
+    CHECK(std::fabs(out[i] - want) <= 3.6e-7 * std::fabs(want) + 1e-45);
+  }
+}
+
 TEST_CASE("strideOf reads affine index expressions", "[schedule]") {
   Var i = newVar("i"), j = newVar("j");
   Expr e = varRef(j) * 10 + varRef(i) * 3 + 7;
