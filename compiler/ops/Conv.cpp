@@ -70,7 +70,8 @@ struct PaddedInput {
         if (PadLeft > 0)
           b.loop("i", PadLeft, [&](Expr i) { Src.storeFlat(row + i, zero); });
         b.loop("iw", W, [&](Expr iw) {
-          Src.storeFlat(row + PadLeft + iw, x.load({n, ch, ih, iw}));
+          // (Flat: a 1-D convolution's [N, C, W] input is read as one row.)
+          Src.storeFlat(row + PadLeft + iw, x.loadFlat(((n * C + ch) * H + ih) * W + iw));
         });
         if (padRight > 0)
           b.loop("i", padRight, [&](Expr i) { Src.storeFlat(row + PadLeft + W + i, zero); });
@@ -512,6 +513,26 @@ ConvSpec plainConvSpec(LowerCtx &c) {
   return spec;
 }
 
+/// A 1-D convolution's geometry as a 2-D one over a single row: the same
+/// element offsets, [N, C, W] data read as [N, C, 1, W] (the tiled
+/// lowerings address the input, output and weights by flat offsets).
+ConvShape asOneRow(const ConvShape &s) {
+  if (s.W.rank() != 1)
+    return s;
+  ConvShape r = s;
+  auto withRow = [](int64_t row, const std::vector<int64_t> &v) {
+    return std::vector<int64_t>{row, v[0]};
+  };
+  r.InSpatial = withRow(1, s.InSpatial);
+  r.W.Kernel = withRow(1, s.W.Kernel);
+  r.W.Strides = withRow(1, s.W.Strides);
+  r.W.Dilations = withRow(1, s.W.Dilations);
+  r.W.PadBegin = withRow(0, s.W.PadBegin);
+  r.W.PadEnd = withRow(0, s.W.PadEnd);
+  r.W.Out = withRow(1, s.W.Out);
+  return r;
+}
+
 void lowerConv(LowerCtx &c) {
   ConvShape s = convShape(c.node(), 0, 1);
   if (c.node().Plan.PerOutput) {
@@ -519,6 +540,8 @@ void lowerConv(LowerCtx &c) {
     return;
   }
   if (auto po = packedOperand(c.node())) {
+    // plan-kernels plans 1-D convolutions as 2-D ones of one row.
+    s = asOneRow(s);
     if (c.node().Plan.Wino) {
       lowerConvWinograd(c, s, *po);
       return;

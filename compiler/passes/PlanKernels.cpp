@@ -99,9 +99,14 @@ struct Contraction {
 std::optional<Contraction> contractionOf(const ir::Node &n, const TargetDesc &t) {
   if (!constantF32Weights(n))
     return std::nullopt;
-  const Shape &w = n.inShape(1), &y = n.Outputs[0]->Type.Dims;
   const int64_t lanes = t.lanes(DType::F32);
   if (n.OpType == "Conv") {
+    // A 1-D convolution (speech: STFTs as strided convolutions, frames of
+    // features) as a 2-D one of one row: [N, C, W] read as [N, C, 1, W].
+    Shape w = n.inShape(1), y = n.Outputs[0]->Type.Dims, x = n.inShape(0);
+    if (w.size() == 3 && y.size() == 3 && x.size() == 3)
+      for (Shape *s : {&w, &y, &x})
+        s->insert(s->begin() + 2, 1);
     if (w.size() != 4 || y.size() != 4)
       return std::nullopt;
     int64_t groups = n.attrInt("group", 1), mg = w[0] / groups;
@@ -111,7 +116,7 @@ std::optional<Contraction> contractionOf(const ir::Node &n, const TargetDesc &t)
     // (when there are enough pixels for a vector), unless the weights are
     // too large to be read again for every panel of pixels from the L2
     // cache: with pixels as rows the packed weights stream once.
-    bool pointwise = w[2] == 1 && w[3] == 1 && n.inShape(0) == Shape{y[0], n.inShape(0)[1], y[2], y[3]};
+    bool pointwise = w[2] == 1 && w[3] == 1 && x == Shape{y[0], x[1], y[2], y[3]};
     int64_t reduce = w[1] * w[2] * w[3];
     bool weightsFit = t.L2Bytes == 0 || numElements(w) * 4 <= t.L2Bytes / 2;
     if (pointwise && y[2] * y[3] >= 16 && weightsFit)
@@ -121,10 +126,12 @@ std::optional<Contraction> contractionOf(const ir::Node &n, const TargetDesc &t)
     // K / lanes multiply-adds when K is below a few vectors' lanes; with
     // pixels as columns the stores are vectors (the input is read along
     // the row, strided for a strided convolution).
-    if (!pointwise && reduce < 4 * lanes && n.attrInts("strides", {1, 1})[1] <= 4)
+    const std::vector<int64_t> strides = n.attrInts("strides", {});
+    if (!pointwise && reduce < 4 * lanes && (strides.empty() || strides.back() <= 4))
       return Contraction{mg, y[3], reduce, true};
     return Contraction{y[2] * y[3], mg, reduce};
   }
+  const Shape &w = n.inShape(1), &y = n.Outputs[0]->Type.Dims;
   if (n.OpType == "Gemm")
     return Contraction{y[0], y[1], n.inShape(0)[n.attrInt("transA", 0) ? 0 : 1]};
   if (n.OpType == "MatMul") {

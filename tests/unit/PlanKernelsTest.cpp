@@ -202,6 +202,23 @@ TEST_CASE("plan-kernels: f32 convolutions on each target class", "[plan]") {
     CHECK(p.Depthwise->MaxElements * 4 <= t.StackBytes);
     CHECK(p.Depthwise->GridRound % t.lanes(DType::F32) == 0);
   }
+  // 1-D convolutions as 2-D ones of one row: an STFT as a strided
+  // convolution (kernel 512, stride 160, 514 output channels, 8 frames)
+  // tiles frames x output channels over packed weights, its vectors along
+  // the channels.
+  for (const char *name : {"x86_64-v3", "aarch64-linux", "cortex-m4"}) {
+    OneNode c("Conv", "",
+              {{{DType::F32, {1, 1, 1632}}, nullptr},
+               {{DType::F32, {514, 1, 512}}, filled(DType::F32, {514, 1, 512}, 0.5)}},
+              {DType::F32, {1, 514, 8}}, {{"strides", ints({160})}});
+    TargetDesc t = describe(name);
+    ir::KernelPlan p = passes::planKernel(*c.N, t, false);
+    INFO(name << ": " << p.str());
+    REQUIRE(p.Register);
+    CHECK_FALSE(p.PixelColumns);
+    CHECK(p.Register->Lanes == t.lanes(DType::F32));
+    CHECK(p.Register->Rows <= 8);
+  }
   // On a GPU: one output per thread, nothing packed.
   {
     OneNode c = floatConv(64, 64, 14, 3);
