@@ -528,6 +528,8 @@ std::string KernelPlan::str() const {
     field("packed=" + std::to_string(PackedInput));
   if (PixelColumns)
     field("pixel_columns");
+  if (GateRows)
+    field("gate_rows");
   if (Wino)
     field("winograd=" + std::to_string(Wino->Tile) + " rows=" + std::to_string(Wino->Rows) +
           " pitch=" + std::to_string(Wino->Pitch) + " skew=" + std::to_string(Wino->Skew));

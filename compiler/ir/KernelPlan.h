@@ -34,6 +34,11 @@ struct KernelPlan {
   /// A convolution computed as a product over the packed image's pixel
   /// columns (packed input image).
   bool PixelColumns = false;
+  /// An RNN, GRU or LSTM with constant weights reads W and R transposed,
+  /// [D, I, G*H] and [D, H, G*H]: pack-weights replaces inputs 1 and 2 by
+  /// their (folded) transposes and sets PackedInput to 1. A step's gate
+  /// pre-activations are then vectors along the gate rows.
+  bool GateRows = false;
   /// A 3x3 convolution in the Winograd domain: output tile, rows of tiles
   /// per block, the transformed image's pitch, and the elements (a cache
   /// line) between the slices of its stack buffers.

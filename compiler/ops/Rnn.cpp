@@ -143,7 +143,12 @@ RnnShape rnnShape(const ir::Node &n, Cell cell) {
               << s.Direction << "'";
   s.D = s.Direction == "bidirectional" ? 2 : 1;
   s.Gates = cell == Cell::Rnn ? 1 : cell == Cell::Gru ? 3 : 4;
-  const Shape &w = n.inShape(1), &r = n.inShape(2);
+  // With the plan's GateRows packed, W and R are held transposed.
+  Shape w = n.inShape(1), r = n.inShape(2);
+  if (n.Plan.GateRows && n.Plan.PackedInput == 1 && w.size() == 3 && r.size() == 3) {
+    std::swap(w[1], w[2]);
+    std::swap(r[1], r[2]);
+  }
   if (w.size() != 3 || w[0] != s.D || w[2] != s.I || w[1] % s.Gates)
     n.error() << "W has shape " << shapeToString(w) << ", expected [" << s.D
               << ", " << s.Gates << "*hidden_size, " << s.I << "]";
@@ -257,6 +262,27 @@ void lowerRnn(LowerCtx &c, Cell cell) {
   if (cell == Cell::Lstm)
     cs = c.scratch("c_state", t, {B, H});
   TensorRef gates = c.scratch("gates", t, {G * H});
+  // The recurrent products R h (+ Rb) of a step, apart from the input's.
+  TensorRef hgates = c.scratch("hgates", t, {G * H});
+  // The weights transposed, [D, I, G*H] and [D, H, G*H], so that a step's
+  // gate pre-activations are vectors along the gate rows (each weight read
+  // once a step, contiguously) instead of a dot product and a horizontal
+  // sum per row: folded at compile time (the plan's GateRows), else
+  // transposed here on every call (weights computed at run time).
+  TensorRef wt, rt;
+  if (node.Plan.GateRows && node.Plan.PackedInput == 1) {
+    wt = w;
+    rt = r;
+  } else {
+    wt = c.scratch("w_t", t, {s.D, I, G * H});
+    rt = c.scratch("r_t", t, {s.D, H, G * H});
+    b.loop("d", s.D, [&](Expr d) {
+      b.loop("row", G * H, [&](Expr row) {
+        b.loop("i", I, [&](Expr i) { wt.store({d, i, row}, w.load({d, row, i})); });
+        b.loop("k", H, [&](Expr k) { rt.store({d, k, row}, r.load({d, row, k})); });
+      });
+    });
+  }
 
   auto xAt = [&](Expr tt, Expr bb, Expr i) {
     return s.Layout1 ? x.load({bb, tt, i}) : x.load({tt, bb, i});
@@ -277,16 +303,34 @@ void lowerRnn(LowerCtx &c, Cell cell) {
     bool reverse = s.Direction == "reverse" || d == 1;
     const Activation *act = &s.Acts[(size_t)d * s.ActsPerDir];
     Expr dE = indexConst(d);
-    // Pre-activation of gate row `row` (g*H + j) without any R term.
-    auto inputPart = [&](Expr tt, Expr bb, Expr row) {
-      Local acc = b.local("xw", bias ? bias->load({dE, row}) : constant(t, 0));
-      b.loop("i", I, [&](Expr i) {
-        b.set(acc, acc.get() + xAt(tt, bb, i) * w.load({dE, row, i}));
-      });
-      return acc;
-    };
     auto recurrentBias = [&](Expr row) {
       return bias ? bias->load({dE, row + G * H}) : constant(t, 0);
+    };
+    // gates = W x_t + Wb and hgates = R v + Rb over the gate rows [0,
+    // rows), v = h (or, for a GRU's h rows without linear_before_reset, r *
+    // h: rowsH below), as sums of rows of the transposed weights.
+    auto inputRows = [&](Expr tt, Expr bb) {
+      b.loop("row", G * H, [&](Expr row) {
+        gates.store({row}, bias ? bias->load({dE, row}) : constant(t, 0));
+      });
+      b.loop("i", I, [&](Expr i) {
+        Local xi = b.local("xi", xAt(tt, bb, i));
+        b.loop("row", G * H, [&](Expr row) {
+          gates.store({row}, gates.load({row}) + xi.get() * wt.load({dE, i, row}));
+        });
+      });
+    };
+    auto recurrentRows = [&](int64_t rowBegin, int64_t rowEnd,
+                             const std::function<Expr(Expr k)> &v) {
+      b.loop("row", indexConst(rowBegin), indexConst(rowEnd), [&](Expr row) {
+        hgates.store({row}, recurrentBias(row));
+      });
+      b.loop("k", H, [&](Expr k) {
+        Local vk = b.local("hk", v(k));
+        b.loop("row", indexConst(rowBegin), indexConst(rowEnd), [&](Expr row) {
+          hgates.store({row}, hgates.load({row}) + vk.get() * rt.load({dE, k, row}));
+        });
+      });
     };
 
     // Initial state.
@@ -306,16 +350,15 @@ void lowerRnn(LowerCtx &c, Cell cell) {
                            : indexConst(S));
         b.ifThen(lt(step, len.get()), [&] {
           Local tt = b.local("t", reverse ? len.get() - 1 - step : step);
-          // Full pre-activations W x + R h + biases for the generic rows.
+          inputRows(tt.get(), bb);
+          auto hPrev = [&](Expr k) { return hs.load({bb, k}); };
+          // Full pre-activations W x + R h + biases for the generic rows,
+          // through fin.
           auto fullRows = [&](int64_t rowBegin, int64_t rowEnd,
                               const std::function<Expr(Expr row, Expr pre)> &fin) {
+            recurrentRows(rowBegin, rowEnd, hPrev);
             b.loop("row", indexConst(rowBegin), indexConst(rowEnd), [&](Expr row) {
-              Local acc = inputPart(tt.get(), bb, row);
-              b.set(acc, acc.get() + recurrentBias(row));
-              b.loop("k", H, [&](Expr k) {
-                b.set(acc, acc.get() + hs.load({bb, k}) * r.load({dE, row, k}));
-              });
-              gates.store({row}, fin(row, acc.get()));
+              gates.store({row}, fin(row, gates.load({row}) + hgates.load({row})));
             });
           };
           if (cell == Cell::Rnn) {
@@ -328,22 +371,18 @@ void lowerRnn(LowerCtx &c, Cell cell) {
             fullRows(0, 2 * H, [&](Expr, Expr pre) {
               return applyActivation(act[0], clip(pre));
             });
+            // h: (R_h h + Rb_h) * r with linear_before_reset, else
+            // R_h (r * h) + Rb_h.
+            if (gruLinearBeforeReset)
+              recurrentRows(2 * H, 3 * H, hPrev);
+            else
+              recurrentRows(2 * H, 3 * H,
+                            [&](Expr k) { return gates.load({k + H}) * hs.load({bb, k}); });
             b.loop("j", H, [&](Expr j) {
               Expr row = j + 2 * H;
-              Local xw = inputPart(tt.get(), bb, row);
-              Local hr = b.local("hr", recurrentBias(row));
-              if (gruLinearBeforeReset) {
-                b.loop("k", H, [&](Expr k) {
-                  b.set(hr, hr.get() + hs.load({bb, k}) * r.load({dE, row, k}));
-                });
-                b.set(hr, hr.get() * gates.load({j + H}));
-              } else {
-                b.loop("k", H, [&](Expr k) {
-                  b.set(hr, hr.get() + gates.load({k + H}) * hs.load({bb, k}) *
-                                           r.load({dE, row, k}));
-                });
-              }
-              gates.store({row}, applyActivation(act[1], clip(xw.get() + hr.get())));
+              Expr hr = gruLinearBeforeReset ? hgates.load({row}) * gates.load({j + H})
+                                             : hgates.load({row});
+              gates.store({row}, applyActivation(act[1], clip(gates.load({row}) + hr)));
             });
             b.loop("j", H, [&](Expr j) {
               Local z = b.local("z", gates.load({j}));

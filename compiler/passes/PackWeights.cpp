@@ -121,6 +121,19 @@ bool packWeights(ir::Graph &g) {
       n->Inputs[at] = packed;
       p.PairsInput = (int64_t)at;
       changed = true;
+    } else if (p.GateRows && p.PackedInput < 0) {
+      // W [D, G*H, I] and R [D, G*H, H] replaced by their transposes
+      // (folded; the originals are left dead).
+      for (size_t i = 0; i < 2; ++i) {
+        ir::Value *t = addNode(g, nodes, n->Name, "Transpose", "", {n->Inputs[1 + i]}, {});
+        ir::Attribute perm;
+        perm.Kind = ir::AttrKind::Ints;
+        perm.Ints = {0, 2, 1};
+        t->Producer->Attrs["perm"] = perm;
+        n->Inputs[1 + i] = t;
+      }
+      p.PackedInput = 1;
+      changed = true;
     } else if (p.Wino && p.PackedInput < 0) {
       // The transformed kernel (folded), read as the broadcast operand of
       // the products: rows output channels, columns tiles.

@@ -390,6 +390,13 @@ std::optional<ir::KernelPlan::IntTile> intTile(const ir::Node &n, const ops::Int
 
 ir::KernelPlan planKernel(const ir::Node &n, const TargetDesc &t, bool gpu) {
   ir::KernelPlan p;
+  // Recurrent cells with constant weights read them transposed (see
+  // KernelPlan::GateRows).
+  if (n.Domain.empty() && (n.OpType == "RNN" || n.OpType == "GRU" || n.OpType == "LSTM") &&
+      n.hasInput(1) && n.hasInput(2) && n.Inputs[1]->Const && n.Inputs[2]->Const) {
+    p.GateRows = true;
+    return p;
+  }
   std::optional<ops::IntegerOperands> io = ops::integerOperands(n);
   if (io) {
     const bool paired = !gpu && pairedProducts(n, *io, t);

@@ -72,6 +72,82 @@ def encoder(d_model, nhead, ff, layers, seq, activation="relu"):
     return make
 
 
+def dft_conv(n_fft, hop):
+    """An STFT as a strided Conv1d: the Hann-windowed cosine and sine rows
+    of the real DFT's n_fft // 2 + 1 bins (real parts, then imaginary), as
+    speech front ends export it."""
+    bins = n_fft // 2 + 1
+    t = torch.arange(n_fft, dtype=torch.float64)
+    k = torch.arange(bins, dtype=torch.float64)[:, None]
+    window = 0.5 - 0.5 * torch.cos(2 * torch.pi * t / n_fft)
+    angle = 2 * torch.pi * k * t / n_fft
+    rows = torch.cat([torch.cos(angle) * window, -torch.sin(angle) * window])
+    conv = nn.Conv1d(1, 2 * bins, n_fft, stride=hop, bias=False)
+    conv.weight.data = rows[:, None, :].float()
+    return conv, bins
+
+
+class WakeWordFrontEnd(nn.Module):
+    """A wake-word front end on 1,760 samples: STFT (n_fft 512, hop 160,
+    257 bins, 8 frames) as Conv1d, power, 32 mel bands (a random
+    non-negative filter bank), log."""
+
+    def __init__(self, gen):
+        super().__init__()
+        self.stft, self.bins = dft_conv(512, 160)
+        self.mel = nn.Parameter(torch.rand(32, self.bins, generator=gen) * 0.05)
+
+    def forward(self, x):
+        s = self.stft(x.unsqueeze(1))
+        re, im = s[:, : self.bins], s[:, self.bins:]
+        return torch.log(torch.matmul(self.mel, re * re + im * im) + 1e-6)
+
+
+class VoiceActivity(nn.Module):
+    """A voice-activity detector on 512 samples: STFT (n_fft 256, hop 128,
+    3 frames) as Conv1d, magnitude, four Conv1d(kernel 3, padding 1) + ReLU
+    of 128, 64, 64 and 128 channels, an LSTM of 128 over the frames, a
+    sigmoid head on the last frame."""
+
+    def __init__(self, gen):
+        super().__init__()
+        self.stft, self.bins = dft_conv(256, 128)
+        chans = [self.bins, 128, 64, 64, 128]
+        self.convs = nn.ModuleList(nn.Conv1d(a, b, 3, padding=1)
+                                   for a, b in zip(chans, chans[1:]))
+        self.lstm = nn.LSTM(128, 128, batch_first=True)
+        self.head = nn.Linear(128, 1)
+
+    def forward(self, x):
+        s = self.stft(x.unsqueeze(1))
+        re, im = s[:, : self.bins], s[:, self.bins:]
+        h = torch.sqrt(re * re + im * im + 1e-9)
+        for conv in self.convs:
+            h = torch.relu(conv(h))
+        out, _ = self.lstm(h.transpose(1, 2))
+        return torch.sigmoid(self.head(out[:, -1]))
+
+
+class GruKeywords(nn.Module):
+    """A GRU keyword spotter on 49 frames of 40 features: a GRU of 64 and a
+    linear layer to 12 classes on the last frame."""
+
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(40, 64, batch_first=True)
+        self.out = nn.Linear(64, 12)
+
+    def forward(self, x):
+        y, _ = self.gru(x)
+        return self.out(y[:, -1])
+
+
+def audio(factory, shape):
+    def make(gen):
+        return factory(gen), torch.randn(*shape, generator=gen)
+    return make
+
+
 MODELS = {
     "resnet18": (1, vision(torchvision.models.resnet18)),
     "squeezenet1_1": (2, vision(torchvision.models.squeezenet1_1)),
@@ -94,6 +170,10 @@ MODELS = {
     "densenet121": (10, vision(torchvision.models.densenet121)),
     "mnasnet1_0": (11, vision(torchvision.models.mnasnet1_0)),
     "resnet50": (12, vision(torchvision.models.resnet50)),
+    # Speech and audio (benchmarks/audio).
+    "wakeword_frontend": (13, audio(WakeWordFrontEnd, (1, 1760))),
+    "vad": (14, audio(VoiceActivity, (1, 512))),
+    "gru_kws": (15, audio(lambda gen: GruKeywords(), (1, 49, 40))),
 }
 DEFAULT_MODELS = ["resnet18", "squeezenet1_1", "mobilenet_v2", "transformer_encoder"]
 

@@ -222,6 +222,63 @@ TEST_CASE("cache-blocked convolutions equal the definition", "[contraction]") {
         referenceConv({1, 20, 7, 9}, 40, 3, 1, 1, 1), 180);
 }
 
+TEST_CASE("an LSTM with constant weights (gate rows, weights transposed) equals the definition",
+          "[contraction]") {
+  // X [S, B, I] -> LSTM (H hidden; W, R, B initializers) -> Y_h [1, B, H].
+  const int64_t S = 5, Bn = 2, I = 3, H = 4, G = 4;
+  pb::Model m;
+  pb::Graph *g = newGraph(m, {S, Bn, I});
+  std::vector<float> w = randomValues({1, G * H, I}, 1), r = randomValues({1, G * H, H}, 2),
+                     bias = randomValues({1, 2 * G * H}, 3), x = randomValues({S, Bn, I}, 4);
+  addInitializer(g, "W", {1, G * H, I}, w);
+  addInitializer(g, "R", {1, G * H, H}, r);
+  addInitializer(g, "B", {1, 2 * G * H}, bias);
+  pb::Node *n = g->add_node();
+  n->set_op_type("LSTM");
+  n->set_name("lstm");
+  for (const char *in : {"X", "W", "R", "B"})
+    n->add_input(in);
+  n->add_output("");
+  n->add_output("Y");
+  pb::Attribute *a = n->add_attribute();
+  a->set_name("hidden_size");
+  a->set_type(2);
+  a->set_i(H);
+  addFloatInfo(g->add_output(), "Y", {1, Bn, H});
+  std::string text;
+  std::vector<float> got = compileAndRun(m.SerializeAsString(), avx512(32768, 524288), x, &text);
+  // The weights are constants of the program once, transposed.
+  INFO(text.substr(0, 1500));
+  CHECK(text.find("Transpose") != std::string::npos);
+  CHECK(text.find("w0_W") == std::string::npos);
+  // The definition (ONNX gate order i, o, f, c), in double.
+  auto sigmoid = [](double v) { return 1.0 / (1.0 + std::exp(-v)); };
+  for (int64_t b = 0; b < Bn; ++b) {
+    std::vector<double> h((size_t)H, 0.0), c((size_t)H, 0.0);
+    for (int64_t t = 0; t < S; ++t) {
+      std::vector<double> pre((size_t)(G * H));
+      for (int64_t row = 0; row < G * H; ++row) {
+        double v = bias[(size_t)row] + bias[(size_t)(G * H + row)];
+        for (int64_t i = 0; i < I; ++i)
+          v += (double)x[(size_t)((t * Bn + b) * I + i)] * w[(size_t)(row * I + i)];
+        for (int64_t k = 0; k < H; ++k)
+          v += h[(size_t)k] * r[(size_t)(row * H + k)];
+        pre[(size_t)row] = v;
+      }
+      for (int64_t j = 0; j < H; ++j) {
+        double ig = sigmoid(pre[(size_t)j]), og = sigmoid(pre[(size_t)(H + j)]),
+               fg = sigmoid(pre[(size_t)(2 * H + j)]), cg = std::tanh(pre[(size_t)(3 * H + j)]);
+        c[(size_t)j] = fg * c[(size_t)j] + ig * cg;
+        h[(size_t)j] = og * std::tanh(c[(size_t)j]);
+      }
+    }
+    for (int64_t j = 0; j < H; ++j) {
+      INFO("batch " << b << ", unit " << j);
+      CHECK(std::fabs(got[(size_t)(b * H + j)] - h[(size_t)j]) <= 1e-5);
+    }
+  }
+}
+
 TEST_CASE("cache-blocked matrix products equal the definition", "[contraction]") {
   const int64_t M = 37, K = 70, N = 50;
   std::string model = oneNodeModel("Gemm", {M, K}, {K, N}, {N}, {M, N}, {});
