@@ -204,7 +204,7 @@ bool depthwiseF32(const ir::Node &n) {
 /// -128 (narrowWeights).
 bool longMacDots(const TargetDesc &t) {
   return t.has(MacForm::ArmLongMac) && !t.has(MacForm::ArmDot) && !t.has(MacForm::ArmMatMul) &&
-         t.Triple.rfind("aarch64", 0) == 0 && t.lanes(DType::I32) == 4;
+         t.lanes(DType::I32) == 4;
 }
 
 /// Whether a target runs int8 dot products of byte quads, and how: x86

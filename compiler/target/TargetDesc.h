@@ -22,7 +22,7 @@ enum class MacForm : uint8_t {
   X86Madd16,    ///< pmaddwd: int16 pairs multiplied, summed to int32 (SSE2, AVX2, AVX-512)
   X86MaddU8S8,  ///< pmaddubsw: u8 x s8 pairs summed to int16, saturating (SSSE3 and later)
   X86Vnni,      ///< vpdpbusd: u8 x s8 quads summed into int32 (AVX512-VNNI, AVX-VNNI)
-  ArmLongMac,   ///< smlal / sadalp: widening multiply-accumulates (NEON)
+  ArmLongMac,   ///< smlal / sadalp: widening multiply-accumulates (AArch64 NEON)
   ArmDot,       ///< sdot / udot: int8 quads summed into int32 (dotprod)
   ArmMatMul,    ///< smmla / ummla: 2x8 by 8x2 int8 matrix products (i8mm)
   ArmSmlad,     ///< smlad: two int16 products accumulated (Cortex-M DSP extension)

@@ -270,8 +270,9 @@ TargetDesc describeTarget(const TargetSpec &t) {
     s.Fma = has("vfp4d16sp") || has("fp-armv8d16sp"); // the single-precision forms
     s.FloatUnit = has("vfp2sp") || has("fp-armv8") || has("mve.fp") || has("neon");
     s.DoubleUnit = s.FloatUnit && has("fp64");
-    if (has("neon"))
-      s.IntMacs.push_back(MacForm::ArmLongMac);
+    // (No ArmLongMac on 32-bit NEON: the kernels' widening multiply-adds
+    // and pair sums are AArch64's; its int8 runs the int32 tiles as LLVM
+    // selects them.)
     if (has("dsp"))
       s.IntMacs.push_back(MacForm::ArmSmlad);
     if (has("mve"))
