@@ -71,7 +71,8 @@ struct PaddedInput {
           b.loop("i", PadLeft, [&](Expr i) { Src.storeFlat(row + i, zero); });
         b.loop("iw", W, [&](Expr iw) {
           // (Flat: a 1-D convolution's [N, C, W] input is read as one row.)
-          Src.storeFlat(row + PadLeft + iw, x.loadFlat(((n * C + ch) * H + ih) * W + iw));
+          Src.storeFlat(row + PadLeft + iw,
+                        x.loadFlat(n * (C * H * W) + ch * (H * W) + ih * W + iw));
         });
         if (padRight > 0)
           b.loop("i", padRight, [&](Expr i) { Src.storeFlat(row + PadLeft + W + i, zero); });
