@@ -306,9 +306,10 @@ void lowerRnn(LowerCtx &c, Cell cell) {
     auto recurrentBias = [&](Expr row) {
       return bias ? bias->load({dE, row + G * H}) : constant(t, 0);
     };
-    // gates = W x_t + Wb and hgates = R v + Rb over the gate rows [0,
-    // rows), v = h (or, for a GRU's h rows without linear_before_reset, r *
-    // h: rowsH below), as sums of rows of the transposed weights.
+    // inputRows: gates = W x_t + Wb over every gate row; recurrentRows:
+    // hgates = R v + Rb over the rows [rowBegin, rowEnd), v = h (or, for a
+    // GRU's h rows without linear_before_reset, r * h); both as sums of
+    // rows of the transposed weights.
     auto inputRows = [&](Expr tt, Expr bb) {
       b.loop("row", G * H, [&](Expr row) {
         gates.store({row}, bias ? bias->load({dE, row}) : constant(t, 0));
