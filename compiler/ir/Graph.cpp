@@ -536,7 +536,7 @@ std::string KernelPlan::str() const {
   if (Dot4Lanes)
     field("dot4=" + std::to_string(Dot4Lanes) + " packed=" + std::to_string(Dot4Input) +
           (DotPairs ? " pairs" : "") + (DotSigned ? " signed" : "") +
-          (DotNarrow ? " narrow" : ""));
+          (DotNarrow ? " narrow" : "") + (DotAlongK ? " along_k" : ""));
   auto intTile = [&](const char *name, const IntTile &t) {
     std::string s = std::string(name) + "=" + std::to_string(t.Rows) + "x" +
                     std::to_string(t.Vectors * t.Lanes) + " lanes=" + std::to_string(t.Lanes);

@@ -68,6 +68,13 @@ struct KernelPlan {
   /// sdot4 is sdot4_narrow, which a core without dot products runs as
   /// 16-bit products summed in pairs (AArch64 NEON: Cortex-A53, A72).
   bool DotNarrow = false;
+  /// A matrix product of one row of A (a matrix-vector product) on dot
+  /// products along K: B's quads packed per column, [N, Kq rounded up to
+  /// Lanes] (mlcc.PackQuadsK columns = Lanes), the Dot tile's Rows columns
+  /// each summing Lanes quads at a time into a vector that is summed
+  /// across at the end (the signed-quad AArch64 targets: no column of the
+  /// tile computed twice or wasted, one vector load of A for every column).
+  bool DotAlongK = false;
   /// A register tile of int32 accumulators: Rows output channels x Vectors
   /// vectors of Lanes outputs; a remainder of the outputs runs in
   /// TailGroups parallel groups of row tiles.

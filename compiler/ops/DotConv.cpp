@@ -37,14 +37,6 @@ Expr quadByte(const Expr &v, bool signedQuads) {
   return signedQuads ? binary(BinOp::BitAnd, v, constantInt(DType::I32, 0xff)) : v;
 }
 
-/// The dot product of the plan's quads: dot4 (unsigned input bytes), or
-/// sdot4 (DotSigned), sdot4_narrow where the weights avoid -128 (DotNarrow).
-BinOp quadDot(const ir::KernelPlan &p) {
-  if (!p.DotSigned)
-    return BinOp::Dot4;
-  return p.DotNarrow ? BinOp::SDot4Narrow : BinOp::SDot4;
-}
-
 /// Vectors of the one tail tile that covers the outputs past the last whole
 /// tile of P outputs (as schedule::tileCost counts them).
 int64_t tailVectors(int64_t Q, int64_t P, int64_t lanes) {
@@ -139,18 +131,23 @@ void lowerIntTapQuads(LowerCtx &c, const ConvShape &s, const TensorRef &x, const
               insideRange(Hq, sh, py - top, H), cols, zq,
               [&](const Expr &i, const Expr &ox, bool edge) {
                 Expr iy = i * sh + (py - top);
+                // The bytes as stored (uint8), then (DotSigned) less 128
+                // all four at once: a flip of each top bit (the bytes past
+                // the taps meet zero weights).
                 std::vector<Expr> bytes;
                 for (int64_t t = 0; t < taps; ++t) {
                   Expr ix = ox * sw + ((4 * u + t) * dw - left);
                   if (!edge) {
-                    bytes.push_back(quadByte(cast(acc, x.load({n, ch, iy, ix}))));
+                    bytes.push_back(cast(acc, x.load({n, ch, iy, ix})));
                     continue;
                   }
                   Expr in = binary(BinOp::And, ge(ix, indexConst(0)), lt(ix, indexConst(W)));
                   Expr at = min(max(ix, indexConst(0)), indexConst(W - 1));
-                  bytes.push_back(quadByte(select(in, cast(acc, x.load({n, ch, iy, at})), xz)));
+                  bytes.push_back(select(in, cast(acc, x.load({n, ch, iy, at})), xz));
                 }
-                return byteQuad(bytes);
+                Expr q = byteQuad(bytes);
+                return signedQuads ? binary(BinOp::BitXor, q, constantInt(acc, (int32_t)0x80808080u))
+                                   : q;
               });
       }
       // The weight quads of the channel's kernel rows.
@@ -265,6 +262,13 @@ std::optional<DotGeometry> dotConvGeometry(const ConvShape &s, int64_t lanes, in
 
 
 // Declared, and described, in IntegerOps.h.
+BinOp quadDot(const ir::KernelPlan &p) {
+  if (!p.DotSigned)
+    return BinOp::Dot4;
+  return p.DotNarrow ? BinOp::SDot4Narrow : BinOp::SDot4;
+}
+
+// Declared, and described, in IntegerOps.h.
 void lowerIntDotConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx, size_t biasIdx,
                      size_t packedIdx, const std::function<Expr(Expr, Expr)> &finish) {
   KernelBuilder &b = c.b();
@@ -291,6 +295,8 @@ void lowerIntDotConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx, size_
   const int64_t shift = signedQuads ? (signedX ? 0 : -128) : (signedX ? 128 : 0);
   auto quadByte = [&](const Expr &v) { return ops::quadByte(v, signedQuads); };
   Expr xz = xzp ? cast(acc, xzp->loadFlat(indexConst(0))) : constantInt(acc, 0);
+  // The zero point's byte as stored (the padding channels of a quad).
+  const Expr xzByte = signedX ? binary(BinOp::BitAnd, xz, constantInt(acc, 0xff)) : xz;
   if (shift)
     xz = xz + constantInt(acc, shift);
   Local zq = b.local("zquad", quadByte(xz) * constantInt(acc, 0x01010101));
@@ -309,16 +315,19 @@ void lowerIntDotConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx, size_
   std::vector<bool> phaseUsed((size_t)sh, false);
   for (int64_t kh = 0; kh < KH; ++kh)
     phaseUsed[(size_t)((kh * dh) % sh)] = true;
+  // The input's bytes as stored, combined, then offset by `shift` all
+  // four at once: +-128 on a byte is a flip of its top bit.
   auto quad = [&](const Expr &n, const Expr &cq, const Expr &iy, const Expr &ix) {
     std::vector<Expr> bytes;
     for (int64_t j = 0; j < 4; ++j) {
       Expr ch = cq * 4 + j;
       Expr byte = cast(acc, x.load({n, min(ch, indexConst(C - 1)), iy, ix}));
-      if (shift)
-        byte = byte + constantInt(acc, shift);
-      bytes.push_back(quadByte(C % 4 != 0 ? select(lt(ch, indexConst(C)), byte, xz) : byte));
+      if (signedX)
+        byte = binary(BinOp::BitAnd, byte, constantInt(acc, 0xff));
+      bytes.push_back(C % 4 != 0 ? select(lt(ch, indexConst(C)), byte, xzByte) : byte);
     }
-    return byteQuad(bytes);
+    Expr q = byteQuad(bytes);
+    return shift ? binary(BinOp::BitXor, q, constantInt(acc, (int32_t)0x80808080u)) : q;
   };
   b.loop("n", s.N, [&](Expr n) {
     b.loop("cq", Cq, [&](Expr cq) {

@@ -165,23 +165,87 @@ bool lowerIntDotMatMul(LowerCtx &c, const MatMulShape &s, const TensorRef &a,
   const ir::KernelPlan::IntTile &tile = *node.Plan.Dot;
   const int64_t L = tile.Lanes;
   size_t packedIdx = (size_t)node.Plan.Dot4Input;
-  if (!c.hasIn(packedIdx) || s.RankB != 2 || transA ||
-      s.N < L || s.M <= 0 || biasPerRow || (azp && azp->numel() != 1))
+  const bool alongK = node.Plan.DotAlongK;
+  if (!c.hasIn(packedIdx) || s.RankB != 2 || transA || (alongK ? s.M != 1 : s.N < L) ||
+      s.M <= 0 || biasPerRow || (azp && azp->numel() != 1))
     return false;
   KernelBuilder &b = c.b();
   TensorRef bq = c.in(packedIdx), colsum = c.in(packedIdx + 1), y = c.out(0);
   const DType acc = DType::I32;
   const bool signedA = a.dtype() == DType::I8;
   const int64_t K = s.K, Kq = (K + 3) / 4, M = s.M, N = s.N;
+  // The quads hold A's bytes in the dot product's domain: unsigned for
+  // dot4, signed for sdot4 (the plan's DotSigned); int8 A is offset by
+  // +128 for the one and uint8 A by -128 for the other, each a flip of the
+  // bytes' top bits, and the zero point with them.
+  const bool signedQuads = node.Plan.DotSigned, flip = signedQuads != signedA;
+  const BinOp dot = quadDot(node.Plan);
   Expr az = azp ? cast(acc, azp->loadFlat(indexConst(0))) : constantInt(acc, 0);
-  if (signedA)
-    az = az + constantInt(acc, 128);
+  if (flip)
+    az = az + constantInt(acc, signedA ? 128 : -128);
   // Each column's initial value.
   TensorRef colinit = c.scratch("colinit", acc, {N});
   b.loop("j", N, [&](Expr j) {
     Expr v = constantInt(acc, 0) - az * colsum.load({j});
     colinit.storeFlat(j, bias ? bias(indexConst(0), j) + v : v);
   });
+  // A quad of A's row from k = 4 kq (a word loaded whole where A runs
+  // along k), in the quads' domain.
+  auto aQuad = [&](const std::vector<Expr> &bi, const Expr &r, const Expr &kq) {
+    Expr quad = constantInt(acc, 0);
+    for (int64_t j = 0; j < 4; ++j) {
+      Expr k = min(kq * 4 + j, indexConst(K - 1));
+      Expr byte = cast(acc, a.load(matmulOperandIndex(s, true, bi, r, k)));
+      if (signedA)
+        byte = binary(BinOp::BitAnd, byte, constantInt(acc, 0xff));
+      quad = binary(BinOp::BitOr, quad, binary(BinOp::Shl, byte, constantInt(acc, 8 * j)));
+    }
+    if (flip)
+      quad = binary(BinOp::BitXor, quad, constantInt(acc, (int32_t)0x80808080u));
+    return quad;
+  };
+  auto storeY = [&](const std::vector<Expr> &bi, const Expr &r, const Expr &j, const Expr &v) {
+    std::vector<Expr> idx = bi;
+    if (s.RankA > 1)
+      idx.push_back(r);
+    idx.push_back(j);
+    y.store(idx, finish ? finish(v, bi, r, j) : v);
+  };
+  if (alongK) {
+    // The plan's DotAlongK: A's row staged as quads (zero past K, where
+    // B's packed quads are zero too), then per tile of columns a vector
+    // accumulator each, over Lanes quads of K a step, summed across.
+    const int64_t Kp = bq.shape()[1], R = std::min(tile.Rows, N);
+    const int64_t colTiles = (N + R - 1) / R;
+    b.loops(s.Batch, [&](const std::vector<Expr> &bi) {
+      TensorRef aq = c.scratch("aquads", acc, {Kp});
+      b.loop("kq", Kp, [&](Expr kq) {
+        aq.storeFlat(kq, select(lt(kq, indexConst(Kq)), aQuad(bi, indexConst(0), kq),
+                                constantInt(acc, 0)));
+      });
+      b.loop("jt", colTiles, [&](Expr jt) {
+        Expr j0 = min(jt * R, indexConst(N - R));
+        Local t = b.local("acc", acc, R * L);
+        for (int64_t r = 0; r < R; ++r)
+          b.store(t.Buf, indexConst(r * L), broadcast(constantInt(acc, 0), (int)L));
+        b.loop("kv", Kp / L, [&](Expr kv) {
+          Expr av = vload(aq.buffer(), kv * L, (int)L);
+          for (int64_t r = 0; r < R; ++r) {
+            Expr bv = vload(bq.buffer(), (j0 + r) * Kp + kv * L, (int)L);
+            b.store(t.Buf, indexConst(r * L),
+                    vload(t.Buf, indexConst(r * L), (int)L) + binary(dot, av, bv));
+          }
+        });
+        for (int64_t r = 0; r < R; ++r) {
+          Expr sum = colinit.loadFlat(j0 + r);
+          for (int64_t l = 0; l < L; ++l)
+            sum = sum + t.get(indexConst(r * L + l));
+          storeY(bi, indexConst(0), j0 + r, sum);
+        }
+      }, LoopKind::Parallel);
+    }, "bi");
+    return true;
+  }
   // The plan's tile, halved across until the columns fill it.
   int64_t NV = tile.Vectors;
   while (NV > 1 && N < NV * L)
@@ -201,17 +265,9 @@ bool lowerIntDotMatMul(LowerCtx &c, const MatMulShape &s, const TensorRef &a,
         for (int64_t v = 0; v < NV; ++v)
           bv.push_back(vload(bq.buffer(), kq * N + j0 + v * L, (int)L));
         for (int64_t r = 0; r < RW; ++r) {
-          Expr quad = constantInt(acc, 0);
-          for (int64_t j = 0; j < 4; ++j) {
-            Expr k = min(kq * 4 + j, indexConst(K - 1));
-            Expr byte = cast(acc, a.load(matmulOperandIndex(s, true, bi, r0 + r, k)));
-            if (signedA)
-              byte = byte + constantInt(acc, 128);
-            quad = binary(BinOp::BitOr, quad, binary(BinOp::Shl, byte, constantInt(acc, 8 * j)));
-          }
-          Expr aq = broadcast(quad, (int)L);
+          Expr aq = broadcast(aQuad(bi, r0 + r, kq), (int)L);
           for (int64_t v = 0; v < NV; ++v)
-            b.store(t.Buf, at(r, v), vload(t.Buf, at(r, v), (int)L) + binary(BinOp::Dot4, aq, bv[v]));
+            b.store(t.Buf, at(r, v), vload(t.Buf, at(r, v), (int)L) + binary(dot, aq, bv[v]));
         }
       });
       Local done = b.local("done", acc, RW * P);
@@ -219,14 +275,7 @@ bool lowerIntDotMatMul(LowerCtx &c, const MatMulShape &s, const TensorRef &a,
         for (int64_t v = 0; v < NV; ++v)
           b.store(done.Buf, at(r, v), vload(t.Buf, at(r, v), (int)L));
       for (int64_t r = 0; r < RW; ++r)
-        b.loop("j", P, [&](Expr j) {
-          Expr v = done.get(at(r, 0) + j);
-          std::vector<Expr> idx = bi;
-          if (s.RankA > 1)
-            idx.push_back(r0 + r);
-          idx.push_back(j0 + j);
-          y.store(idx, finish ? finish(v, bi, r0 + r, j0 + j) : v);
-        });
+        b.loop("j", P, [&](Expr j) { storeY(bi, r0 + r, j0 + j, done.get(at(r, 0) + j)); });
     };
     if (rowTiles >= colTiles)
       b.loop("rt", rowTiles, [&](Expr rt) {

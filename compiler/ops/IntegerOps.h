@@ -142,6 +142,11 @@ struct IntegerOperands {
 };
 std::optional<IntegerOperands> integerOperands(const ir::Node &n);
 
+/// The dot product of a plan's quads (the input's bytes first, the
+/// weights' second): dot4 (unsigned input bytes), or sdot4 (DotSigned),
+/// sdot4_narrow where the weights avoid -128 (DotNarrow).
+kir::BinOp quadDot(const ir::KernelPlan &p);
+
 /// The input that holds the int8 weights packed for products in pairs
 /// (the plan's Pairs: mlcc.PackQuads/PackQuadsK with pairs = 1), once
 /// pack-weights added it.

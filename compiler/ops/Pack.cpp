@@ -133,21 +133,27 @@ void lowerPackQuads(LowerCtx &c) {
 /// PackQuadsK: int8 matrix B [K, N] (or [N, K] with transposed = 1) as
 /// int32 [ceil(K / 4), N] whose four bytes are B(4q..4q+3, n) (zero past K):
 /// the B operand of integer matrix products on dot4, or with pairs = 1 on
-/// dot2 (see packQuad, IntegerMatMul.cpp).
+/// dot2 (see packQuad, IntegerMatMul.cpp). With columns = L > 0, per
+/// column instead: [N, ceil(K / 4) rounded up to L], zero quads past K
+/// (the plan's DotAlongK).
 void inferPackQuadsK(ir::Node &n) {
   const Shape &w = n.inShape(0);
   if (n.inDType(0) != DType::I8 || w.size() != 2)
     n.error(ErrorKind::Internal) << "PackQuadsK needs an int8 matrix";
   bool t = n.attrInt("transposed", 0);
-  int64_t k = t ? w[1] : w[0], cols = t ? w[0] : w[1];
-  n.setOutput(0, DType::I32, {(k + 3) / 4, cols});
+  int64_t k = t ? w[1] : w[0], cols = t ? w[0] : w[1], per = n.attrInt("columns", 0);
+  if (per > 0)
+    n.setOutput(0, DType::I32, {cols, ((k + 3) / 4 + per - 1) / per * per});
+  else
+    n.setOutput(0, DType::I32, {(k + 3) / 4, cols});
 }
 
 void lowerPackQuadsK(LowerCtx &c) {
   TensorRef w = c.in(0), y = c.out(0);
-  bool t = c.node().attrInt("transposed", 0);
+  bool t = c.node().attrInt("transposed", 0), columns = c.node().attrInt("columns", 0) > 0;
   const Shape &ws = w.shape();
-  int64_t k = t ? ws[1] : ws[0], cols = t ? ws[0] : ws[1], kq = (k + 3) / 4;
+  int64_t k = t ? ws[1] : ws[0], cols = t ? ws[0] : ws[1];
+  int64_t kq = columns ? y.shape()[1] : (k + 3) / 4;
   c.b().loops({kq, cols}, [&](const std::vector<Expr> &i) {
     std::vector<Expr> bytes;
     for (int64_t j = 0; j < 4; ++j) {
@@ -156,7 +162,11 @@ void lowerPackQuadsK(LowerCtx &c) {
       Expr byte = cast(DType::I32, cast(DType::U8, t ? w.load({i[1], rc}) : w.load({rc, i[1]})));
       bytes.push_back(select(lt(r, indexConst(k)), byte, constantInt(DType::I32, 0)));
     }
-    y.store(i, packQuad(bytes, c.node().attrInt("pairs", 0)));
+    Expr quad = packQuad(bytes, c.node().attrInt("pairs", 0));
+    if (columns)
+      y.store({i[1], i[0]}, quad);
+    else
+      y.store(i, quad);
   }, "q");
 }
 

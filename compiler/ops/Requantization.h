@@ -108,19 +108,28 @@ inline Expr roundSmallF32(const Expr &v) {
   return bits - constantInt(DType::I32, 0x4B400000);
 }
 
+/// The clamp before the rounding is to the integer bounds widened by a
+/// quarter, [lo - 0.25, hi + 0.25]: the same result (everything within a
+/// quarter of an integer rounds to it), and never a zero bound, so that a
+/// target with a NaN-propagating float min/max (AArch64 fmin/fmax) clamps
+/// in one instruction per bound (see llvmgen::EmitFeatures::FloatMinMax).
+constexpr double kRoundingSlack = 0.25;
+
 inline Expr requantizeF32(DType out, const Expr &acc, const Expr &mult, const Expr &zp) {
   auto [lo, hi] = intRange(out);
   Expr z = cast(DType::F32, zp);
-  Expr v = clamp(cast(DType::F32, acc) * mult, constant(DType::F32, lo) - z,
-                 constant(DType::F32, hi) - z);
+  Expr v = clamp(cast(DType::F32, acc) * mult, constant(DType::F32, lo - kRoundingSlack) - z,
+                 constant(DType::F32, hi + kRoundingSlack) - z);
   return roundSmallF32(v) + cast(DType::I32, zp);
 }
 
 /// saturate(round_half_even(v)) to `out`'s range for an f32 `v`, as an
-/// int32 (clamping first is the same: the limits are integers).
+/// int32 (clamping first, to the bounds widened by kRoundingSlack, is the
+/// same).
 inline Expr saturateRoundF32(DType out, const Expr &v) {
   auto [lo, hi] = intRange(out);
-  return roundSmallF32(clamp(v, constant(DType::F32, lo), constant(DType::F32, hi)));
+  return roundSmallF32(clamp(v, constant(DType::F32, lo - kRoundingSlack),
+                             constant(DType::F32, hi + kRoundingSlack)));
 }
 
 /// saturate(round(acc * m0 * 2^-shift) + zp) in integers only, for targets

@@ -106,9 +106,13 @@ bool packWeights(ir::Graph &g) {
       if (o.Conv)
         addDotOperands(g, nodes, *n, o.W, "PackQuads", {{"pairs", p.DotPairs ? 2 : 0}}, {1, 2, 3},
                        std::max(n->Inputs.size(), o.Appended));
-      else
-        addDotOperands(g, nodes, *n, o.W, "PackQuadsK", {{"transposed", o.TransposedW}},
-                       {o.TransposedW ? 1 : 0}, std::max(n->Inputs.size(), o.Appended));
+      else {
+        std::vector<std::pair<std::string, int64_t>> attrs{{"transposed", o.TransposedW}};
+        if (p.DotAlongK)
+          attrs.push_back({"columns", p.Dot4Lanes});
+        addDotOperands(g, nodes, *n, o.W, "PackQuadsK", attrs, {o.TransposedW ? 1 : 0},
+                       std::max(n->Inputs.size(), o.Appended));
+      }
       changed = true;
     } else if (p.Pairs && p.PairsInput < 0) {
       ops::IntegerOperands o = *ops::integerOperands(*n);

@@ -235,23 +235,37 @@ std::optional<ir::KernelPlan> dotPlan(const ir::Node &n, const ops::IntegerOpera
   const int64_t lanes = t.lanes(DType::I32);
   const bool madd = !t.has(MacForm::X86Vnni) && t.has(MacForm::X86Madd16);
   // Arm's dot-product extension without i8mm has no unsigned x signed
-  // form: convolutions only, their quads offset to signed bytes.
+  // form: the quads of the input (or A) are offset to signed bytes.
   const bool longMac = longMacDots(t);
   const bool signedQuads = !t.has(MacForm::ArmMatMul) && (t.has(MacForm::ArmDot) || longMac);
   const bool narrow = signedQuads && narrowWeights(n, o);
-  if (longMac && (!narrow || !o.Conv || n.attrInt("group", 1) > 1 ||
-                  !schedule::pairSumsOverWindow(n.inShape(o.W)[1])))
+  if (longMac && (!narrow || (o.Conv && (n.attrInt("group", 1) > 1 ||
+                                         !schedule::pairSumsOverWindow(n.inShape(o.W)[1])))))
     return std::nullopt;
   const MacKind mac = madd ? MacKind::Int8Madd : longMac ? MacKind::Int8PairSums : MacKind::Int8Dot;
   ir::KernelPlan p;
   const bool constInt8W = n.hasInput(o.W) && n.Inputs[o.W]->Const && n.inDType(o.W) == DType::I8;
   if (!o.Conv) {
-    if ((n.OpType == "QGemm" && n.attrInt("transA", 0)) || signedQuads)
+    if (n.OpType == "QGemm" && n.attrInt("transA", 0))
       return std::nullopt;
     if (!constInt8W || n.inShape(o.W).size() != 2 || !ops::zeroOrAbsent(n, o.WZeroPoint))
       return std::nullopt;
     p.Dot4Lanes = lanes;
     p.Dot = ir::KernelPlan::IntTile{kDotMatMulRows, kDotMatMulVectors, lanes, 1};
+    p.DotSigned = signedQuads;
+    p.DotNarrow = narrow;
+    // One row of A on signed quads: along K (KernelPlan::DotAlongK), the
+    // columns in as few tiles as the registers allow (an accumulator per
+    // column besides A's and B's vectors and a pair sum's temporaries).
+    const Shape &a = n.inShape(o.X);
+    if (signedQuads && !a.empty() && numElements(a) == a.back()) {
+      const int64_t N = o.TransposedW ? n.inShape(o.W)[0] : n.inShape(o.W)[1];
+      const int64_t maxCols =
+          std::max<int64_t>(1, t.VectorRegisters - 2 - (narrow ? schedule::kPairSumTemporaries : 0));
+      const int64_t tiles = (N + maxCols - 1) / maxCols;
+      p.DotAlongK = true;
+      p.Dot = ir::KernelPlan::IntTile{(N + tiles - 1) / tiles, 1, lanes, 1};
+    }
     if (madd) // no wider than the registers hold with each vector's and row's pairs
       p.Dot->Vectors = std::clamp<int64_t>(
           (t.VectorRegisters - 2 * kDotMatMulRows - 2) / (kDotMatMulRows + 2), 1,

@@ -33,11 +33,6 @@ int64_t floatRegisters(const TargetDesc &t) {
 /// tile's vectors of quads and its broadcast weight quads.
 int64_t dotAccumulators(const TargetDesc &t) { return t.VectorRegisters * 3 / 4; }
 
-/// Vector registers an Int8PairSums tile keeps for the 16-bit products and
-/// pair sums in flight (two products and their sum, twice, so that one
-/// accumulator's chain overlaps the next).
-constexpr int64_t kPairSumTemporaries = 6;
-
 /// An int8 dot-product tile of r x nv vectors, per reduction step: the dot
 /// products (two per cycle) plus a quarter cycle per load (nv vectors and r
 /// broadcasts: loads issue beside the dot products, but not for free), or

@@ -64,6 +64,11 @@ enum class MacKind : uint8_t {
 /// of widening multiply-adds (smlal), on AArch64 NEON without dotprod.
 bool pairSumsOverWindow(int64_t channels);
 
+/// Vector registers an Int8PairSums tile keeps for the 16-bit products and
+/// pair sums in flight (two products and their sum, twice, so that one
+/// accumulator's chain overlaps the next).
+constexpr int64_t kPairSumTemporaries = 6;
+
 /// A contraction to tile: Rows x Cols outputs, the columns along vectors.
 struct TileProblem {
   MacKind Mac = MacKind::F32Fma;

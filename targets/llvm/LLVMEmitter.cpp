@@ -1325,6 +1325,17 @@ private:
     auto *f = llvm::dyn_cast_or_null<llvm::ConstantFP>(c);
     return f && !f->isNaN();
   }
+  /// A constant (or splat) that is neither NaN nor a zero of either sign:
+  /// Min and Max against it are llvm.minimum/maximum exactly (they differ
+  /// from the IR's ordered select only on NaN payloads, never returned
+  /// here, and on the sign of equal zeros).
+  static bool nonZeroNumberConstant(Value *v) {
+    auto *c = llvm::dyn_cast<llvm::Constant>(v);
+    if (c && v->getType()->isVectorTy())
+      c = c->getSplatValue();
+    auto *f = llvm::dyn_cast_or_null<llvm::ConstantFP>(c);
+    return f && !f->isNaN() && !f->isZero();
+  }
 
   Value *binary(BinOp op, DType t, Value *a, Value *b) {
     if (isFloat(t)) {
@@ -1340,10 +1351,14 @@ private:
       // the constant first does it (a NaN a compares false and is kept):
       // one minps/maxps on x86 instead of two comparisons and a blend.
       case BinOp::Min:
+        if (ME.Features.FloatMinMax && nonZeroNumberConstant(b))
+          return B.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, a, b);
         if (notNaNConstant(b))
           return B.CreateSelect(B.CreateFCmpOLT(b, a), b, a);
         return B.CreateSelect(B.CreateOr(B.CreateFCmpUNO(a, a), B.CreateFCmpOLT(a, b)), a, b);
       case BinOp::Max:
+        if (ME.Features.FloatMinMax && nonZeroNumberConstant(b))
+          return B.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, a, b);
         if (notNaNConstant(b))
           return B.CreateSelect(B.CreateFCmpOGT(b, a), b, a);
         return B.CreateSelect(B.CreateOr(B.CreateFCmpUNO(a, a), B.CreateFCmpOGT(a, b)), a, b);

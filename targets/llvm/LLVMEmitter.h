@@ -38,6 +38,13 @@ struct EmitFeatures {
   /// smull/smlal (16-bit lanes multiplied into 32-bit ones) on 64-bit
   /// halves of vectors: every AArch64 core with NEON.
   bool ArmMull = false;
+  /// fmin/fmax: the minimum and maximum of floats in one instruction,
+  /// scalar or vector, a NaN operand giving NaN (llvm.minimum/maximum):
+  /// every AArch64 core. The kernel IR's Min and Max against a constant
+  /// that is neither NaN nor zero (the bounds of a clamp) take them; a zero
+  /// bound keeps the comparison and select (fmax(-0, +0) is +0, the IR's
+  /// Max keeps -0).
+  bool FloatMinMax = false;
 };
 
 /// Builds the module for `p`. `triple` and `layout` come from the target

@@ -407,6 +407,7 @@ std::string compileProgram(const kir::Program &p, const TargetSpec &t,
     features.ArmDot = sti->checkFeatures("+dotprod");
     features.ArmI8mm = sti->checkFeatures("+i8mm");
     features.ArmMull = sti->checkFeatures("+neon");
+    features.FloatMinMax = sti->checkFeatures("+fp-armv8");
   }
   if (llvm::Triple(t.Triple).isARM() || llvm::Triple(t.Triple).isThumb())
     features.Smlad = sti->checkFeatures("+dsp");

@@ -296,6 +296,36 @@ TEST_CASE("plan-kernels: int8 convolutions on each target class", "[plan]") {
     CHECK(r.Dot4Lanes == 0);
     REQUIRE(r.Int);
   }
+  // A matrix-vector product on signed quads (cortex-a72's pair sums,
+  // cortex-a76's sdot): along K, every column in one tile that leaves
+  // registers for A, B and the products in flight; more rows of A, or
+  // VNNI, keep the column tiles.
+  for (auto [cpu, temporaries] : {std::pair{"cortex-a72", 6}, {"cortex-a76", 0}}) {
+    auto matVec = [](int64_t rows, int64_t n) {
+      Shape w{256, n};
+      return OneNode("MatMulInteger", "",
+                     {{{DType::U8, {rows, 256}}, nullptr}, {{DType::I8, w}, filled(DType::I8, w, 3)}},
+                     {DType::I32, {rows, n}}, {});
+    };
+    TargetDesc t = describe("aarch64-linux", cpu);
+    OneNode ten = matVec(1, 10);
+    ir::KernelPlan p = passes::planKernel(*ten.N, t, false);
+    INFO(cpu << ": " << p.str());
+    CHECK(p.DotSigned);
+    CHECK(p.DotAlongK);
+    REQUIRE(p.Dot);
+    CHECK(p.Dot->Rows == 10);
+    OneNode wide = matVec(1, 100);
+    ir::KernelPlan q = passes::planKernel(*wide.N, t, false);
+    INFO(q.str());
+    REQUIRE(q.Dot);
+    CHECK(q.DotAlongK);
+    CHECK(q.Dot->Rows + 2 + temporaries <= t.VectorRegisters);
+    CHECK(q.Dot->Rows * ((100 + q.Dot->Rows - 1) / q.Dot->Rows) < 100 + q.Dot->Rows);
+    OneNode rows = matVec(8, 64);
+    CHECK_FALSE(passes::planKernel(*rows.N, t, false).DotAlongK);
+    CHECK_FALSE(passes::planKernel(*ten.N, avx512Vnni(), false).DotAlongK);
+  }
   // AVX without AVX2 has no 256-bit pmaddwd: the int32 tiles.
   {
     OneNode c = qlinearConv(64, 64, 28, 3);
