@@ -552,6 +552,8 @@ std::string KernelPlan::str() const {
     field(DotNarrow ? "signed narrow" : "signed");
   if (Int)
     intTile("int_tile", *Int);
+  if (LaneWeights)
+    field("lane_weights=" + std::to_string(LaneWeightsInput));
   if (Pairs)
     field("pairs=" + std::to_string(PairsInput) + (PairWords ? " words" : "") +
           (StagedPairs ? " staged" : ""));

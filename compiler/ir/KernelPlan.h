@@ -92,6 +92,14 @@ struct KernelPlan {
   /// The tile of the integer convolutions without dot products (pointwise
   /// and windowed; a target without vectors runs the lanes as scalars).
   std::optional<IntTile> Int;
+  /// The Int tile's weights of its rows for one tap as one vector, each
+  /// row's weight a lane of it (AArch64's multiply-accumulate by element,
+  /// smlal v.4s, v.4h, v.h[i], where a broadcast weight costs a load and a
+  /// dup): the constant weights transposed to [C, kh, kw, M] (a folded
+  /// Transpose) at input LaneWeightsInput (-1: not added yet), which the
+  /// kernel reads instead of the weights.
+  bool LaneWeights = false;
+  int64_t LaneWeightsInput = -1;
   /// int8 products two at a time on a dual 16-bit multiply-accumulate
   /// (kir dot2: Arm smlad): pairs of consecutive input channels (or K),
   /// the weights packed in quads, two pairs each (mlcc.PackQuads with pairs = 1), at

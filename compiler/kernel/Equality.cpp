@@ -45,6 +45,8 @@ public:
     case ExprKind::Broadcast:
       if (int c = num(a.Lanes, b.Lanes))
         return c;
+      if (int c = num(a.IntValue, b.IntValue))
+        return c;
       return expr(*a.A, *b.A);
     case ExprKind::Unary:
       if (int c = num(a.Un, b.Un))

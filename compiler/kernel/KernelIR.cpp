@@ -165,6 +165,18 @@ Expr broadcast(Expr a, int lanes) {
   return withDepth(std::move(e));
 }
 
+Expr broadcastLane(Expr v, int64_t lane, int lanes) {
+  MLCC_CHECK(v && lanes > 1 && lane >= 0 && lane < v->Lanes,
+             "lane " << lane << " of a vector of " << (v ? v->Lanes : 0));
+  if (v->Lanes == 1)
+    return broadcast(std::move(v), lanes);
+  auto e = make(ExprKind::Broadcast, v->Type);
+  e->Lanes = lanes;
+  e->IntValue = lane;
+  e->A = std::move(v);
+  return withDepth(std::move(e));
+}
+
 namespace {
 /// Broadcasts scalar operands to the widest operand's lanes.
 void matchLanes(std::initializer_list<Expr *> ops) {
@@ -516,7 +528,8 @@ public:
       break;
     case ExprKind::Broadcast:
       expr(e->A);
-      check(e->A->Lanes == 1 && e->Lanes > 1, "broadcast of a vector");
+      check(e->Lanes > 1 && (e->A->Lanes == 1 ? e->IntValue == 0 : e->IntValue < e->A->Lanes),
+            "broadcast of a vector");
       break;
     case ExprKind::Unary:
       check(!isNarrowFloat(e->A->Type), "arithmetic on a narrow float");
@@ -671,6 +684,8 @@ public:
     case ExprKind::Broadcast:
       os << "x" << e->Lanes << "(";
       expr(os, e->A);
+      if (e->A->Lanes > 1)
+        os << "[" << e->IntValue << "]";
       os << ")";
       return;
     case ExprKind::Unary:

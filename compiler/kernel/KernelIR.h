@@ -20,7 +20,8 @@
 //   Lanes elements from its (scalar) index, consecutive or `Stride` apart
 //   (a strided window's inputs), a Store of a vector
 //   value writes Lanes elements from its index, consecutive or `Stride`
-//   apart (the interleaved outputs of a tile), Broadcast repeats a scalar, and
+//   apart (the interleaved outputs of a tile), Broadcast repeats a scalar (or
+//   one lane of a vector: a tile's weights loaded as one vector), and
 //   arithmetic works lane by lane. Schedules (compiler/kernel/Schedule.h)
 //   create vectors; `scalarize` turns them back into lane loops for the
 //   emitters and the interpreter that want scalars.
@@ -188,7 +189,8 @@ struct ExprNode {
   Var V;        ///< VarRef
   Buffer Buf;   ///< Load
   Expr A, B, C; ///< operands: Load index in A; Select cond/true/false in A/B/C;
-                ///< Broadcast: the scalar in A
+                ///< Broadcast: the scalar in A, or lane IntValue of
+                ///< the vector A (broadcastLane)
   /// Nodes on the longest path from this one to a leaf (1 for a leaf), set
   /// by the constructors. Every walk over an expression (emitters, printer,
   /// interpreter, mutators) recurses once per level, so a kernel's depth is
@@ -230,6 +232,10 @@ Expr load(const Buffer &buf, Expr index);
 Expr vload(const Buffer &buf, Expr index, int lanes, int64_t stride = 1);
 /// A vector of `lanes` copies of the scalar `a`.
 Expr broadcast(Expr a, int lanes);
+/// A vector of `lanes` copies of lane `lane` of the vector `v` (Arm's
+/// multiply-accumulate by element reads it from a register: a tile's
+/// weights for its rows loaded as one vector, each row's a lane).
+Expr broadcastLane(Expr v, int64_t lane, int lanes);
 Expr unary(UnOp op, Expr a);
 Expr binary(BinOp op, Expr a, Expr b);
 Expr select(Expr cond, Expr ifTrue, Expr ifFalse);

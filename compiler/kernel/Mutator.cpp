@@ -14,7 +14,7 @@ Expr withOperands(const Expr &e, const Expr &a, const Expr &b, const Expr &c) {
   case ExprKind::Load:
     return vload(e->Buf, a, e->Lanes, e->Stride);
   case ExprKind::Broadcast:
-    return broadcast(a, e->Lanes);
+    return a->Lanes > 1 ? broadcastLane(a, e->IntValue, e->Lanes) : broadcast(a, e->Lanes);
   case ExprKind::Unary:
     return unary(e->Un, a);
   case ExprKind::Binary:

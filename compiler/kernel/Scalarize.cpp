@@ -24,7 +24,7 @@ Expr laneOf(const Expr &e, const Expr &lane) {
   case ExprKind::Load:
     return load(e->Buf, e->A + lane * e->Stride);
   case ExprKind::Broadcast:
-    return e->A;
+    return e->A->Lanes > 1 ? laneOf(e->A, indexConst(e->IntValue)) : e->A;
   case ExprKind::Unary:
     return unary(e->Un, laneOf(e->A, lane));
   case ExprKind::Binary:

@@ -321,9 +321,8 @@ void lowerIntDotConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx, size_
     std::vector<Expr> bytes;
     for (int64_t j = 0; j < 4; ++j) {
       Expr ch = cq * 4 + j;
-      Expr byte = cast(acc, x.load({n, min(ch, indexConst(C - 1)), iy, ix}));
-      if (signedX)
-        byte = binary(BinOp::BitAnd, byte, constantInt(acc, 0xff));
+      Expr v = x.load({n, min(ch, indexConst(C - 1)), iy, ix});
+      Expr byte = cast(acc, signedX ? cast(DType::U8, v) : v);
       bytes.push_back(C % 4 != 0 ? select(lt(ch, indexConst(C)), byte, xzByte) : byte);
     }
     Expr q = byteQuad(bytes);

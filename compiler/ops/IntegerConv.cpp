@@ -240,7 +240,8 @@ void lowerIntWindow(LowerCtx &c, const ConvShape &s, const kir::Buffer &src,
                     const std::function<Expr(const Expr &)> &wz,
                     const std::function<Expr(const Expr &)> &init, const TensorRef &y,
                     const std::function<Expr(Expr, Expr)> &finish, bool tapDot,
-                    const TensorRef *pairs, const StackPlanes *planes = nullptr) {
+                    const TensorRef *pairs, const TensorRef *laneW,
+                    const StackPlanes *planes = nullptr) {
   KernelBuilder &b = c.b();
   const DType acc = DType::I32;
   const ir::KernelPlan::IntTile &intTile = *c.node().Plan.Int;
@@ -312,6 +313,16 @@ void lowerIntWindow(LowerCtx &c, const ConvShape &s, const kir::Buffer &src,
               b.store(t.Buf, at(r),
                       pairProducts(vload(t.Buf, at(r), L), xv, xv23,
                                    pairs->load({m0 + r, ic, kh, kw})));
+              continue;
+            }
+            if (laneW) {
+              // The plan's LaneWeights: the rows' weights of this tap
+              // are one vector of the transposed weights [C, kh, kw, M]
+              // (zero point 0), row r's weight its lane r.
+              Expr wv = cast(acc, vload(laneW->buffer(),
+                                        ((ic * win.Kernel[0] + kh) * win.Kernel[1] + kw) * s.M + m0,
+                                        (int)rows));
+              b.store(t.Buf, at(r), vload(t.Buf, at(r), L) + broadcastLane(wv, r, L) * xv);
               continue;
             }
             if (tapDot) {
@@ -474,8 +485,25 @@ void lowerIntConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx,
   // Products in pairs (the plan's Pairs) read the int8 weights packed in
   // quads for dot2, not the weights (so the library holds only the quads).
   const std::optional<size_t> pairsIdx = pairedWeightsInput(c.node());
+  // The plan's LaneWeights: the weights transposed to [C, kh, kw, M], read
+  // instead of the weights (so the library holds only those).
+  const int64_t laneIdx = c.node().Plan.LaneWeightsInput;
+  std::optional<TensorRef> laneW;
+  if (c.node().Plan.LaneWeights && laneIdx >= 0 && c.hasIn((size_t)laneIdx))
+    laneW = c.in((size_t)laneIdx);
+  const TensorRef *laneRef = laneW ? &*laneW : nullptr;
   auto weights = [&] { return c.in(wIdx); };
-  TensorRef x = c.in(xIdx), w = pairsIdx ? TensorRef() : weights(), y = c.out(0);
+  TensorRef x = c.in(xIdx), w = pairsIdx || laneW ? TensorRef() : weights(), y = c.out(0);
+  // Weight (m, c, k...) wherever it is held.
+  const Shape wShape = c.node().inShape(wIdx);
+  auto weightAt = [&](const std::vector<Expr> &i) {
+    if (!laneW)
+      return w.load(i);
+    Expr inner = i[1];
+    for (size_t d = 2; d < i.size(); ++d)
+      inner = inner * wShape[d] + i[d];
+    return laneW->loadFlat(inner * wShape[0] + i[0]);
+  };
   std::optional<TensorRef> pairs;
   if (pairsIdx)
     pairs = c.in(*pairsIdx);
@@ -506,7 +534,8 @@ void lowerIntConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx,
         });
       } else {
         b.loop("k", perChannel, [&](Expr k) {
-          b.set(sum, sum.get() + cast(acc, w.loadFlat(m * perChannel + k)));
+          Expr wk = laneW ? laneW->loadFlat(k * s.M + m) : w.loadFlat(m * perChannel + k);
+          b.set(sum, sum.get() + cast(acc, wk));
         });
       }
       Expr v = constantInt(acc, 0) - xz * (sum.get() - wz(m) * perChannel);
@@ -533,13 +562,14 @@ void lowerIntConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx,
     first = [&](const Expr &m) { return cast(acc, bias->load({m})); };
   const ir::KernelPlan::IntTile *tile = c.node().Plan.Int ? &*c.node().Plan.Int : nullptr;
   if (isIntPointwise(s, x, tile)) {
+    MLCC_CHECK(!laneW, "lane weights planned for a pointwise convolution");
     lowerIntPointwise(c, s, x, w, wz, first, y, finish, pairsRef);
     return;
   }
   // Taps on dot4 (the plan's Taps): uint8 data, int8 weights with a zero
   // point of 0; four taps per quad when the plan has a tile for them.
   const bool tapDot = c.node().Plan.Taps && !wzp &&
-                      x.dtype() == DType::U8 && w.dtype() == DType::I8;
+                      x.dtype() == DType::U8 && c.node().inDType(wIdx) == DType::I8;
   if (tapDot && c.node().Plan.Taps->Vectors > 0) {
     // Reads x directly: its tap-quad images hold x_zp in the padding.
     Expr xz = xzp ? cast(acc, xzp->loadFlat(indexConst(0))) : constantInt(acc, 0);
@@ -593,12 +623,12 @@ void lowerIntConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx,
                        : constantInt(x.computeType(), 0),
                    s.W.PadBegin[0], s.W.PadBegin[1], stackBand};
     lowerIntWindow(c, s, nullptr, padded[2], padded[3], w, wz, first, y, finish, tapDot,
-                   pairsRef, &sp);
+                   pairsRef, laneRef, &sp);
     return;
   }
   if (window) {
     lowerIntWindow(c, s, src.buffer(), geo.InSpatial[0], geo.InSpatial[1], w, wz, first, y,
-                   finish, tapDot, pairsRef);
+                   finish, tapDot, pairsRef, laneRef);
     return;
   }
 
@@ -606,7 +636,7 @@ void lowerIntConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx,
   spec.Acc = acc;
   spec.LoadX = [&](const std::vector<Expr> &i) { return cast(acc, src.load(i)); };
   spec.LoadW = [&](const std::vector<Expr> &i) {
-    Expr v = cast(acc, weights().load(i));
+    Expr v = cast(acc, laneW ? weightAt(i) : weights().load(i));
     return wzp ? v - wz(i[0]) : v;
   };
   spec.Init = first;

@@ -192,14 +192,13 @@ bool lowerIntDotMatMul(LowerCtx &c, const MatMulShape &s, const TensorRef &a,
   // A quad of A's row from k = 4 kq (a word loaded whole where A runs
   // along k), in the quads' domain.
   auto aQuad = [&](const std::vector<Expr> &bi, const Expr &r, const Expr &kq) {
-    Expr quad = constantInt(acc, 0);
+    std::vector<Expr> bytes;
     for (int64_t j = 0; j < 4; ++j) {
-      Expr k = min(kq * 4 + j, indexConst(K - 1));
-      Expr byte = cast(acc, a.load(matmulOperandIndex(s, true, bi, r, k)));
-      if (signedA)
-        byte = binary(BinOp::BitAnd, byte, constantInt(acc, 0xff));
-      quad = binary(BinOp::BitOr, quad, binary(BinOp::Shl, byte, constantInt(acc, 8 * j)));
+      Expr k = K % 4 == 0 ? kq * 4 + j : min(kq * 4 + j, indexConst(K - 1));
+      Expr v = a.load(matmulOperandIndex(s, true, bi, r, k));
+      bytes.push_back(cast(acc, signedA ? cast(DType::U8, v) : v));
     }
+    Expr quad = byteQuad(bytes);
     if (flip)
       quad = binary(BinOp::BitXor, quad, constantInt(acc, (int32_t)0x80808080u));
     return quad;
@@ -219,10 +218,10 @@ bool lowerIntDotMatMul(LowerCtx &c, const MatMulShape &s, const TensorRef &a,
     const int64_t colTiles = (N + R - 1) / R;
     b.loops(s.Batch, [&](const std::vector<Expr> &bi) {
       TensorRef aq = c.scratch("aquads", acc, {Kp});
-      b.loop("kq", Kp, [&](Expr kq) {
-        aq.storeFlat(kq, select(lt(kq, indexConst(Kq)), aQuad(bi, indexConst(0), kq),
-                                constantInt(acc, 0)));
-      });
+      b.loop("kq", Kq, [&](Expr kq) { aq.storeFlat(kq, aQuad(bi, indexConst(0), kq)); });
+      if (Kp > Kq)
+        b.loop("kq", indexConst(Kq), indexConst(Kp),
+               [&](Expr kq) { aq.storeFlat(kq, constantInt(acc, 0)); });
       b.loop("jt", colTiles, [&](Expr jt) {
         Expr j0 = min(jt * R, indexConst(N - R));
         Local t = b.local("acc", acc, R * L);

@@ -125,6 +125,19 @@ bool packWeights(ir::Graph &g) {
       n->Inputs[at] = packed;
       p.PairsInput = (int64_t)at;
       changed = true;
+    } else if (p.LaneWeights && p.LaneWeightsInput < 0) {
+      // The weights [M, C, kh, kw] transposed to [C, kh, kw, M] (folded).
+      ops::IntegerOperands o = *ops::integerOperands(*n);
+      size_t at = std::max(n->Inputs.size(), o.Appended);
+      ir::Value *t = addNode(g, nodes, n->Name, "Transpose", "", {n->Inputs[o.W]}, {});
+      ir::Attribute perm;
+      perm.Kind = ir::AttrKind::Ints;
+      perm.Ints = {1, 2, 3, 0};
+      t->Producer->Attrs["perm"] = perm;
+      n->Inputs.resize(at + 1, nullptr);
+      n->Inputs[at] = t;
+      p.LaneWeightsInput = (int64_t)at;
+      changed = true;
     } else if (p.GateRows && p.PackedInput < 0) {
       // W [D, G*H, I] and R [D, G*H, H] replaced by their transposes
       // (folded; the originals are left dead).

@@ -307,6 +307,22 @@ std::optional<ir::KernelPlan> dotPlan(const ir::Node &n, const ops::IntegerOpera
   return p;
 }
 
+/// Whether a windowed integer convolution's Int tile reads its rows'
+/// weights for a tap as one vector, a lane per row (KernelPlan::
+/// LaneWeights): on targets with Arm's widening multiply-accumulate (by
+/// element), dense (one group), constant int8 weights of zero point 0, a
+/// kernel of more than one tap, and a tile of two rows or more.
+bool laneWeights(const ir::Node &n, const ops::IntegerOperands &o, const TargetDesc &t,
+                 const ir::KernelPlan &p) {
+  if (!o.Conv || !t.has(MacForm::ArmLongMac) || !p.Int || p.Int->Rows < 2 ||
+      p.Int->Lanes < 4 || p.Pairs || !n.hasInput(o.W) || !n.Inputs[o.W]->Const ||
+      n.inDType(o.W) != DType::I8 || !ops::zeroOrAbsent(n, o.WZeroPoint) ||
+      n.attrInt("group", 1) != 1)
+    return false;
+  const Shape &w = n.inShape(o.W);
+  return w.size() == 4 && w[2] * w[3] > 1;
+}
+
 /// Whether the int8 products of `n` run two at a time on the target's dual
 /// 16-bit multiply-accumulate (Arm smlad; a target without vectors):
 /// constant int8 weights of zero point 0, which pack-weights stores in
@@ -462,6 +478,8 @@ ir::KernelPlan planKernel(const ir::Node &n, const TargetDesc &t, bool gpu) {
       d->Int = p.Int;
       return *d;
     }
+  if (io && laneWeights(n, *io, t, p))
+    p.LaneWeights = true;
   if (std::optional<ir::KernelPlan> f = floatPlan(n, t))
     return *f;
   if (depthwiseF32(n))

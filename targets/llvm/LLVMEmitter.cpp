@@ -931,6 +931,9 @@ private:
     case ExprKind::Cast:
       return castValue(e->Type, e->A->Type, expr(e->A));
     case ExprKind::Broadcast:
+      if (e->A->Lanes > 1)
+        return B.CreateShuffleVector(expr(e->A),
+                                     llvm::SmallVector<int>((size_t)e->Lanes, (int)e->IntValue));
       return B.CreateVectorSplat((unsigned)e->Lanes, expr(e->A));
     case ExprKind::BitCast: {
       llvm::Type *t = ME.valueType(e->Type);
@@ -1019,14 +1022,15 @@ private:
   }
 
   /// A zero-extended byte as an int32: Cast(I32, Load) of a uint8 buffer or
-  /// Cast(I32, Cast(U8, Load)) of an int8 one; the load, else null.
-  static const kir::ExprNode *zeroExtendedByte(const kir::ExprNode *x) {
-    if (x->Kind != ExprKind::Cast || x->Type != DType::I32 || x->Lanes != 1)
+  /// Cast(I32, Cast(U8, Load)) of an int8 one; the load, else null. With
+  /// `lanes` > 1, a vector of them loaded four bytes apart.
+  static const kir::ExprNode *zeroExtendedByte(const kir::ExprNode *x, int lanes = 1) {
+    if (x->Kind != ExprKind::Cast || x->Type != DType::I32 || x->Lanes != lanes)
       return nullptr;
     x = x->A.get();
     if (x->Kind == ExprKind::Cast && x->Type == DType::U8 && x->A->Type == DType::I8)
       x = x->A.get();
-    if (x->Kind != ExprKind::Load || x->Lanes != 1 ||
+    if (x->Kind != ExprKind::Load || x->Lanes != lanes || (lanes > 1 && x->Stride != 4) ||
         (x->Buf->Type != DType::U8 && x->Buf->Type != DType::I8))
       return nullptr;
     return x;
@@ -1037,10 +1041,11 @@ private:
   /// requant::byteQuad) as one little-endian word load, alignment 1 (LLVM
   /// splits it again where the target has no unaligned loads); else null.
   /// LLVM's own load combining misses these once loop strength reduction has
-  /// given each byte its own pointer.
+  /// given each byte its own pointer. A vector of such words (each byte a
+  /// load of lanes bytes four apart: a vectorized loop over quads) is one
+  /// load of 4 x lanes bytes.
   Value *wordOfBytes(const kir::ExprNode &e) {
-    if (e.Bin != BinOp::BitOr || e.Type != DType::I32 || e.Lanes != 1 ||
-        !ME.DL.isLittleEndian())
+    if (e.Bin != BinOp::BitOr || e.Type != DType::I32 || !ME.DL.isLittleEndian())
       return nullptr;
     std::vector<const kir::ExprNode *> terms, work{&e};
     while (!work.empty() && terms.size() <= 4) {
@@ -1059,12 +1064,15 @@ private:
     for (const kir::ExprNode *t : terms) {
       int64_t shift = 0;
       if (t->Kind == ExprKind::Binary && t->Bin == BinOp::Shl) {
-        if (!t->B->isConst())
+        const kir::ExprNode *by = t->B.get();
+        if (by->Kind == ExprKind::Broadcast && by->A->Lanes == 1)
+          by = by->A.get();
+        if (!by->isConst())
           return nullptr;
-        shift = t->B->IntValue;
+        shift = by->IntValue;
         t = t->A.get();
       }
-      const kir::ExprNode *load = zeroExtendedByte(t);
+      const kir::ExprNode *load = zeroExtendedByte(t, e.Lanes);
       if (!load || shift < 0 || shift > 24 || shift % 8 != 0 || bytes[shift / 8])
         return nullptr;
       bytes[shift / 8] = load;
@@ -1073,7 +1081,10 @@ private:
       if (bytes[j]->Buf != bytes[0]->Buf ||
           kir::constantDifference(bytes[0]->A, bytes[j]->A) != std::optional<int64_t>(j))
         return nullptr;
-    return B.CreateAlignedLoad(B.getInt32Ty(), address(bytes[0]->Buf.get(), expr(bytes[0]->A)),
+    llvm::Type *words = B.getInt32Ty();
+    if (e.Lanes > 1)
+      words = llvm::FixedVectorType::get(words, (unsigned)e.Lanes);
+    return B.CreateAlignedLoad(words, address(bytes[0]->Buf.get(), expr(bytes[0]->A)),
                                llvm::Align(1));
   }
 

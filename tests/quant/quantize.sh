@@ -132,6 +132,40 @@ for range in full reduced; do
   fi
 done
 
+# The int8 digits library (a one-channel first convolution: the int32 tile
+# with its rows' weights as lanes of one vector, smlal by element, on
+# cortex-a72; a batch-1 Linear layer along K on both) for AArch64 under
+# qemu-aarch64 must give the host build's output bit for bit.
+d="$work/digits-onnx-full"
+if ! command -v qemu-aarch64 >/dev/null || ! command -v aarch64-linux-gnu-gcc >/dev/null; then
+  skipped+=("the int8 digits library on AArch64 (no qemu-aarch64 or aarch64-linux-gnu-gcc)")
+elif [[ -x $d/run && -f $d/x3.bin ]]; then
+  qargs=(--quantize int8 --calibrate "image=$root/examples/digits/calibration.npy")
+  "$d/run" "$d/x3.bin" -- "$d/host3.bin" >/dev/null || fail "digits int8 on the host"
+  for entry in "cortex-a72;smlal2?\s+v[0-9]+\.4s, v[0-9]+\.[48]h, v[0-9]+\.h\[" \
+               "cortex-a76;sdot\s"; do
+    IFS=';' read -r cpu insn <<<"$entry"
+    args=("$root/examples/digits/digits.onnx" "${qargs[@]}" --target aarch64-linux --cpu "$cpu"
+          --name m)
+    if ! "$mlcc" "${args[@]}" --emit asm -o "$d/$cpu.s" >"$d/mlcc-$cpu.log" 2>&1 ||
+       ! "$mlcc" "${args[@]}" -o "$d/lib-$cpu.a" >>"$d/mlcc-$cpu.log" 2>&1 ||
+       ! aarch64-linux-gnu-gcc -std=c99 -O2 -I "$root/runtime-c" -o "$d/run-$cpu" \
+           "$root/tools/conformance/driver.c" "$d/lib-$cpu.a" -lm ||
+       ! qemu-aarch64 -cpu max -L /usr/aarch64-linux-gnu "$d/run-$cpu" "$d/x3.bin" -- \
+           "$d/$cpu.bin" >/dev/null; then
+      fail "digits int8 for $cpu: $(tail -n 1 "$d/mlcc-$cpu.log")"
+    elif ! grep -Eq "^\s+$insn" "$d/$cpu.s"; then
+      fail "digits int8 for $cpu: no ${insn%%\\*} instruction of the plan in the code"
+    elif ! cmp -s "$d/host3.bin" "$d/$cpu.bin"; then
+      fail "digits int8 for $cpu: the output differs from the host build's"
+    else
+      echo "  digits int8 for aarch64 $cpu (under qemu-aarch64): the host build's output, bit for bit"
+    fi
+  done
+else
+  skipped+=("the int8 digits library on AArch64 (no host library or samples from above)")
+fi
+
 # --- 2. calibration methods -----------------------------------------------
 echo "== calibration methods on samples with outliers (RMS error against float)"
 "$python" "$here/quantize.py" make-outlier "$work/outlier" || exit 1

@@ -289,12 +289,18 @@ TEST_CASE("plan-kernels: int8 convolutions on each target class", "[plan]") {
     INFO(q.str());
     CHECK(q.Dot4Lanes == 0);
     REQUIRE(q.Int);
-    // Two input channels waste half of each quad: the int32 tiles too.
+    // Two input channels waste half of each quad: the int32 tiles too,
+    // their rows' weights for a tap read as one vector (smlal by element).
     OneNode two = qlinearConv(2, 16, 28, 3);
     ir::KernelPlan r = passes::planKernel(*two.N, t, false);
     INFO(r.str());
     CHECK(r.Dot4Lanes == 0);
     REQUIRE(r.Int);
+    CHECK(r.LaneWeights);
+    // Not depthwise (a row per group), nor on x86 (no multiply by element).
+    OneNode dw = qlinearConv(16, 16, 28, 3, 16);
+    CHECK_FALSE(passes::planKernel(*dw.N, t, false).LaneWeights);
+    CHECK_FALSE(passes::planKernel(*two.N, describe("x86_64-v3"), false).LaneWeights);
   }
   // A matrix-vector product on signed quads (cortex-a72's pair sums,
   // cortex-a76's sdot): along K, every column in one tile that leaves

@@ -504,7 +504,7 @@ void checkWithinOneStep(const std::vector<float> &got, const std::vector<float> 
 /// kernel IR: dot4 (x86 VNNI, Arm i8mm's usdot), dot2 of pre-split pairs
 /// (x86 pmaddwd), sdot4 on signed quads (Arm dotprod); depthwise ones the
 /// four taps per dot4 (Arm dotprod: sdot4 on signed quads); matrix
-/// products dot4 (none on Arm dotprod).
+/// products dot4 (Arm dotprod: sdot4 along K for one row of A).
 void checkDotEqualsPlain(const std::string &model, const std::vector<float> &in,
                          const char *path = nullptr) {
   TargetDesc plain = avx512(32768, 524288);
@@ -516,10 +516,11 @@ void checkDotEqualsPlain(const std::string &model, const std::vector<float> &in,
     std::string text;
     std::vector<float> got = compileAndRun(model, dot, in, &text);
     INFO(macFormName(form) << "\n" << text.substr(0, 4000));
-    // (Arm dotprod has no matrix products on dot products.)
+    // (Arm dotprod's matrix products of several rows of A stay plain.)
     const bool dense = text.find("xquads") != std::string::npos,
-               taps = text.find("tapquads") != std::string::npos;
-    if (form != MacForm::ArmDot || dense || taps)
+               taps = text.find("tapquads") != std::string::npos,
+               alongK = text.find("aquads") != std::string::npos;
+    if (form != MacForm::ArmDot || dense || taps || alongK)
       CHECK(text.find(form == MacForm::ArmDot                ? "sdot4"
                       : form == MacForm::X86Madd16 && dense ? "dot2(zext_bytes02("
                                                             : "dot4(") != std::string::npos);
@@ -613,6 +614,32 @@ std::string qlinearMatMulModel(int64_t m, int64_t k, int64_t n, int xtype, int64
 
 } // namespace
 
+TEST_CASE("int8 convolutions reading their rows' weights as lanes equal the plain kernels",
+          "[contraction][quantization]") {
+  // The int32 tile with the plan's LaneWeights (a target with Arm's
+  // multiply-accumulate by element): one and two input channels (no
+  // quads), uint8 and int8 inputs with zero points, 10 output channels
+  // (an overlapping row tile), strides 1 and 2.
+  for (int xtype : {2, 3})
+    for (int64_t c : {1, 2})
+      for (int64_t stride : {1, 2}) {
+        INFO("input type " << xtype << ", " << c << " channels, stride " << stride);
+        Shape x = {1, c, 10, 20};
+        int64_t oh = (10 + 2 - 3) / stride + 1, ow = (20 + 2 - 3) / stride + 1;
+        std::string model =
+            qlinearConvModel(x, 10, 3, 1, stride, xtype, xtype == 2 ? 3 : -5, {1, 10, oh, ow});
+        std::vector<float> in = randomValues(x, 3);
+        TargetDesc plain = avx512(32768, 524288), lanes = plain;
+        lanes.IntMacs.push_back(MacForm::ArmLongMac);
+        std::vector<float> want = compileAndRun(model, plain, in, nullptr);
+        std::string text;
+        std::vector<float> got = compileAndRun(model, lanes, in, &text);
+        INFO(text.substr(0, 4000));
+        CHECK(text.find(")[1])") != std::string::npos); // a row's weight as lane 1
+        checkEqualAndVarying(got, want);
+      }
+}
+
 TEST_CASE("int8 depthwise convolutions with taps on the dot product equal the plain kernels",
           "[contraction][quantization]") {
   // 6 channels, 6 groups, uint8 input with a zero point (the border),
@@ -646,6 +673,11 @@ TEST_CASE("int8 matrix products on the dot product equal the plain integer kerne
       INFO((gemm ? "QGemm" : "QLinearMatMul") << ", input type " << xtype);
       std::string model = qlinearMatMulModel(5, 37, 40, xtype, xtype == 2 ? 9 : -3, gemm);
       checkDotEqualsPlain(model, randomValues({5, 37}, 4));
+      // One row of A (Arm dotprod: along K, its row staged as quads, the
+      // last partial and the rest of the vector zero; 40 columns in two
+      // tiles).
+      std::string row = qlinearMatMulModel(1, 37, 40, xtype, xtype == 2 ? 9 : -3, gemm);
+      checkDotEqualsPlain(row, randomValues({1, 37}, 5));
     }
 }
 
