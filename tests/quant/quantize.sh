@@ -48,6 +48,30 @@ fail() { echo "FAIL: $*"; failed=1; }
 "$cc" -std=c99 -O2 -I "$root/runtime-c" -c "$root/tools/conformance/driver.c" \
   -o "$work/driver.o" || exit 1
 
+# cross_check WHAT DIR TAG CC INPUT EXPECTED INSN QEMU...: the library of
+# mlcc's arguments in the array cross_args for a cross target (DIR/lib-TAG.a,
+# its assembly DIR/TAG.s, mlcc's messages DIR/mlcc-TAG.log), linked with the
+# conformance driver by CC and run under QEMU on INPUT into DIR/TAG.bin: its
+# code must hold an instruction matching the regex INSN (at a line's start,
+# after blanks) and its output must equal EXPECTED byte for byte.
+cross_check() {
+  local what=$1 dir=$2 tag=$3 cross_cc=$4 input=$5 expected=$6 insn=$7
+  shift 7
+  if ! "$mlcc" "${cross_args[@]}" --emit asm -o "$dir/$tag.s" >"$dir/mlcc-$tag.log" 2>&1 ||
+     ! "$mlcc" "${cross_args[@]}" -o "$dir/lib-$tag.a" >>"$dir/mlcc-$tag.log" 2>&1 ||
+     ! "$cross_cc" -std=c99 -O2 -I "$root/runtime-c" -o "$dir/run-$tag" \
+         "$root/tools/conformance/driver.c" "$dir/lib-$tag.a" -lm ||
+     ! "$@" "$dir/run-$tag" "$input" -- "$dir/$tag.bin" >/dev/null; then
+    fail "$what: $(tail -n 1 "$dir/mlcc-$tag.log")"
+  elif ! grep -Eq "^\s+$insn" "$dir/$tag.s"; then
+    fail "$what: no instruction matching '$insn' in the code"
+  elif ! cmp -s "$expected" "$dir/$tag.bin"; then
+    fail "$what: the output differs from the host build's"
+  else
+    echo "  $what ($(grep -Eom1 "^\s+$insn" "$dir/$tag.s" | awk '{print $1}'), under $1): the host build's output, bit for bit"
+  fi
+}
+
 # --- 1. digits ------------------------------------------------------------
 echo "== digits: float and int8 (quantized by mlcc) on the 450 test images"
 accuracy() { awk '/^accuracy:/ {sub("%", "", $4); print $4}' "$1"; }
@@ -145,22 +169,10 @@ elif [[ -x $d/run && -f $d/x3.bin ]]; then
   for entry in "cortex-a72;smlal2?\s+v[0-9]+\.4s, v[0-9]+\.[48]h, v[0-9]+\.h\[" \
                "cortex-a76;sdot\s"; do
     IFS=';' read -r cpu insn <<<"$entry"
-    args=("$root/examples/digits/digits.onnx" "${qargs[@]}" --target aarch64-linux --cpu "$cpu"
-          --name m)
-    if ! "$mlcc" "${args[@]}" --emit asm -o "$d/$cpu.s" >"$d/mlcc-$cpu.log" 2>&1 ||
-       ! "$mlcc" "${args[@]}" -o "$d/lib-$cpu.a" >>"$d/mlcc-$cpu.log" 2>&1 ||
-       ! aarch64-linux-gnu-gcc -std=c99 -O2 -I "$root/runtime-c" -o "$d/run-$cpu" \
-           "$root/tools/conformance/driver.c" "$d/lib-$cpu.a" -lm ||
-       ! qemu-aarch64 -cpu max -L /usr/aarch64-linux-gnu "$d/run-$cpu" "$d/x3.bin" -- \
-           "$d/$cpu.bin" >/dev/null; then
-      fail "digits int8 for $cpu: $(tail -n 1 "$d/mlcc-$cpu.log")"
-    elif ! grep -Eq "^\s+$insn" "$d/$cpu.s"; then
-      fail "digits int8 for $cpu: no ${insn%%\\*} instruction of the plan in the code"
-    elif ! cmp -s "$d/host3.bin" "$d/$cpu.bin"; then
-      fail "digits int8 for $cpu: the output differs from the host build's"
-    else
-      echo "  digits int8 for aarch64 $cpu (under qemu-aarch64): the host build's output, bit for bit"
-    fi
+    cross_args=("$root/examples/digits/digits.onnx" "${qargs[@]}" --target aarch64-linux
+                --cpu "$cpu" --name m)
+    cross_check "digits int8 for aarch64 $cpu" "$d" "$cpu" aarch64-linux-gnu-gcc "$d/x3.bin" \
+      "$d/host3.bin" "$insn" qemu-aarch64 -cpu max -L /usr/aarch64-linux-gnu
   done
 else
   skipped+=("the int8 digits library on AArch64 (no host library or samples from above)")
@@ -259,22 +271,10 @@ else
         continue
       fi
       tag="${label// /_}"
-      args=("$d/model.onnx" --target "$target" --name m)
-      [[ -n $cpu ]] && args+=(--cpu "$cpu")
-      if ! "$mlcc" "${args[@]}" --emit asm -o "$d/$tag.s" >"$d/mlcc-$tag.log" 2>&1 ||
-         ! "$mlcc" "${args[@]}" -o "$d/lib-$tag.a" >>"$d/mlcc-$tag.log" 2>&1 ||
-         ! "$cc" -std=c99 -O2 -I "$root/runtime-c" -o "$d/run-$tag" \
-             "$root/tools/conformance/driver.c" "$d/lib-$tag.a" -lm ||
-         ! "${qemu_words[@]}" "$d/run-$tag" "$d/input.bin" -- "$d/mlcc-$tag.bin" >/dev/null; then
-        fail "QDQ model for $label: $(tail -n 1 "$d/mlcc-$tag.log")"
-      elif ! grep -Eq "^\s+$insn\s" "$d/$tag.s"; then
-        fail "QDQ model for $label: no $insn instruction in the code"
-      elif ! cmp -s "$d/mlcc.bin" "$d/mlcc-$tag.bin"; then
-        fail "QDQ model for $label: the output differs from the host build's"
-      else
-        insn="$(grep -Eom1 "^\s+$insn\s" "$d/$tag.s" | tr -d '[:space:]')"
-        echo "  $label ($insn, under ${qemu_words[0]}): the host build's output, bit for bit"
-      fi
+      cross_args=("$d/model.onnx" --target "$target" --name m)
+      [[ -n $cpu ]] && cross_args+=(--cpu "$cpu")
+      cross_check "QDQ model for $label" "$d" "$tag" "$cc" "$d/input.bin" "$d/mlcc.bin" \
+        "$insn\\s" "${qemu_words[@]}"
     done
   fi
 fi
