@@ -308,6 +308,14 @@ void lowerIntWindow(LowerCtx &c, const ConvShape &s, const kir::Buffer &src,
             xv = requant::halfPair(xv, input(quad[0]));
             xv23 = requant::halfPair(input(quad[1]), input(quad[2]));
           }
+          // The plan's LaneWeights: the rows' weights of this tap are one
+          // vector of the transposed weights [C, kh, kw, M] (zero point 0),
+          // row r's weight its lane r.
+          Expr wv;
+          if (laneW)
+            wv = cast(acc, vload(laneW->buffer(),
+                                 ((ic * win.Kernel[0] + kh) * win.Kernel[1] + kw) * s.M + m0,
+                                 (int)rows));
           for (int64_t r = 0; r < rows; ++r) {
             if (pairs) {
               b.store(t.Buf, at(r),
@@ -315,13 +323,7 @@ void lowerIntWindow(LowerCtx &c, const ConvShape &s, const kir::Buffer &src,
                                    pairs->load({m0 + r, ic, kh, kw})));
               continue;
             }
-            if (laneW) {
-              // The plan's LaneWeights: the rows' weights of this tap
-              // are one vector of the transposed weights [C, kh, kw, M]
-              // (zero point 0), row r's weight its lane r.
-              Expr wv = cast(acc, vload(laneW->buffer(),
-                                        ((ic * win.Kernel[0] + kh) * win.Kernel[1] + kw) * s.M + m0,
-                                        (int)rows));
+            if (wv) {
               b.store(t.Buf, at(r), vload(t.Buf, at(r), L) + broadcastLane(wv, r, L) * xv);
               continue;
             }
