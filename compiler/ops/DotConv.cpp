@@ -146,8 +146,7 @@ void lowerIntTapQuads(LowerCtx &c, const ConvShape &s, const TensorRef &x, const
                   bytes.push_back(select(in, cast(acc, x.load({n, ch, iy, at})), xz));
                 }
                 Expr q = byteQuad(bytes);
-                return signedQuads ? binary(BinOp::BitXor, q, constantInt(acc, (int32_t)0x80808080u))
-                                   : q;
+                return signedQuads ? flipQuadBytes(q) : q;
               });
       }
       // The weight quads of the channel's kernel rows.
@@ -326,7 +325,7 @@ void lowerIntDotConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx, size_
       bytes.push_back(C % 4 != 0 ? select(lt(ch, indexConst(C)), byte, xzByte) : byte);
     }
     Expr q = byteQuad(bytes);
-    return shift ? binary(BinOp::BitXor, q, constantInt(acc, (int32_t)0x80808080u)) : q;
+    return shift ? flipQuadBytes(q) : q;
   };
   b.loop("n", s.N, [&](Expr n) {
     b.loop("cq", Cq, [&](Expr cq) {

@@ -200,7 +200,7 @@ bool lowerIntDotMatMul(LowerCtx &c, const MatMulShape &s, const TensorRef &a,
     }
     Expr quad = byteQuad(bytes);
     if (flip)
-      quad = binary(BinOp::BitXor, quad, constantInt(acc, (int32_t)0x80808080u));
+      quad = flipQuadBytes(quad);
     return quad;
   };
   auto storeY = [&](const std::vector<Expr> &bi, const Expr &r, const Expr &j, const Expr &v) {

@@ -30,6 +30,13 @@ inline Expr byteQuad(const std::vector<Expr> &bytes) {
   return v;
 }
 
+/// A quad of byteQuad with each byte offset by 128 (+ or -: the same flip
+/// of its top bit): uint8 bytes as the signed bytes of sdot4, int8 ones as
+/// the unsigned bytes of dot4, four at once.
+inline Expr flipQuadBytes(const Expr &quad) {
+  return binary(BinOp::BitXor, quad, constantInt(DType::I32, (int32_t)0x80808080u));
+}
+
 /// The int32 whose signed 16-bit halves are `lo` and `hi` (int32 values in
 /// [-32768, 32767], scalars or vectors): an operand pair of the kernel IR's
 /// dot2.

@@ -1329,11 +1329,15 @@ private:
   }
 
   /// A floating-point constant (scalar or splat) that is not NaN.
-  static bool notNaNConstant(Value *v) {
+  /// The float constant `v` is, or splats; null otherwise.
+  static const llvm::ConstantFP *floatConstant(Value *v) {
     auto *c = llvm::dyn_cast<llvm::Constant>(v);
     if (c && v->getType()->isVectorTy())
       c = c->getSplatValue();
-    auto *f = llvm::dyn_cast_or_null<llvm::ConstantFP>(c);
+    return llvm::dyn_cast_or_null<llvm::ConstantFP>(c);
+  }
+  static bool notNaNConstant(Value *v) {
+    const llvm::ConstantFP *f = floatConstant(v);
     return f && !f->isNaN();
   }
   /// A constant (or splat) that is neither NaN nor a zero of either sign:
@@ -1341,10 +1345,7 @@ private:
   /// from the IR's ordered select only on NaN payloads, never returned
   /// here, and on the sign of equal zeros).
   static bool nonZeroNumberConstant(Value *v) {
-    auto *c = llvm::dyn_cast<llvm::Constant>(v);
-    if (c && v->getType()->isVectorTy())
-      c = c->getSplatValue();
-    auto *f = llvm::dyn_cast_or_null<llvm::ConstantFP>(c);
+    const llvm::ConstantFP *f = floatConstant(v);
     return f && !f->isNaN() && !f->isZero();
   }
 
