@@ -530,6 +530,8 @@ std::string KernelPlan::str() const {
     field("pixel_columns");
   if (GateRows)
     field("gate_rows");
+  if (Fft)
+    field("fft twiddles=" + std::to_string(FftInput));
   if (Wino)
     field("winograd=" + std::to_string(Wino->Tile) + " rows=" + std::to_string(Wino->Rows) +
           " pitch=" + std::to_string(Wino->Pitch) + " skew=" + std::to_string(Wino->Skew));

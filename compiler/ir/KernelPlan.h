@@ -142,6 +142,11 @@ struct KernelPlan {
   /// channel), computed at compile time from constant f32 scales, at input
   /// MultiplierInput (-1: computed by the kernel on each run).
   int64_t MultiplierInput = -1;
+  /// A DFT or STFT on the mixed-radix FFT (ops/Signal.cpp), its twiddle
+  /// table (e^{-2 pi i m/N}, [N, 2] in the compute type) at input FftInput
+  /// (-1: not added yet).
+  bool Fft = false;
+  int64_t FftInput = -1;
   /// One output per iteration (the form a GPU runs one thread per output of).
   bool PerOutput = false;
 

@@ -17,6 +17,8 @@
 //       mlcc.PackQuads (convolutions: quads of input channels) or
 //       mlcc.PackQuadsK (matrix products: quads of K), and the int32 sums
 //       of each output channel's weights, after the op's own inputs.
+//   FFT (DFT, STFT)
+//       the table of twiddle factors (ops::fftTwiddles), a constant;
 //   int8 products in pairs (Pairs: Cortex-M smlad)
 //       mlcc.PackQuads (convolutions: quads of input channels) or
 //       mlcc.PackQuadsK (matrix products: quads of K) with pairs = 1 (two
@@ -24,7 +26,9 @@
 //       and any requantization constants.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/kernel/Builder.h"
 #include "compiler/ops/IntegerOps.h"
+#include "compiler/ops/Signal.h"
 #include "compiler/passes/Passes.h"
 
 namespace mlcc::passes {
@@ -150,6 +154,17 @@ bool packWeights(ir::Graph &g) {
         n->Inputs[1 + i] = t;
       }
       p.PackedInput = 1;
+      changed = true;
+    } else if (p.Fft && p.FftInput < 0) {
+      // The FFT's twiddle table, a constant of its own.
+      int64_t len = ops::transformLength(*n);
+      DType t = kir::computeType(n->inDType(0));
+      ir::Value *tw = g.addValue(g.uniqueValueName(n->Name + "/twiddles"), {t, {len, 2}});
+      tw->Const = std::make_shared<Tensor>(ops::fftTwiddles(t, len));
+      size_t at = std::max(n->Inputs.size(), ops::fftTwiddleInput(*n));
+      n->Inputs.resize(at + 1, nullptr);
+      n->Inputs[at] = tw;
+      p.FftInput = (int64_t)at;
       changed = true;
     } else if (p.Wino && p.PackedInput < 0) {
       // The transformed kernel (folded), read as the broadcast operand of

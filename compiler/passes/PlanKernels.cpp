@@ -43,6 +43,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/ops/IntegerOps.h"
+#include "compiler/ops/Signal.h"
 #include "compiler/passes/Passes.h"
 #include "compiler/schedule/CostModel.h"
 
@@ -425,6 +426,12 @@ ir::KernelPlan planKernel(const ir::Node &n, const TargetDesc &t, bool gpu) {
   if (n.Domain.empty() && (n.OpType == "RNN" || n.OpType == "GRU" || n.OpType == "LSTM") &&
       n.hasInput(1) && n.hasInput(2) && n.Inputs[1]->Const && n.Inputs[2]->Const) {
     p.GateRows = true;
+    return p;
+  }
+  // DFT and STFT on the FFT where their length factors into small radices
+  // (a GPU target keeps one output per thread).
+  if (int64_t len = ops::transformLength(n); len > 0 && !gpu && ops::fftRadices(len)) {
+    p.Fft = true;
     return p;
   }
   std::optional<ops::IntegerOperands> io = ops::integerOperands(n);
