@@ -530,6 +530,8 @@ std::string KernelPlan::str() const {
     field("pixel_columns");
   if (GateRows)
     field("gate_rows");
+  if (GateBlock)
+    field("gate_block=" + std::to_string(GateBlock));
   if (Fft)
     field("fft twiddles=" + std::to_string(FftInput));
   if (Wino)

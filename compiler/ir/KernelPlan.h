@@ -39,6 +39,12 @@ struct KernelPlan {
   /// their (folded) transposes and sets PackedInput to 1. A step's gate
   /// pre-activations are then vectors along the gate rows.
   bool GateRows = false;
+  /// The gate rows a step sums at once in local accumulators (registers:
+  /// the target's f32 lanes times its vector registers less four, or eight
+  /// scalars), the products of each input element with that block's
+  /// weights added before the next; 0: the sums stay in the kernel's
+  /// scratch buffer.
+  int64_t GateBlock = 0;
   /// A 3x3 convolution in the Winograd domain: output tile, rows of tiles
   /// per block, the transformed image's pitch, and the elements (a cache
   /// line) between the slices of its stack buffers.

@@ -310,28 +310,46 @@ void lowerRnn(LowerCtx &c, Cell cell) {
     // hgates = R v + Rb over the rows [rowBegin, rowEnd), v = h (or, for a
     // GRU's h rows without linear_before_reset, r * h); both as sums of
     // rows of the transposed weights.
-    auto inputRows = [&](Expr tt, Expr bb) {
-      b.loop("row", G * H, [&](Expr row) {
-        gates.store({row}, bias ? bias->load({dE, row}) : constant(t, 0));
-      });
-      b.loop("i", I, [&](Expr i) {
-        Local xi = b.local("xi", xAt(tt, bb, i));
-        b.loop("row", G * H, [&](Expr row) {
-          gates.store({row}, gates.load({row}) + xi.get() * wt.load({dE, i, row}));
+    // dst[row] = init(row) + sum over k < K of v(k) * wk[d, k, row] for
+    // the rows [rowBegin, rowEnd): with the plan's GateBlock, a block of
+    // rows at a time in local accumulators (the vectorized row loop's
+    // vectors stay in registers across k); else in dst itself.
+    auto rowSums = [&](const TensorRef &dst, const TensorRef &wk, int64_t rowBegin,
+                       int64_t rowEnd, int64_t K, const std::function<Expr(Expr row)> &init,
+                       const std::function<Expr(Expr k)> &v) {
+      const int64_t block = node.Plan.GateBlock;
+      if (block <= 0) {
+        b.loop("row", indexConst(rowBegin), indexConst(rowEnd),
+               [&](Expr row) { dst.store({row}, init(row)); });
+        b.loop("k", K, [&](Expr k) {
+          Local vk = b.local("vk", v(k));
+          b.loop("row", indexConst(rowBegin), indexConst(rowEnd), [&](Expr row) {
+            dst.store({row}, dst.load({row}) + vk.get() * wk.load({dE, k, row}));
+          });
         });
-      });
+        return;
+      }
+      for (int64_t r0 = rowBegin; r0 < rowEnd; r0 += block) {
+        const int64_t n = std::min(block, rowEnd - r0);
+        Local acc = b.local("acc", t, n);
+        b.loop("row", n, [&](Expr r) { b.set(acc, r, init(r + r0)); });
+        b.loop("k", K, [&](Expr k) {
+          Local vk = b.local("vk", v(k));
+          b.loop("row", n, [&](Expr r) {
+            b.set(acc, r, acc.get(r) + vk.get() * wk.load({dE, k, r + r0}));
+          });
+        });
+        b.loop("row", n, [&](Expr r) { dst.store({r + r0}, acc.get(r)); });
+      }
+    };
+    auto inputRows = [&](Expr tt, Expr bb) {
+      rowSums(gates, wt, 0, G * H, I,
+              [&](Expr row) { return bias ? bias->load({dE, row}) : constant(t, 0); },
+              [&](Expr i) { return xAt(tt, bb, i); });
     };
     auto recurrentRows = [&](int64_t rowBegin, int64_t rowEnd,
                              const std::function<Expr(Expr k)> &v) {
-      b.loop("row", indexConst(rowBegin), indexConst(rowEnd), [&](Expr row) {
-        hgates.store({row}, recurrentBias(row));
-      });
-      b.loop("k", H, [&](Expr k) {
-        Local vk = b.local("hk", v(k));
-        b.loop("row", indexConst(rowBegin), indexConst(rowEnd), [&](Expr row) {
-          hgates.store({row}, hgates.load({row}) + vk.get() * rt.load({dE, k, row}));
-        });
-      });
+      rowSums(hgates, rt, rowBegin, rowEnd, H, recurrentBias, v);
     };
 
     // Initial state.
@@ -379,36 +397,39 @@ void lowerRnn(LowerCtx &c, Cell cell) {
             else
               recurrentRows(2 * H, 3 * H,
                             [&](Expr k) { return gates.load({k + H}) * hs.load({bb, k}); });
+            // The candidate n into hgates' h rows (a loop that stores one
+            // buffer and reads another vectorizes), then h = (1 - z) n + z h.
             b.loop("j", H, [&](Expr j) {
               Expr row = j + 2 * H;
               Expr hr = gruLinearBeforeReset ? hgates.load({row}) * gates.load({j + H})
                                              : hgates.load({row});
-              gates.store({row}, applyActivation(act[1], clip(gates.load({row}) + hr)));
+              hgates.store({row}, applyActivation(act[1], clip(gates.load({row}) + hr)));
             });
             b.loop("j", H, [&](Expr j) {
-              Local z = b.local("z", gates.load({j}));
-              hs.store({bb, j}, (1.0 - z.get()) * gates.load({j + 2 * H}) +
-                                    z.get() * hs.load({bb, j}));
+              Expr z = gates.load({j});
+              hs.store({bb, j}, (1.0 - z) * hgates.load({j + 2 * H}) + z * hs.load({bb, j}));
             });
           } else {
             fullRows(0, 4 * H, [&](Expr, Expr pre) { return pre; });
+            // c = f c + i g, then h = o act(c): two loops without locals
+            // (each vectorizes), the second reading the new c.
+            auto peepAt = [&](Expr j, int64_t gi) {
+              return peep ? peep->load({dE, j + gi * H}) : constant(t, 0);
+            };
             b.loop("j", H, [&](Expr j) {
               Expr cPrev = cs->load({bb, j});
-              auto peepAt = [&](int64_t gi) {
-                return peep ? peep->load({dE, j + gi * H}) : constant(t, 0);
-              };
-              Local ig = b.local("ig", applyActivation(
-                  act[0], clip(gates.load({j}) + peepAt(0) * cPrev)));
+              Expr ig = applyActivation(act[0], clip(gates.load({j}) + peepAt(j, 0) * cPrev));
               Expr fg = inputForget
-                            ? 1.0 - ig.get()
+                            ? 1.0 - ig
                             : applyActivation(act[0], clip(gates.load({j + 2 * H}) +
-                                                           peepAt(2) * cPrev));
+                                                           peepAt(j, 2) * cPrev));
               Expr cg = applyActivation(act[1], clip(gates.load({j + 3 * H})));
-              Local cNew = b.local("c_new", fg * cPrev + ig.get() * cg);
-              Expr og = applyActivation(act[0], clip(gates.load({j + H}) +
-                                                     peepAt(1) * cNew.get()));
-              cs->store({bb, j}, cNew.get());
-              hs.store({bb, j}, og * applyActivation(act[2], cNew.get()));
+              cs->store({bb, j}, fg * cPrev + ig * cg);
+            });
+            b.loop("j", H, [&](Expr j) {
+              Expr cNew = cs->load({bb, j});
+              Expr og = applyActivation(act[0], clip(gates.load({j + H}) + peepAt(j, 1) * cNew));
+              hs.store({bb, j}, og * applyActivation(act[2], cNew));
             });
           }
           if (y)

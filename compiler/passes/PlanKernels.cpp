@@ -426,6 +426,7 @@ ir::KernelPlan planKernel(const ir::Node &n, const TargetDesc &t, bool gpu) {
   if (n.Domain.empty() && (n.OpType == "RNN" || n.OpType == "GRU" || n.OpType == "LSTM") &&
       n.hasInput(1) && n.hasInput(2) && n.Inputs[1]->Const && n.Inputs[2]->Const) {
     p.GateRows = true;
+    p.GateBlock = !gpu ? schedule::gateBlock(t) : 0;
     return p;
   }
   // DFT and STFT on the FFT where their length factors into small radices

@@ -266,4 +266,11 @@ std::optional<WinogradBlocks> chooseWinogradBlocks(const TargetDesc &t, int64_t 
   return std::nullopt;
 }
 
+int64_t gateBlock(const TargetDesc &t) {
+  int64_t lanes = t.lanes(DType::F32);
+  if (lanes < 2 || t.VectorRegisters <= 4)
+    return 8;
+  return lanes * (t.VectorRegisters - 4);
+}
+
 } // namespace mlcc::schedule

@@ -69,6 +69,12 @@ bool pairSumsOverWindow(int64_t channels);
 /// accumulator's chain overlaps the next).
 constexpr int64_t kPairSumTemporaries = 6;
 
+/// The gate rows of a recurrent cell's step summed at once in registers
+/// (KernelPlan::GateBlock): the f32 lanes times the vector registers less
+/// four (the broadcast input element, a weight vector and two in flight),
+/// or eight scalars on a target without vectors.
+int64_t gateBlock(const TargetDesc &t);
+
 /// A contraction to tile: Rows x Cols outputs, the columns along vectors.
 struct TileProblem {
   MacKind Mac = MacKind::F32Fma;

@@ -142,6 +142,52 @@ class GruKeywords(nn.Module):
         return self.out(y[:, -1])
 
 
+class OnnxModel:
+    """A model written directly as ONNX (ops PyTorch's exporter lacks), with
+    the multiply-accumulates of its Conv/Gemm/MatMul nodes."""
+
+    def __init__(self, proto, macs):
+        self.proto, self.macs = proto, macs
+
+
+def wakeword_stft(gen):
+    """The wake-word front end on ONNX's signal ops (opset 17, written
+    directly: PyTorch's exporter has no STFT): STFT (frame_step 160, a
+    periodic Hann window of 512 from HannWindow, 257 bins, 8 frames) on
+    1,760 samples, power (ReduceSumSquare over real and imaginary), 32 mel
+    bands (MelWeightMatrix: 16 kHz, 20 to 8,000 Hz), log."""
+    from onnx import TensorProto, helper
+    x = torch.randn(1, 1760, generator=gen)
+
+    def const(name, value, dtype=TensorProto.INT64):
+        return helper.make_tensor(name, dtype, [], [value])
+
+    nodes = [
+        helper.make_node("Unsqueeze", ["input", "axis2"], ["signal"]),
+        helper.make_node("HannWindow", ["n_fft"], ["window"]),
+        helper.make_node("STFT", ["signal", "hop", "window"], ["spectrum"]),
+        helper.make_node("ReduceSumSquare", ["spectrum"], ["power"], axes=[-1], keepdims=0),
+        helper.make_node("MelWeightMatrix", ["mels", "n_fft", "rate", "low", "high"], ["mel"]),
+        helper.make_node("MatMul", ["power", "mel"], ["bands"]),
+        helper.make_node("Add", ["bands", "eps"], ["floor"]),
+        helper.make_node("Log", ["floor"], ["output"]),
+    ]
+    inits = [
+        helper.make_tensor("axis2", TensorProto.INT64, [1], [2]),
+        const("n_fft", 512), const("hop", 160), const("mels", 32), const("rate", 16000),
+        const("low", 20.0, TensorProto.FLOAT), const("high", 8000.0, TensorProto.FLOAT),
+        const("eps", 1e-6, TensorProto.FLOAT),
+    ]
+    graph = helper.make_graph(
+        nodes, "wakeword_stft",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 1760])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 8, 32])], inits)
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    proto.ir_version = 8
+    macs = 8 * 257 * 32  # the mel MatMul
+    return OnnxModel(proto, {"macs": macs, "flops": 2 * macs, "by_op": {"matmul": macs}}), x
+
+
 def audio(factory, shape):
     def make(gen):
         return factory(gen), torch.randn(*shape, generator=gen)
@@ -174,6 +220,7 @@ MODELS = {
     "wakeword_frontend": (13, audio(WakeWordFrontEnd, (1, 1760))),
     "vad": (14, audio(VoiceActivity, (1, 512))),
     "gru_kws": (15, audio(lambda gen: GruKeywords(), (1, 49, 40))),
+    "wakeword_stft": (16, wakeword_stft),
 }
 DEFAULT_MODELS = ["resnet18", "squeezenet1_1", "mobilenet_v2", "transformer_encoder"]
 
@@ -251,10 +298,12 @@ def export(name, out_dir, flops=False):
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(1000 + seed)
     model, x = make(gen)
-    model.eval()
+    if not isinstance(model, OnnxModel):
+        model.eval()
     d = os.path.join(out_dir, name)
     os.makedirs(d, exist_ok=True)
-    macs = count_macs(model, x) if flops else None
+    direct = isinstance(model, OnnxModel)
+    macs = (model.macs if direct else count_macs(model, x)) if flops else None
     if variant == "_qdq":
         model = quantized_qdq(base, gen, model, x)
     elif variant == "_int8":
@@ -267,11 +316,15 @@ def export(name, out_dir, flops=False):
     path = os.path.join(d, "model.onnx")
     # Grad mode stays on: under no_grad, eval-mode TransformerEncoderLayer takes
     # a fused fast path (aten::_transformer_encoder_layer_fwd) with no ONNX export.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(model, x, path + ".tmp", input_names=["input"],
-                          output_names=["output"], opset_version=OPSET,
-                          do_constant_folding=True)
+    if direct:
+        import onnx
+        onnx.save(model.proto, path + ".tmp")
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(model, x, path + ".tmp", input_names=["input"],
+                              output_names=["output"], opset_version=OPSET,
+                              do_constant_folding=True)
     os.replace(path + ".tmp", path)
     x.numpy().astype("<f4").tofile(os.path.join(d, "input.bin"))
     with open(os.path.join(d, "input.shape"), "w") as f:

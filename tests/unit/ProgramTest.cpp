@@ -976,3 +976,82 @@ TEST_CASE("DFT on the mixed-radix FFT equals the definition", "[fft]") {
   checkDft(20, 2, 12, false, false); // truncated
   checkDft(20, 1, 16, false, false);
 }
+
+TEST_CASE("a GRU with constant weights (gate rows summed in blocks of registers) equals the "
+          "definition",
+          "[contraction]") {
+  // X [S, B, I] -> GRU (H hidden; W, R, B initializers) -> Y_h [1, B, H],
+  // with both forms of the reset gate; the target's few registers give
+  // blocks of 32 gate rows (H = 20: 60 rows, a block and a partial one).
+  const int64_t S = 4, Bn = 2, I = 5, H = 20, G = 3;
+  TargetDesc target = avx512(32768, 524288);
+  target.VectorRegisters = 6;
+  for (int lbr : {0, 1}) {
+    pb::Model m;
+    pb::Graph *g = newGraph(m, {S, Bn, I});
+    std::vector<float> w = randomValues({1, G * H, I}, 11), r = randomValues({1, G * H, H}, 12),
+                       bias = randomValues({1, 2 * G * H}, 13), x = randomValues({S, Bn, I}, 14);
+    addInitializer(g, "W", {1, G * H, I}, w);
+    addInitializer(g, "R", {1, G * H, H}, r);
+    addInitializer(g, "B", {1, 2 * G * H}, bias);
+    pb::Node *n = g->add_node();
+    n->set_op_type("GRU");
+    n->set_name("gru");
+    for (const char *in : {"X", "W", "R", "B"})
+      n->add_input(in);
+    n->add_output("");
+    n->add_output("Y");
+    for (auto [name, v] : {std::pair<const char *, int64_t>{"hidden_size", H},
+                           {"linear_before_reset", lbr}}) {
+      pb::Attribute *a = n->add_attribute();
+      a->set_name(name);
+      a->set_type(2);
+      a->set_i(v);
+    }
+    addFloatInfo(g->add_output(), "Y", {1, Bn, H});
+    std::string text;
+    std::vector<float> got = compileAndRun(m.SerializeAsString(), target, x, &text);
+    INFO("linear_before_reset " << lbr << "\n" << text.substr(0, 1500));
+    CHECK(text.find("alloc acc: f32[32]") != std::string::npos);
+    // The definition (ONNX gate order z, r, h), in double.
+    auto sigmoid = [](double v) { return 1.0 / (1.0 + std::exp(-v)); };
+    auto W = [&](int64_t row, int64_t i) { return (double)w[(size_t)(row * I + i)]; };
+    auto R = [&](int64_t row, int64_t k) { return (double)r[(size_t)(row * H + k)]; };
+    auto Wb = [&](int64_t row) { return (double)bias[(size_t)row]; };
+    auto Rb = [&](int64_t row) { return (double)bias[(size_t)(G * H + row)]; };
+    for (int64_t b = 0; b < Bn; ++b) {
+      std::vector<double> h((size_t)H, 0.0);
+      for (int64_t t = 0; t < S; ++t) {
+        auto xAt = [&](int64_t i) { return (double)x[(size_t)((t * Bn + b) * I + i)]; };
+        std::vector<double> z((size_t)H), rg((size_t)H), nh((size_t)H);
+        for (int64_t j = 0; j < H; ++j) {
+          double pz = Wb(j) + Rb(j), pr = Wb(H + j) + Rb(H + j);
+          for (int64_t i = 0; i < I; ++i) {
+            pz += W(j, i) * xAt(i);
+            pr += W(H + j, i) * xAt(i);
+          }
+          for (int64_t k = 0; k < H; ++k) {
+            pz += R(j, k) * h[(size_t)k];
+            pr += R(H + j, k) * h[(size_t)k];
+          }
+          z[(size_t)j] = sigmoid(pz);
+          rg[(size_t)j] = sigmoid(pr);
+        }
+        for (int64_t j = 0; j < H; ++j) {
+          double px = Wb(2 * H + j), ph = Rb(2 * H + j);
+          for (int64_t i = 0; i < I; ++i)
+            px += W(2 * H + j, i) * xAt(i);
+          for (int64_t k = 0; k < H; ++k)
+            ph += R(2 * H + j, k) * (lbr ? h[(size_t)k] : rg[(size_t)k] * h[(size_t)k]);
+          nh[(size_t)j] = std::tanh(px + (lbr ? rg[(size_t)j] * ph : ph));
+        }
+        for (int64_t j = 0; j < H; ++j)
+          h[(size_t)j] = (1 - z[(size_t)j]) * nh[(size_t)j] + z[(size_t)j] * h[(size_t)j];
+      }
+      for (int64_t j = 0; j < H; ++j) {
+        INFO("batch " << b << ", unit " << j);
+        CHECK(std::fabs(got[(size_t)(b * H + j)] - h[(size_t)j]) <= 1e-5);
+      }
+    }
+  }
+}
