@@ -12,10 +12,13 @@ namespace mlcc::kir {
 
 namespace {
 
-/// Walks a statement and counts one of the two measures of Cost.h.
+/// What a Counter counts (see Cost.h).
+enum class Measure { Ops, Stores, CopiedBytes, FilledBytes };
+
+/// Walks a statement and counts one of the measures of Cost.h.
 class Counter {
 public:
-  explicit Counter(bool stores) : Stores(stores) {}
+  explicit Counter(Measure m) : M(m), Stores(m == Measure::Stores) {}
 
   double stmt(const Stmt &s) {
     if (!s)
@@ -51,6 +54,16 @@ public:
     case StmtKind::Store: {
       if (Stores)
         return s->Value->Lanes;
+      if (M == Measure::CopiedBytes || M == Measure::FilledBytes) {
+        if (s->Buf->Kind != BufferKind::Param)
+          return 0;
+        const Expr &v = s->Value;
+        bool copy = v->Kind == ExprKind::Load && v->Buf->Kind == BufferKind::Param;
+        bool fill = v->Kind == ExprKind::Const ||
+                    (v->Kind == ExprKind::Broadcast && v->A->Kind == ExprKind::Const);
+        bool counted = M == Measure::CopiedBytes ? copy : fill;
+        return counted ? (double)v->Lanes * (double)dtypeSize(s->Buf->Type) : 0;
+      }
       std::set<const ExprNode *> seen;
       return expr(s->Value, seen);
     }
@@ -139,6 +152,7 @@ private:
     }
   }
 
+  const Measure M;
   const bool Stores;
   std::map<const VarNode *, int64_t> Env;
 };
@@ -147,8 +161,13 @@ int64_t toCount(double n) { return n >= 9.2e18 ? INT64_MAX : (int64_t)n; }
 
 } // namespace
 
-int64_t countOps(const Kernel &k) { return toCount(Counter(false).stmt(k.Body)); }
+int64_t countOps(const Kernel &k) { return toCount(Counter(Measure::Ops).stmt(k.Body)); }
 
-int64_t workOf(const Stmt &s) { return toCount(Counter(true).stmt(s)); }
+int64_t workOf(const Stmt &s) { return toCount(Counter(Measure::Stores).stmt(s)); }
+
+Movement movementOf(const Kernel &k) {
+  return {toCount(Counter(Measure::CopiedBytes).stmt(k.Body)),
+          toCount(Counter(Measure::FilledBytes).stmt(k.Body))};
+}
 
 } // namespace mlcc::kir

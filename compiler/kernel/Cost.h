@@ -26,6 +26,16 @@ namespace mlcc::kir {
 /// Element operations one run of `k` performs (see above).
 int64_t countOps(const Kernel &k);
 
+/// The bytes a run of `k` stores into its parameters (inputs, outputs,
+/// arena buffers) without computing them, its loops counted as countOps
+/// counts them: elements loaded from a parameter and stored as they are
+/// (copies: Concat, Split, Slice, Transpose, a padded input's interior, an
+/// output copy) and constants stored (fills: memsets, a padded border).
+struct Movement {
+  int64_t CopiedBytes = 0, FilledBytes = 0;
+};
+Movement movementOf(const Kernel &k);
+
 /// workOf: the elements one run of `s` stores (a vector store counts its
 /// lanes), at least: loops whose bounds are not constants count one trip,
 /// an If its costlier branch. Cheap and conservative, for deciding whether

@@ -81,6 +81,7 @@ ModelReport buildReport(const kir::Program &p) {
 
   std::vector<int64_t> ops(p.Kernels.size(), -1), depth(p.Kernels.size(), 0),
       firstCall(p.Kernels.size(), -1);
+  std::vector<kir::Movement> moves(p.Kernels.size());
   std::map<std::pair<int, size_t>, size_t> lastWriter;
   std::set<std::pair<size_t, size_t>> edges;
   for (size_t c = 0; c < p.Calls.size(); ++c) {
@@ -94,9 +95,18 @@ ModelReport buildReport(const kir::Program &p) {
     if (ops[call.KernelIndex] < 0) {
       ops[call.KernelIndex] = kir::countOps(k);
       depth[call.KernelIndex] = kir::maxExprDepth(k);
+      moves[call.KernelIndex] = kir::movementOf(k);
     }
     k2.Ops = ops[call.KernelIndex];
     r.Ops += k2.Ops;
+    k2.CopiedBytes = moves[call.KernelIndex].CopiedBytes;
+    k2.FilledBytes = moves[call.KernelIndex].FilledBytes;
+    r.CopiedBytes += k2.CopiedBytes;
+    r.FilledBytes += k2.FilledBytes;
+    if (k2.Ops == 0 && k2.CopiedBytes + k2.FilledBytes > 0) {
+      ++r.CopyCalls;
+      r.FillCalls += k2.CopiedBytes == 0;
+    }
     k2.ExprDepth = depth[call.KernelIndex];
     r.MaxExprDepth = std::max(r.MaxExprDepth, k2.ExprDepth);
     if (firstCall[call.KernelIndex] >= 0)
@@ -178,6 +188,10 @@ std::string reportJson(const ModelReport &r, const ReportContext &c) {
   field("arena_bytes", num(r.ArenaBytes));
   field("arena_align", num(r.ArenaAlign));
   field("ops", num(r.Ops));
+  field("copy_calls", num(r.CopyCalls));
+  field("fill_calls", num(r.FillCalls));
+  field("copied_bytes", num(r.CopiedBytes));
+  field("filled_bytes", num(r.FilledBytes));
   field("max_expr_depth", num(r.MaxExprDepth));
   std::string u = "[";
   for (size_t i = 0; i < r.Object.Undefined.size(); ++i)
@@ -203,6 +217,8 @@ std::string reportJson(const ModelReport &r, const ReportContext &c) {
     if (k.SharesCodeWith >= 0)
       j += ", \"shares_code_with_call\": " + num(k.SharesCodeWith);
     j += ", \"weight_bytes\": " + num(k.WeightBytes) + ", \"ops\": " + num(k.Ops) +
+         ", \"copied_bytes\": " + num(k.CopiedBytes) +
+         ", \"filled_bytes\": " + num(k.FilledBytes) +
          ", \"expr_depth\": " + num(k.ExprDepth) +
          ", \"arena_live_bytes\": " + num(k.ArenaLiveBytes) +
          ", \"arena_end\": " + num(k.ArenaEnd) + ", \"live_buffers\": [";
@@ -245,6 +261,10 @@ std::string reportText(const ModelReport &r, const ReportContext &c) {
   add("weights", bytes(r.WeightBytes));
   add("arena", bytes(r.ArenaBytes) + " (align " + num(r.ArenaAlign) + ")");
   add("ops", num(r.Ops) + " per run");
+  add("per run", plural((int64_t)r.Calls.size(), "kernel call", "kernel calls") + ", " +
+                     plural(r.CopyCalls, "copy", "copies") + " (" +
+                     plural(r.FillCalls, "fill", "fills") + "); " + bytes(r.CopiedBytes) +
+                     " copied, " + bytes(r.FilledBytes) + " filled");
   if (r.HasObject) {
     std::string u;
     for (auto &sym : r.Object.Undefined)

@@ -45,6 +45,9 @@ struct KernelCallReport {
   int64_t SharesCodeWith = -1;
   int64_t WeightBytes = 0; ///< constants no earlier call reads
   int64_t Ops = 0;         ///< element operations (kir::countOps)
+  /// Bytes stored as loaded (copies) and constants stored (fills), see
+  /// kir::movementOf.
+  int64_t CopiedBytes = 0, FilledBytes = 0;
   int64_t ExprDepth = 0;   ///< its deepest expression (kir::maxExprDepth)
   int64_t ArenaLiveBytes = 0; ///< bytes of the arena buffers live during the call
   int64_t ArenaEnd = 0;    ///< highest arena offset they reach (aligned)
@@ -70,6 +73,10 @@ struct ModelReport {
   ObjectStats Object;
   int64_t CodeOutsideKernels = 0; ///< NAME_run, NAME_info, helpers
   int64_t WeightBytes = 0, ArenaBytes = 0, ArenaAlign = 0, Ops = 0;
+  /// Per run: the calls that only move data (no arithmetic; copies) and,
+  /// of those, the ones that only store constants (fills: memsets), and
+  /// the bytes every call copies and fills.
+  int64_t CopyCalls = 0, FillCalls = 0, CopiedBytes = 0, FilledBytes = 0;
   int64_t MaxExprDepth = 0; ///< the deepest expression of any kernel
   std::vector<std::pair<std::string, int64_t>> Constants; ///< name, bytes
   std::vector<int64_t> ConstantFirstCall;                 ///< per constant

@@ -59,6 +59,20 @@ def main():
         fail(f"ops: kernels sum to {ops}, total {r['ops']}")
     print(f"ops: {ops} = {r['ops']}")
 
+    # Data movement per run: the calls' copied and filled bytes sum to the
+    # totals; a copy call does no arithmetic, a fill call copies nothing.
+    for key in ("copied_bytes", "filled_bytes"):
+        total = sum(c[key] for c in calls)
+        if total != r[key]:
+            fail(f"{key}: kernels sum to {total}, total {r[key]}")
+    copies = [c for c in calls if c["ops"] == 0 and c["copied_bytes"] + c["filled_bytes"] > 0]
+    fills = [c for c in copies if c["copied_bytes"] == 0]
+    if len(copies) != r["copy_calls"] or len(fills) != r["fill_calls"]:
+        fail(f"copy calls {len(copies)} / fill calls {len(fills)} against "
+             f"{r['copy_calls']} / {r['fill_calls']}")
+    print(f"per run: {len(calls)} calls, {r['copy_calls']} copies ({r['fill_calls']} fills), "
+          f"{r['copied_bytes']} bytes copied, {r['filled_bytes']} filled")
+
     end = max((c["arena_end"] for c in calls), default=0)
     if end != r["arena_bytes"]:
         fail(f"arena: largest end over the calls {end} != arena {r['arena_bytes']}")

@@ -53,6 +53,20 @@ TEST_CASE("countOps: vector lanes count each", "[report]") {
   CHECK(countOps(b.finish()) == 16);
 }
 
+TEST_CASE("movementOf: copies and fills into parameters, not computed values", "[report]") {
+  KernelBuilder b("pad_copy");
+  Buffer x = b.param("x", DType::F32, 8), y = b.param("y", DType::F32, 12);
+  b.loop("i", 2, [&](Expr i) { b.store(y, i, constant(DType::F32, 0.0)); }); // fill 8 B
+  b.loop("i", 8, [&](Expr i) { b.store(y, i + 2, load(x, i)); });          // copy 32 B
+  b.loop("i", 2, [&](Expr i) { b.store(y, i + 10, load(x, i) * 2.0); });   // computed
+  Local acc = b.local("acc", DType::F32, 4);
+  b.loop("i", 4, [&](Expr i) { b.set(acc, i, load(x, i)); }); // into a local: not counted
+  b.store(y, indexConst(0), vload(acc.Buf, indexConst(0), 4));  // a local's value: computed
+  Movement m = movementOf(b.finish());
+  CHECK(m.CopiedBytes == 32);
+  CHECK(m.FilledBytes == 8);
+}
+
 TEST_CASE("parseByteSize: digits with k, M, G", "[report]") {
   CHECK(output::parseByteSize("4096", "--max-arena") == 4096);
   CHECK(output::parseByteSize("2k", "--max-arena") == 2048);
