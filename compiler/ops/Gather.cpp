@@ -146,11 +146,33 @@ void lowerGatherND(LowerCtx &c) {
   });
 }
 
+/// A Gather of one constant index in range picks a slab of the input: one
+/// contiguous block when the axes before it are all 1.
+std::optional<std::vector<int64_t>> gatherSelection(const ir::Node &n) {
+  if (!n.hasInput(1) || !n.Inputs[1]->Const || n.Inputs[1]->Type.numel() != 1)
+    return std::nullopt;
+  const Shape &in = n.inShape(0);
+  int64_t axis = normalizeAxis(n, n.attrInt("axis", 0), (int64_t)in.size());
+  int64_t i = n.constInputInts(1, "the index")[0], dim = in[(size_t)axis];
+  if (i < 0)
+    i += dim;
+  if (i < 0 || i >= dim)
+    return std::nullopt;
+  std::vector<int64_t> start(in.size(), 0);
+  start[(size_t)axis] = i;
+  Shape out = in;
+  out[(size_t)axis] = 1;
+  std::optional<int64_t> o = contiguousBox(in, start, out);
+  if (!o)
+    return std::nullopt;
+  return std::vector<int64_t>{*o};
+}
+
 } // namespace
 
 MLCC_OPS(Gather) {
   R.add({.Name = "Gather", .SinceVersion = 1, .Fusion = FusionClass::Injective,
-         .Infer = inferGather, .Lower = lowerGather});
+         .Infer = inferGather, .Lower = lowerGather, .Selection = gatherSelection});
   R.add({.Name = "GatherElements", .SinceVersion = 11,
          .Fusion = FusionClass::Injective, .Infer = inferGatherElements,
          .Lower = lowerGatherElements});

@@ -269,6 +269,30 @@ Shape broadcastShapes(const ir::Node &n, const std::vector<Shape> &shapes) {
   return out;
 }
 
+std::optional<int64_t> contiguousBox(const Shape &in, const std::vector<int64_t> &start,
+                                     const Shape &out) {
+  if (in.size() != out.size() || start.size() != in.size() || numElements(out) == 0)
+    return std::nullopt;
+  // The last axis the box does not cover whole; before it only 1s.
+  size_t last = 0;
+  bool partial = false;
+  for (size_t d = 0; d < in.size(); ++d)
+    if (out[d] != in[d] || start[d] != 0) {
+      last = d;
+      partial = true;
+    }
+  int64_t offset = 0, stride = 1;
+  for (size_t d = in.size(); d-- > 0;) {
+    if (partial && d < last && out[d] != 1)
+      return std::nullopt;
+    if (start[d] < 0 || start[d] + out[d] > in[d])
+      return std::nullopt;
+    offset += start[d] * stride;
+    stride *= in[d];
+  }
+  return offset;
+}
+
 int64_t normalizeAxis(const ir::Node &n, int64_t axis, int64_t rank,
                       const char *what) {
   int64_t a = axis < 0 ? axis + rank : axis;

@@ -128,6 +128,12 @@ private:
 
 /// Multidirectional (numpy) broadcasting of `shapes`; an error names the node.
 Shape broadcastShapes(const ir::Node &n, const std::vector<Shape> &shapes);
+/// The element offset of the box of extents `out` at `start` in a
+/// row-major tensor of shape `in` when the box is one contiguous block of
+/// it (only 1s before its last axis shorter than `in`'s, whole axes after
+/// it), else nothing; nothing for an empty box.
+std::optional<int64_t> contiguousBox(const Shape &in, const std::vector<int64_t> &start,
+                                     const Shape &out);
 /// Normalizes a possibly negative axis into [0, rank); error if outside.
 int64_t normalizeAxis(const ir::Node &n, int64_t axis, int64_t rank,
                       const char *what = "axis");

@@ -72,6 +72,13 @@ struct OpSchema {
   /// every input is one contiguous block of it, else nothing. The inputs'
   /// producers may then write into the output directly (lower-to-kernels).
   std::function<std::optional<std::vector<int64_t>>(const ir::Node &)> Placement;
+  /// Optional, for ops whose outputs are parts of input 0 (Split, Slice,
+  /// Gather of one index, a Transpose that keeps the order of the axes
+  /// longer than 1): the element offset in input 0 of each output's data
+  /// (-1 for an omitted output) when every present output is one
+  /// contiguous block of it, else nothing. The outputs may then be views
+  /// into the input's buffer, with no kernel (lower-to-kernels).
+  std::function<std::optional<std::vector<int64_t>>(const ir::Node &)> Selection;
 };
 
 class OpRegistry {

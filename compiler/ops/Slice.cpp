@@ -109,11 +109,23 @@ void lowerSlice(LowerCtx &c) {
   });
 }
 
+/// A slice of unit steps whose box is one contiguous block of the input.
+std::optional<std::vector<int64_t>> sliceSelection(const ir::Node &n) {
+  SliceParams p = sliceParams(n);
+  for (size_t d = 0; d < p.Step.size(); ++d)
+    if (p.Step[d] != 1 && p.Out[d] > 1)
+      return std::nullopt;
+  std::optional<int64_t> o = contiguousBox(n.inShape(0), p.Start, p.Out);
+  if (!o)
+    return std::nullopt;
+  return std::vector<int64_t>{*o};
+}
+
 } // namespace
 
 MLCC_OPS(Slice) {
   R.add({.Name = "Slice", .SinceVersion = 1, .Fusion = FusionClass::Injective,
-         .Infer = inferSlice, .Lower = lowerSlice});
+         .Infer = inferSlice, .Lower = lowerSlice, .Selection = sliceSelection});
 }
 
 } // namespace mlcc::ops

@@ -107,11 +107,33 @@ void lowerSplit(LowerCtx &c) {
   }
 }
 
+/// Each part is a contiguous block of the input when the axes before the
+/// split axis are all 1.
+std::optional<std::vector<int64_t>> splitSelection(const ir::Node &n) {
+  std::vector<int64_t> split = splitSizes(n);
+  size_t axis = (size_t)splitAxis(n);
+  const Shape &in = n.inShape(0);
+  std::vector<int64_t> offsets, start(in.size(), 0);
+  for (size_t i = 0; i < split.size(); ++i) {
+    Shape out = in;
+    out[axis] = split[i];
+    if (!n.hasOutput(i)) {
+      offsets.push_back(-1);
+    } else if (std::optional<int64_t> o = contiguousBox(in, start, out)) {
+      offsets.push_back(*o);
+    } else {
+      return std::nullopt;
+    }
+    start[axis] += split[i];
+  }
+  return offsets;
+}
+
 } // namespace
 
 MLCC_OPS(Split) {
   R.add({.Name = "Split", .SinceVersion = 1, .Fusion = FusionClass::Injective,
-         .Infer = inferSplit, .Lower = lowerSplit});
+         .Infer = inferSplit, .Lower = lowerSplit, .Selection = splitSelection});
 }
 
 } // namespace mlcc::ops

@@ -48,11 +48,29 @@ void lowerTranspose(LowerCtx &c) {
   });
 }
 
+/// A permutation that keeps the axes longer than 1 in their order moves
+/// no element: the output is the input's bytes.
+std::optional<std::vector<int64_t>> transposeSelection(const ir::Node &n) {
+  std::vector<int64_t> perm = permOf(n);
+  const Shape &in = n.inShape(0);
+  int64_t previous = -1;
+  for (int64_t p : perm) {
+    if (in[(size_t)p] == 1)
+      continue;
+    if (p < previous)
+      return std::nullopt;
+    previous = p;
+  }
+  if (numElements(in) == 0)
+    return std::nullopt;
+  return std::vector<int64_t>{0};
+}
+
 } // namespace
 
 MLCC_OPS(Transpose) {
   R.add({.Name = "Transpose", .SinceVersion = 1, .Fusion = FusionClass::Injective,
-         .Infer = inferTranspose, .Lower = lowerTranspose});
+         .Infer = inferTranspose, .Lower = lowerTranspose, .Selection = transposeSelection});
 }
 
 } // namespace mlcc::ops

@@ -16,6 +16,13 @@
 //    an arena value of its own: the inputs' buffers become parts of the
 //    output's (kir::ArenaBuffer::AliasOf), so their producers write into the
 //    output directly, and the op makes no kernel.
+//  - An op whose outputs are contiguous blocks of its input (Split along an
+//    axis with only 1s before it, a unit-step Slice, a Gather of one
+//    constant index, a Transpose that moves only axes of 1:
+//    OpSchema::Selection) costs nothing when its input is an arena value
+//    and its outputs have no storage of their own yet: the outputs' buffers
+//    become parts of the input's (views; the input lives as long as they
+//    are read), and the op makes no kernel.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/kernel/Equality.h"
@@ -104,6 +111,7 @@ public:
         C.unite(n->Inputs[0], n->Outputs[0]);
     assignExternalStorage();
     placeInputsInOutputs();
+    viewOutputsInInputs();
 
     // A fused group is lowered where its last node stands (its operands
     // are all computed by then).
@@ -202,6 +210,52 @@ private:
         ClassStorage[C.find(in)] = {StorageKind::Arena, P.ArenaBuffers.size()};
         P.ArenaBuffers.push_back({in->Name, in->Type.numel() * elem, -1, (int64_t)out.Index,
                                   (*offsets)[i] * elem});
+      }
+      InPlace.insert(n.get());
+    }
+  }
+
+  /// Nodes with a Selection whose outputs can be parts of their input's
+  /// arena buffer get those storages (views, see the file comment) and are
+  /// skipped when lowering. In graph order, so that a view of a view nests.
+  /// The outputs must have no storage yet (a graph output, or an input a
+  /// Concat writes in place, keeps its kernel) and the input must be an
+  /// arena value (not a graph input or output, nor a constant).
+  void viewOutputsInInputs() {
+    const ops::OpRegistry &reg = ops::OpRegistry::instance();
+    for (const std::unique_ptr<ir::Node> &n : G.Nodes) {
+      const ops::OpSchema &schema = reg.lookup(*n);
+      if (!schema.Selection || n->Group >= 0 || !n->hasInput(0) || n->Inputs[0]->Const ||
+          InPlace.count(n.get()))
+        continue;
+      const ir::Value *in = n->Inputs[0];
+      const ir::Value *inRoot = C.find(in);
+      auto placed = ClassStorage.find(inRoot);
+      if (placed != ClassStorage.end() && placed->second.Kind != StorageKind::Arena)
+        continue;
+      std::optional<std::vector<int64_t>> offsets = schema.Selection(*n);
+      if (!offsets || offsets->size() != n->Outputs.size())
+        continue;
+      bool ok = true;
+      std::set<const ir::Value *> roots;
+      for (const ir::Value *out : n->Outputs) {
+        if (!out)
+          continue;
+        const ir::Value *root = C.find(out);
+        ok = ok && !out->Const && !ClassStorage.count(root) && root != inRoot &&
+             roots.insert(root).second && out->Type.Type == in->Type.Type;
+      }
+      if (!ok)
+        continue;
+      Storage whole = storageOf(in);
+      int64_t elem = (int64_t)dtypeSize(in->Type.Type);
+      for (size_t i = 0; i < n->Outputs.size(); ++i) {
+        const ir::Value *out = n->Outputs[i];
+        if (!out)
+          continue;
+        ClassStorage[C.find(out)] = {StorageKind::Arena, P.ArenaBuffers.size()};
+        P.ArenaBuffers.push_back({out->Name, out->Type.numel() * elem, -1,
+                                  (int64_t)whole.Index, (*offsets)[i] * elem});
       }
       InPlace.insert(n.get());
     }
