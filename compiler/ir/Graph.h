@@ -120,6 +120,10 @@ public:
   /// computed by one kernel. The group's first node builds the loop nest;
   /// the others are elementwise nodes applied to each element it stores.
   int Group = -1;
+  /// A member of a fusion group whose value the group computes where a
+  /// chain node reads it (an operand's producer inlined: fuse-ops), not
+  /// at the root's stores.
+  bool Inlined = false;
   /// How its kernel runs (set by plan-kernels; empty: the op's own loop
   /// nest). Not an attribute: no ONNX meaning, never written to a model.
   KernelPlan Plan;

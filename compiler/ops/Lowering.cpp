@@ -1,5 +1,7 @@
 #include "compiler/ops/Lowering.h"
 
+#include <functional>
+
 #include <algorithm>
 #include <map>
 
@@ -13,6 +15,8 @@ public:
   LowerCtx *Ctx = nullptr;
   const ir::Value *Root = nullptr; ///< the output the lowering stores
   std::vector<const ir::Node *> Chain;
+  /// Producers of chain operands computed in place (by output value).
+  std::map<const ir::Value *, const ir::Node *> Inlined;
   TensorRef Final; ///< the last chain node's output
   bool Read = false;
 
@@ -40,28 +44,34 @@ public:
     // The values computed so far: the root's element, then each chain
     // node's (a node may read any of them: x * sigmoid(x)).
     std::map<const ir::Value *, Expr> computed = {{Root, x}};
-    for (const ir::Node *n : Chain) {
+    // A node's value at this element from its operands' (computed by the
+    // group, an inlined producer's, or loaded).
+    std::function<Expr(const ir::Node *)> apply;
+    auto operand = [&](const ir::Value *in) -> Expr {
+      auto c = computed.find(in);
+      if (c != computed.end())
+        return c->second;
+      auto p = Inlined.find(in);
+      if (p != Inlined.end())
+        return computed[in] = apply(p->second);
+      TensorRef t = Ctx->operand(in);
+      if (t.numel() == 1)
+        return t.loadFlat(indexConst(0));
+      if (t.shape() == shape)
+        return t.loadFlat(off);
+      return t.loadBroadcast(index());
+    };
+    apply = [&](const ir::Node *n) {
       std::vector<Expr> args;
-      for (size_t i = 0; i < n->Inputs.size(); ++i) {
-        const ir::Value *in = n->Inputs[i];
-        if (!in)
-          continue;
-        auto c = computed.find(in);
-        if (c != computed.end()) {
-          args.push_back(c->second);
-          continue;
-        }
-        TensorRef t = Ctx->operand(in);
-        if (t.numel() == 1)
-          args.push_back(t.loadFlat(indexConst(0)));
-        else if (t.shape() == shape)
-          args.push_back(t.loadFlat(off));
-        else
-          args.push_back(t.loadBroadcast(index()));
-      }
+      for (const ir::Value *in : n->Inputs)
+        if (in)
+          args.push_back(operand(in));
       Expr r = reg.lookup(*n).Scalar(*n, args);
       DType ot = n->Outputs[0]->Type.Type;
-      x = cast(computeType(ot), cast(ot, r));
+      return cast(computeType(ot), cast(ot, r));
+    };
+    for (const ir::Node *n : Chain) {
+      x = apply(n);
       computed[n->Outputs[0]] = x;
     }
     Final.storeFlat(off, x);
@@ -194,13 +204,16 @@ TensorRef LowerCtx::operand(const ir::Value *v) {
   return ref;
 }
 
-void LowerCtx::fuseEpilogue(size_t i, std::vector<const ir::Node *> chain) {
+void LowerCtx::fuseEpilogue(size_t i, std::vector<const ir::Node *> chain,
+                            std::vector<const ir::Node *> inlined) {
   MLCC_CHECK(!Outs.count(i) && N.hasOutput(i) && !chain.empty(),
              N.where() << ": epilogue fused after output " << i << " too late");
   auto e = std::make_shared<Epilogue>();
   e->Ctx = this;
   e->Root = N.Outputs[i];
   e->Chain = std::move(chain);
+  for (const ir::Node *p : inlined)
+    e->Inlined[p->Outputs[0]] = p;
   Epilogues[i] = e;
 }
 

@@ -102,7 +102,11 @@ public:
   /// Fuses `chain` after output `i`: elementwise nodes with a Scalar
   /// function, each consuming the previous one's output (the first consumes
   /// output i), all of output i's shape. Must be called before out(i).
-  void fuseEpilogue(size_t i, std::vector<const ir::Node *> chain);
+  /// `inlined`: elementwise nodes of output i's shape whose values the
+  /// chain reads as operands, computed at each element from their own
+  /// operands instead of loaded (each value read by one node only).
+  void fuseEpilogue(size_t i, std::vector<const ir::Node *> chain,
+                    std::vector<const ir::Node *> inlined = {});
   /// True when the lowering loaded from an output that has an epilogue
   /// (the fusion was not valid for this lowering).
   bool epilogueRead() const;

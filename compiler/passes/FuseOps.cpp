@@ -26,6 +26,14 @@
 // chain is cut at the longest closed prefix that is (found by bisection),
 // and what follows starts a group of its own.
 //
+// A chain node's operand whose producer is an elementwise node of the
+// chain's shape, not yet in a group, whose value nothing else reads (and no
+// graph output is), joins the group inlined (ir::Node::Inlined): the kernel
+// computes that value at each element from the producer's own operands
+// instead of loading it, recursively. An LSTM cell as exporters unroll it
+// (sigmoid(i) * tanh(g) + sigmoid(f) * c) is then one kernel, not four. The
+// inlining is dropped when it would make the stores too deep.
+//
 //===----------------------------------------------------------------------===//
 #include "compiler/ops/Lowering.h"
 #include "compiler/passes/Passes.h"
@@ -55,10 +63,11 @@ ir::Value *singleOutput(const ir::Node &n) {
 /// when the lowering reads that output back (or fails: reported when the
 /// node is lowered on its own).
 std::optional<int> epilogueDepth(const ir::Node &root, const ops::OpSchema &schema,
-                                 size_t out, const std::vector<const ir::Node *> &chain) {
+                                 size_t out, const std::vector<const ir::Node *> &chain,
+                                 const std::vector<const ir::Node *> &inlined = {}) {
   kir::KernelBuilder b("probe_" + root.OpType);
   ops::LowerCtx ctx(root, b);
-  ctx.fuseEpilogue(out, chain);
+  ctx.fuseEpilogue(out, chain, inlined);
   try {
     schema.Lower(ctx);
     b.finish();
@@ -123,13 +132,54 @@ std::vector<const ir::Node *> epilogueChain(const ir::Graph &g, size_t rootAt,
   return chain;
 }
 
+/// The producers a group with `chain` after value `v` computes inlined (see
+/// the file comment), in graph order.
+std::vector<const ir::Node *> inlinedProducers(const ir::Graph &g, const ir::Value *v,
+                                               const std::vector<const ir::Node *> &chain,
+                                               std::map<const ir::Value *, int> &uses) {
+  const ops::OpRegistry &reg = ops::OpRegistry::instance();
+  std::set<const ir::Value *> computed = {v};
+  for (const ir::Node *c : chain)
+    computed.insert(c->Outputs[0]);
+  std::set<const ir::Node *> chosen;
+  std::vector<const ir::Value *> work;
+  for (const ir::Node *c : chain)
+    for (const ir::Value *in : c->Inputs)
+      work.push_back(in);
+  while (!work.empty()) {
+    const ir::Value *in = work.back();
+    work.pop_back();
+    if (!in || in->Const || computed.count(in))
+      continue;
+    const ir::Node *p = in->Producer;
+    if (!p || p->Group >= 0 || chosen.count(p) || p->Outputs.size() != 1 ||
+        p->Outputs[0] != in || uses[in] != 1 || g.isGraphOutput(in) ||
+        in->Type.Dims != v->Type.Dims)
+      continue;
+    const ops::OpSchema &ps = reg.lookup(*p);
+    if (ps.Fusion != ops::FusionClass::Elementwise || !ps.Scalar)
+      continue;
+    chosen.insert(p);
+    computed.insert(in);
+    for (const ir::Value *x : p->Inputs)
+      work.push_back(x);
+  }
+  std::vector<const ir::Node *> inlined;
+  for (auto &n : g.Nodes)
+    if (chosen.count(n.get()))
+      inlined.push_back(n.get());
+  return inlined;
+}
+
 } // namespace
 
 void fuseOps(ir::Graph &g) {
   const ops::OpRegistry &reg = ops::OpRegistry::instance();
   std::map<const ir::Value *, int> uses = g.useCounts();
-  for (auto &n : g.Nodes)
+  for (auto &n : g.Nodes) {
     n->Group = -1;
+    n->Inlined = false;
+  }
 
   int groups = 0;
   for (size_t rootAt = 0; rootAt < g.Nodes.size(); ++rootAt) {
@@ -168,9 +218,19 @@ void fuseOps(ir::Graph &g) {
         continue;
       chain.resize(closedLengths[lo - 1]);
     }
+    std::vector<const ir::Node *> inlined = inlinedProducers(g, v, chain, uses);
+    if (!inlined.empty()) {
+      std::optional<int> d = epilogueDepth(root, schema, outIndex, chain, inlined);
+      if (!d || *d > kir::KernelBuilder::kSplitDepth)
+        inlined.clear();
+    }
     root.Group = groups;
     for (const ir::Node *c : chain)
       const_cast<ir::Node *>(c)->Group = groups;
+    for (const ir::Node *p : inlined) {
+      const_cast<ir::Node *>(p)->Group = groups;
+      const_cast<ir::Node *>(p)->Inlined = true;
+    }
     ++groups;
   }
 }
