@@ -30,6 +30,7 @@
 #include "compiler/ops/Lowering.h"
 
 #include <cmath>
+#include <functional>
 
 namespace mlcc::ops {
 
@@ -97,6 +98,19 @@ Cx times(const Cx &a, double c, double s) {
   if (c == 0.0)
     return {scaled(a.Im, -s), scaled(a.Re, s)};
   return {a.Re * c - a.Im * s, a.Re * s + a.Im * c};
+}
+
+/// Point f of the Hermitian extension of a one-sided spectrum X[0..dim)
+/// to n points: X[f] up to n/2, conj X[n - f] past it, 0 past the input's
+/// end; `load(j, comp)` reads component comp of X[j].
+Cx hermitianAt(const Expr &f, int64_t n, int64_t dim,
+               const std::function<Expr(const Expr &, int)> &load, const Expr &zero) {
+  Expr upper = gt(f, indexConst(n / 2));
+  Expr j = select(upper, indexConst(n) - f, f);
+  Expr ok = lt(j, indexConst(dim));
+  Expr js = min(j, indexConst(dim - 1));
+  Expr xi = select(ok, load(js, 1), zero);
+  return {select(ok, load(js, 0), zero), select(upper, -xi, xi)};
 }
 
 /// One line's FFT in a scratch buffer of 4 N elements: planes 0 and 1,
@@ -382,14 +396,10 @@ void lowerDft(LowerCtx &c) {
       }
       FftLine &line = *f->Complex;
       if (irfft) {
-        // Hermitian extension of the one-sided spectrum X[0..N/2].
         b.loop("t", N, [&](Expr i) {
-          Expr upper = gt(i, indexConst(N / 2));
-          Expr j = select(upper, indexConst(N) - i, i);
-          Expr ok = lt(j, indexConst(dim));
-          Expr js = min(j, indexConst(dim - 1));
-          Expr xi = select(ok, x.load(along(js, 1)), zero);
-          line.put(i, select(ok, x.load(along(js, 0)), zero), select(upper, -xi, xi));
+          Cx v = hermitianAt(
+              i, N, dim, [&](const Expr &j, int comp) { return x.load(along(j, comp)); }, zero);
+          line.put(i, v.Re, v.Im);
         });
       } else {
         b.loop("t", N, [&](Expr i) {
@@ -417,13 +427,9 @@ void lowerDft(LowerCtx &c) {
     if (irfft) {
       // Hermitian extension of the one-sided spectrum X[0..N/2].
       b.loop("k", N, [&](Expr f) {
-        Expr upper = gt(f, indexConst(N / 2));
-        Expr j = select(upper, indexConst(N) - f, f);
-        Expr ok = lt(j, indexConst(dim));
-        Expr js = min(j, indexConst(dim - 1));
-        Expr xr = select(ok, loadX(o, js, 0), f64(0.0));
-        Expr xi = select(ok, loadX(o, js, 1), f64(0.0));
-        xi = select(upper, -xi, xi);
+        Cx v = hermitianAt(
+            f, N, dim, [&](const Expr &j, int comp) { return loadX(o, j, comp); }, f64(0.0));
+        Expr xr = v.Re, xi = v.Im;
         Local th = b.local("th", angle((f * k) % N, N));
         b.set(re, re.get() + xr * unary(UnOp::Cos, th.get()) -
                       xi * unary(UnOp::Sin, th.get()));
