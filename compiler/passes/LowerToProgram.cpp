@@ -124,12 +124,12 @@ public:
       if (schema.Fusion == ops::FusionClass::View || InPlace.count(n.get()))
         continue;
       if (n->Group < 0) {
-        lowerNode({n.get()}, schema);
+        lowerNode({n.get()});
         continue;
       }
       const std::vector<const ir::Node *> &members = groups[n->Group];
       if (members.back() == n.get())
-        lowerGroup(members);
+        lowerNode(members);
     }
     emitOutputCopies();
     return std::move(P);
@@ -305,32 +305,30 @@ private:
     return P.Kernels.size() - 1;
   }
 
-  /// Lowers a fused group's members (graph order): its first node not
-  /// inlined is the root, the others not inlined its chain.
-  void lowerGroup(const std::vector<const ir::Node *> &members) {
-    std::vector<const ir::Node *> nodes, inlined;
-    for (const ir::Node *m : members)
-      (m->Inlined ? inlined : nodes).push_back(m);
-    const ops::OpSchema &schema = ops::OpRegistry::instance().lookup(*nodes.front());
-    nodes.insert(nodes.end(), inlined.begin(), inlined.end());
-    lowerNode(nodes, schema, inlined.size());
-  }
-
-  /// Lowers `nodes`: one node, or a fused group (the root, then the
-  /// elementwise chain applied to its stores, then the last `inlined`
-  /// nodes: producers of chain operands computed in place).
-  void lowerNode(const std::vector<const ir::Node *> &nodes,
-                 const ops::OpSchema &schema, size_t inlined = 0) {
-    const ir::Node &n = *nodes.front();
+  /// Lowers one node, or a fused group's members in graph order: the first
+  /// member not inlined is the root, the other members not inlined its
+  /// elementwise chain (applied to its stores), the inlined ones producers
+  /// of chain operands computed in place.
+  void lowerNode(const std::vector<const ir::Node *> &nodes) {
+    const ir::Node *root = nullptr;
+    std::vector<const ir::Node *> chain, inlined;
+    for (const ir::Node *m : nodes) {
+      if (m->Inlined)
+        inlined.push_back(m);
+      else if (!root)
+        root = m;
+      else
+        chain.push_back(m);
+    }
+    const ir::Node &n = *root;
+    const ops::OpSchema &schema = ops::OpRegistry::instance().lookup(n);
     kir::KernelBuilder b(n.OpType);
     ops::LowerCtx ctx(n, b);
-    std::vector<const ir::Node *> chain(nodes.begin() + 1, nodes.end() - (std::ptrdiff_t)inlined);
-    std::vector<const ir::Node *> inlinedNodes(nodes.end() - (std::ptrdiff_t)inlined, nodes.end());
     size_t fusedOut = 0;
     if (!chain.empty()) {
       while (!n.Outputs[fusedOut])
         ++fusedOut;
-      ctx.fuseEpilogue(fusedOut, chain, inlinedNodes);
+      ctx.fuseEpilogue(fusedOut, chain, inlined);
     }
     schema.Lower(ctx);
     kir::Kernel k = b.finish();
