@@ -5,7 +5,8 @@
 
 Compares CASE_DIR/setSET_gpuJ.bin with setSET_outJ.bin for every output in
 meta.json: floats with |got - want| <= atol + rtol * |want| (NaN where NaN
-is expected), everything else exactly. Exit 0 when all match, 1 otherwise
+is expected; bfloat16 widened to float32), everything else (float8 as
+bit patterns) exactly. Exit 0 when all match, 1 otherwise
 (with the first difference printed).
 """
 import json
@@ -15,13 +16,23 @@ import sys
 import numpy as np
 
 
+def read(path, dtype):
+    """A raw output file as numpy: bfloat16 widened to float32 (exactly),
+    float8 as its bit patterns (compared exactly)."""
+    if dtype == "bfloat16":
+        return (np.fromfile(path, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+    if dtype == "float8":
+        return np.fromfile(path, dtype=np.uint8)
+    return np.fromfile(path, dtype=dtype)
+
+
 def main():
     case, k = sys.argv[1], int(sys.argv[2])
     meta = json.load(open(os.path.join(case, "meta.json")))
     s = meta["sets"][k]
     for j, (want_path, dtype) in enumerate(zip(s["outputs"], s["dtypes"])):
-        want = np.fromfile(os.path.join(case, want_path), dtype=dtype)
-        got = np.fromfile(os.path.join(case, "set%d_gpu%d.bin" % (k, j)), dtype=dtype)
+        want, got = (read(os.path.join(case, p), dtype)
+                     for p in (want_path, "set%d_gpu%d.bin" % (k, j)))
         if got.shape != want.shape:
             print("output %d: %d elements, expected %d" % (j, got.size, want.size))
             return 1

@@ -21,7 +21,8 @@
 #     cc -std=c99 -Wall -Wextra -Werror; their sources (kernels only: the
 #     weights are NAME_weights.o) and weights objects are byte-identical
 #     from run to run; resnet18's classifier is a cuBLAS call, and a
-#     generated kernel with --no-library-dispatch. The sizes of the source
+#     generated kernel with --no-library-dispatch; run-on-gpu.sh's driver
+#     (gpu_driver.c) compiles and links with each. The sizes of the source
 #     and the weights object and the time of the library build are printed.
 #
 # Exit status: 0 passed, 1 failed, 77 skipped (no nvcc, or no suite).
@@ -157,6 +158,17 @@ EOC
     continue
   fi
   "$d/run" || fail "$m: the linked program failed"
+  # The driver of run-on-gpu.sh (C, compiled as that script does, its m_
+  # names mapped to this library's), so that it cannot stop building
+  # unnoticed where no GPU runs it.
+  if ! cc -std=c99 -O2 -Wall -Werror -I "$root/runtime-c" -I "$cuda_home/include" \
+       -Dm_run_ptrs="${m}_run_ptrs" -Dm_load_weights="${m}_load_weights" -Dm_info="${m}_info" \
+       -c "$here/gpu_driver.c" -o "$d/gpu_driver.o" > "$d/gpu_driver.log" 2>&1 ||
+     ! "$nvcc" -o "$d/gpu_run" "$d/gpu_driver.o" "$d/lib/lib$m.a" "${link_libs[@]}" \
+       >> "$d/gpu_driver.log" 2>&1; then
+    fail "$m: tests/cuda/gpu_driver.c does not build with lib$m.a:"
+    head -5 "$d/gpu_driver.log" | sed 's/^/    | /'
+  fi
   "$mlcc" "$f" --target cuda -o "$d/src1/$m.cu" --name "$m" > /dev/null 2>&1 &&
     "$mlcc" "$f" --target cuda -o "$d/src2/$m.cu" --name "$m" > /dev/null 2>&1 ||
     fail "$m: mlcc -o $m.cu failed"

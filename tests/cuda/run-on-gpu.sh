@@ -13,7 +13,8 @@
 #         with and without --no-library-dispatch, their input and the host
 #         library's output on it.
 #   tests/cuda/run-on-gpu.sh run OUT
-#       On the GPU machine (nvcc, a GPU, python3 with numpy and torch; no
+#       On the GPU machine (nvcc, a GPU, python3 with numpy and torch, the
+#       first on PATH that has numpy, else /usr/bin/python3; no
 #       mlcc needed): compiles each case with nvcc (-arch=native), links it
 #       with gpu_driver.c and compares its outputs (tolerance as on the
 #       host); runs each model (both builds) and compares it with the host
@@ -69,17 +70,26 @@ if [[ $mode != run || $# -lt 2 ]]; then
   exit 2
 fi
 out=$(realpath "$2")
+# The Python with numpy: the first python3 on PATH (a GPU machine's own,
+# with PyTorch), else Debian's.
+py=/usr/bin/python3
+if command -v python3 > /dev/null && python3 -c 'import numpy' 2> /dev/null; then
+  py=$(command -v python3)
+fi
 # shellcheck source=nvcc.sh
 source "$here/nvcc.sh"
 [[ -n $nvcc ]] || { echo "run-on-gpu: no nvcc"; exit 77; }
 nvidia-smi -L || { echo "run-on-gpu: no GPU"; exit 77; }
 libs=(-L"$cuda_home/lib64" -lcudart -lcublas -lstdc++ -lm)
-"$nvcc" -O2 -I "$root/runtime-c" -x cu -c "$here/gpu_driver.c" -o "$out/gpu_driver.o" || exit 1
+# The driver is C (nvcc -x cu would compile it as C++, where its C
+# declarations of the library's functions and malloc's void * do not hold).
+"${CC:-cc}" -std=c99 -O2 -I "$root/runtime-c" -I "$cuda_home/include" -c "$here/gpu_driver.c" \
+  -o "$out/gpu_driver.o" || exit 1
 failures=0
 
 # --- conformance cases ------------------------------------------------------------
 if [[ -d $out/cases ]]; then
-  export nvcc out here
+  export nvcc out here py
   export libs_str="${libs[*]}"
   run_case() { # CASE_DIR -> prints "pass", "fail REASON"
     local d=$1 k n
@@ -88,14 +98,14 @@ if [[ -d $out/cases ]]; then
        ! "$nvcc" -o run m.o m_weights.o "$out/gpu_driver.o" $libs_str > link.log 2>&1; then
       echo "fail $d: does not build"; return
     fi
-    n=$(/usr/bin/python3 -c 'import json,sys; print(len(json.load(open("meta.json"))["sets"]))')
+    n=$("$py" -c 'import json,sys; print(len(json.load(open("meta.json"))["sets"]))')
     for ((k = 0; k < n; k++)); do
-      mapfile -t ins < <(/usr/bin/python3 -c "import json; [print(p) for p in json.load(open('meta.json'))['sets'][$k]['inputs']]")
-      mapfile -t outs < <(/usr/bin/python3 -c "import json; [print('set$k'+'_gpu%d.bin' % j) for j, _ in enumerate(json.load(open('meta.json'))['sets'][$k]['outputs'])]")
+      mapfile -t ins < <("$py" -c "import json; [print(p) for p in json.load(open('meta.json'))['sets'][$k]['inputs']]")
+      mapfile -t outs < <("$py" -c "import json; [print('set$k'+'_gpu%d.bin' % j) for j, _ in enumerate(json.load(open('meta.json'))['sets'][$k]['outputs'])]")
       if ! timeout 120 ./run "${ins[@]}" -- "${outs[@]}" > run.log 2>&1; then
         echo "fail $d: run: $(head -c 200 run.log)"; return
       fi
-      if ! /usr/bin/python3 "$here/compare_outputs.py" . "$k" > cmp.log 2>&1; then
+      if ! "$py" "$here/compare_outputs.py" . "$k" > cmp.log 2>&1; then
         echo "fail $d: $(head -c 200 cmp.log)"; return
       fi
     done
@@ -122,7 +132,7 @@ for m in "${models[@]}"; do
     if ! "$d/$v/run" --time 100 "$d/input.bin" -- "$d/$v/out.bin" > "$d/$v/time.log"; then
       echo "FAIL $m ($v): run"; failures=$((failures + 1)); continue
     fi
-    /usr/bin/python3 - "$d/host.bin" "$d/$v/out.bin" "$m ($v)" <<'EOP' || failures=$((failures + 1))
+    "$py" - "$d/host.bin" "$d/$v/out.bin" "$m ($v)" <<'EOP' || failures=$((failures + 1))
 import sys, numpy as np
 host, gpu = (np.fromfile(p, dtype="<f4") for p in sys.argv[1:3])
 err = float(np.max(np.abs(host - gpu))) / max(float(np.max(np.abs(host))), 1e-30)
@@ -142,7 +152,7 @@ EOP
   done
   ms=$(awk '/gpu_ms_per_inference/ {print $2}' "$d/lib/time.log" 2>/dev/null)
   ms_nolib=$(awk '/gpu_ms_per_inference/ {print $2}' "$d/nolib/time.log" 2>/dev/null)
-  torch_ms=$(/usr/bin/python3 - "$root/tests/models" "$m" <<'EOP'
+  torch_ms=$("$py" - "$root/tests/models" "$m" <<'EOP'
 import sys, torch
 sys.path.insert(0, sys.argv[1])
 import make_models as mm
