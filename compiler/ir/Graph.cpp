@@ -560,7 +560,7 @@ std::string KernelPlan::str() const {
     field("lane_weights=" + std::to_string(LaneWeightsInput));
   if (Pairs)
     field("pairs=" + std::to_string(PairsInput) + (PairWords ? " words" : "") +
-          (StagedPairs ? " staged" : ""));
+          (StagedPairs ? " staged" : "") + (WindowPairs ? " window" : ""));
   if (Depthwise)
     field("plane<=" + std::to_string(Depthwise->MaxElements) +
           " grid_round=" + std::to_string(Depthwise->GridRound));

@@ -121,6 +121,14 @@ struct KernelPlan {
   /// a stack buffer that every tile of output channels then reads (one
   /// load per pair instead of two byte loads and a pack per use).
   bool StagedPairs = false;
+  /// Pairs of a windowed dense convolution (the Int tile's windowed path,
+  /// on a target whose plan stages planes on the stack: Depthwise below)
+  /// read from its bordered input staged on the stack as pair words (the
+  /// 16-bit values of channels 2h and 2h + 1 in one int32), the whole
+  /// image when its words fit the plane bound, else per output row the
+  /// rows its windows read: each tap's pair is one load instead of two
+  /// byte loads and a pack per use.
+  bool WindowPairs = false;
   /// An f32 depthwise convolution whose padded planes of at most
   /// MaxElements are copied to the stack, its flattened output grid rounded
   /// up to GridRound elements; an integer depthwise convolution (the Int

@@ -228,12 +228,20 @@ bool isIntWindow(const ConvShape &s, int64_t Wp, const ir::KernelPlan::IntTile *
 /// first copies its channel of planes->X into a plane; or (Band, output
 /// rows of at least a tile) each output row first copies the input rows
 /// its windows read, of every channel of the group (kernel-height rows).
+/// With Pairs (the plan's WindowPairs; with `pairs`, one group) the staged
+/// image or band holds pair words instead of channels: word h of a
+/// position is the 16-bit values of channels 2h and 2h + 1 (the last
+/// channel again past the group's: its weights are 0), so each tap's
+/// input pairs are two loads.
 struct StackPlanes {
   const TensorRef *X;
   Expr Fill;
   int64_t Top = 0, Left = 0;
-  bool Band = false;
+  bool Band = false, Pairs = false;
 };
+
+/// The pair words of channels quads: two per quad of cg channels.
+int64_t pairWords(int64_t cg) { return (cg + 3) / 4 * 2; }
 
 void lowerIntWindow(LowerCtx &c, const ConvShape &s, const kir::Buffer &src,
                     int64_t Hp, int64_t Wp, const TensorRef &w,
@@ -260,7 +268,20 @@ void lowerIntWindow(LowerCtx &c, const ConvShape &s, const kir::Buffer &src,
   // starts in it (with stack planes: the group's own plane).
   kir::Buffer from = src;
   const bool band = planes && planes->Band;
+  const bool stagedPairs = planes && planes->Pairs && pairs;
+  MLCC_CHECK(!stagedPairs || s.Group == 1, "pair words staged for a grouped convolution");
   const int64_t bandRows = (win.Kernel[0] - 1) * win.Dilations[0] + 1;
+  // Pair word h of image n at (iy, ix) of x (clamped into x), or fill
+  // outside it when `inside` is given.
+  auto pairWord = [&](const Expr &n, const Expr &h, const Expr &iy, const Expr &ix,
+                      const Expr &inside) {
+    const TensorRef &x = *planes->X;
+    auto channel = [&](const Expr &k) {
+      Expr v = x.load({n, min(k, indexConst(cg - 1)), iy, ix});
+      return cast(acc, inside ? select(inside, v, planes->Fill) : v);
+    };
+    return requant::halfPair(channel(h * 2), channel(h * 2 + 1));
+  };
   auto planeStart = [&](const Expr &n, const Expr &g, const Expr &k) {
     if (band)
       return k * (bandRows * Wp);
@@ -286,9 +307,11 @@ void lowerIntWindow(LowerCtx &c, const ConvShape &s, const kir::Buffer &src,
     // dot2 (8-bit inputs; int8 weights of zero point 0).
     b.loop(pairs ? "icq" : "ic", pairs ? (cg + 3) / 4 : cg, [&](Expr ic) {
       auto plane = [&](const Expr &k) { return planeStart(n, g, k) + xoff0; };
-      Expr plane0 = plane(pairs ? ic * 4 : ic);
+      Expr plane0 = plane(stagedPairs ? ic * 2 : pairs ? ic * 4 : ic);
       std::vector<Expr> quad;
-      for (int64_t j = 1; pairs && j < 4; ++j)
+      if (stagedPairs)
+        quad.push_back(plane(ic * 2 + 1));
+      for (int64_t j = 1; pairs && !stagedPairs && j < 4; ++j)
         quad.push_back(plane(min(ic * 4 + j, indexConst(cg - 1))));
       b.loop("kh", win.Kernel[0], [&](Expr kh) {
         // A short kernel row's taps are written out (constant offsets, no
@@ -303,10 +326,16 @@ void lowerIntWindow(LowerCtx &c, const ConvShape &s, const kir::Buffer &src,
         };
         kwLoop([&](Expr kw) {
           auto input = [&](const Expr &p) { return cast(acc, vload(from, tap(p, kh, kw), L, sw)); };
-          Expr xv = input(plane0), xv23;
-          if (pairs) {
+          Expr xv, xv23;
+          if (stagedPairs) {
+            xv = vload(from, tap(plane0, kh, kw), L, sw);
+            xv23 = vload(from, tap(quad[0], kh, kw), L, sw);
+          } else if (pairs) {
+            xv = input(plane0);
             xv = requant::halfPair(xv, input(quad[0]));
             xv23 = requant::halfPair(input(quad[1]), input(quad[2]));
+          } else {
+            xv = input(plane0);
           }
           // The plan's LaneWeights: the rows' weights of this tap are one
           // vector of the transposed weights [C, kh, kw, M] (zero point 0),
@@ -367,20 +396,27 @@ void lowerIntWindow(LowerCtx &c, const ConvShape &s, const kir::Buffer &src,
     b.loop("n", s.N, [&](Expr n) {
       b.loop("g", s.Group, [&](Expr g) {
         b.loop("oy", oh, [&](Expr oy) {
-          Local rowsBuf = b.local("xband", x.dtype(), cg * bandRows * Wp);
-          b.loop("k", cg, [&](Expr k) {
+          // Channels, or pair words (the band's words then the int32 pairs).
+          const int64_t planesPerBand = stagedPairs ? pairWords(cg) : cg;
+          Local rowsBuf = b.local(stagedPairs ? "xbandpairs" : "xband", stagedPairs ? acc : x.dtype(),
+                                  planesPerBand * bandRows * Wp);
+          Expr fill = stagedPairs ? requant::halfPair(cast(acc, planes->Fill), cast(acc, planes->Fill))
+                                : planes->Fill;
+          b.loop("k", planesPerBand, [&](Expr k) {
             b.loop("r", bandRows, [&](Expr r) {
               Expr iy = oy * sh + r - indexConst(planes->Top);
               Expr inside = land(le(indexConst(0), iy), lt(iy, indexConst(H)));
               Expr clamped = max(min(iy, indexConst(H - 1)), indexConst(0));
               Expr row = (k * bandRows + r) * Wp;
               for (int64_t i = 0; i < planes->Left; ++i)
-                b.store(rowsBuf.Buf, row + i, planes->Fill);
+                b.store(rowsBuf.Buf, row + i, fill);
               for (int64_t i = planes->Left + W; i < Wp; ++i)
-                b.store(rowsBuf.Buf, row + i, planes->Fill);
+                b.store(rowsBuf.Buf, row + i, fill);
               b.loop("ix", W, [&](Expr ix) {
                 b.store(rowsBuf.Buf, row + planes->Left + ix,
-                        select(inside, x.load({n, g * cg + k, clamped, ix}), planes->Fill));
+                        stagedPairs ? pairWord(n, k, clamped, ix, inside)
+                                  : select(inside, x.load({n, g * cg + k, clamped, ix}),
+                                           planes->Fill));
               });
             });
           });
@@ -401,7 +437,22 @@ void lowerIntWindow(LowerCtx &c, const ConvShape &s, const kir::Buffer &src,
   }
   b.loop("n", s.N, [&](Expr n) {
     b.loop("g", s.Group, [&](Expr g) {
-      if (planes) {
+      if (stagedPairs) {
+        // The whole bordered image as pair words (one group).
+        const int64_t H = s.InSpatial[0], W = s.InSpatial[1], words = pairWords(cg);
+        Local image = b.local("xpairs", acc, words * Hp * Wp);
+        TensorRef pt(&b, image.Buf, nullptr, ir::TensorType{acc, Shape{words, Hp, Wp}});
+        fillBorder(b, pt, words, Hp, Wp, planes->Top, planes->Left, H, W,
+                   requant::halfPair(cast(acc, planes->Fill), cast(acc, planes->Fill)));
+        b.loop("h", words, [&](Expr h) {
+          b.loop("iy", H, [&](Expr iy) {
+            b.loop("ix", W, [&](Expr ix) {
+              pt.store({h, iy + planes->Top, ix + planes->Left}, pairWord(n, h, iy, ix, nullptr));
+            });
+          });
+        });
+        from = image.Buf;
+      } else if (planes) {
         const TensorRef &x = *planes->X;
         int64_t H = s.InSpatial[0], W = s.InSpatial[1];
         Local plane = b.local("xplane", x.dtype(), Hp * Wp);
@@ -600,6 +651,25 @@ void lowerIntConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx,
                          numElements(s.W.Out) > 0 && s.W.Out[1] >= tile->Lanes &&
                          bandElements <= planePlan.MaxElements &&
                          numElements(padded) > planePlan.MaxElements;
+  // Pairs of a dense 2-D convolution (the plan's WindowPairs) read pair
+  // words staged on the stack: the whole bordered image when its words fit
+  // the plane bound, else per output row its windows' rows (as stackBand).
+  const int64_t planeBytes = planePlan.MaxElements * (int64_t)dtypeSize(x.dtype());
+  const bool windowPairs = window && pairsRef && c.node().Plan.WindowPairs && r == 2 &&
+                           s.Group == 1 && numElements(s.W.Out) > 0;
+  const int64_t pairBytes = windowPairs ? pairWords(s.C) * 4 : 0;
+  const bool pairImage = windowPairs && pairBytes * padded[2] * padded[3] <= planeBytes;
+  const bool pairBand = windowPairs && !pairImage && s.W.Out[1] >= tile->Lanes &&
+                        pairBytes * (bandElements / std::max<int64_t>(s.C, 1)) <= planeBytes;
+  if (pairImage || pairBand) {
+    StackPlanes sp{&x,
+                   xzp ? cast(x.computeType(), xzp->loadFlat(indexConst(0)))
+                       : constantInt(x.computeType(), 0),
+                   s.W.PadBegin[0], s.W.PadBegin[1], pairBand, true};
+    lowerIntWindow(c, s, nullptr, padded[2], padded[3], w, wz, first, y, finish, tapDot,
+                   pairsRef, laneRef, &sp);
+    return;
+  }
   if ((xzp || window) && outside && numElements(s.W.Out) > 0 && !stackPlanes && !stackBand) {
     src = c.scratch("xpad", x.dtype(), padded);
     Expr fill = xzp ? cast(src.computeType(), xzp->loadFlat(indexConst(0)))
@@ -682,6 +752,33 @@ void inferQLinearConv(ir::Node &n) {
   n.setOutput(0, n.inDType(7), s.outShape());
 }
 
+/// Whether every requantized product of a QLinearConv stays within
+/// kSmallProductBound: constant 8-bit weights, bias (if any) and f32
+/// multipliers at input multIdx, and |x - x_zp| <= 255, so per output
+/// channel m |acc| <= 255 sum_k |w[m, k] - w_zp[m]| + |bias[m]|.
+bool smallProducts(const ir::Node &n, int64_t multIdx) {
+  auto constant = [&](size_t i) -> const Tensor * {
+    return n.hasInput(i) && n.Inputs[i]->Const ? n.Inputs[i]->Const.get() : nullptr;
+  };
+  const Tensor *w = constant(3), *wzp = constant(5), *mult = multIdx >= 0 ? constant((size_t)multIdx) : nullptr;
+  const Tensor *bias = n.hasInput(8) ? constant(8) : nullptr;
+  if (!w || !mult || (n.hasInput(8) && !bias) || (n.hasInput(5) && !wzp))
+    return false;
+  const int64_t channels = w->rank() == 0 ? 0 : w->shape()[0];
+  if (channels <= 0 || mult->numel() != channels)
+    return false;
+  const int64_t perChannel = w->numel() / channels;
+  for (int64_t m = 0; m < channels; ++m) {
+    double zp = wzp ? wzp->doubleAt(wzp->numel() == 1 ? 0 : m) : 0.0, sum = 0;
+    for (int64_t k = 0; k < perChannel; ++k)
+      sum += std::fabs(w->doubleAt(m * perChannel + k) - zp);
+    double acc = 255.0 * sum + (bias ? std::fabs(bias->doubleAt(m)) : 0.0);
+    if (!(acc * std::fabs(mult->doubleAt(m)) < requant::kSmallProductBound))
+      return false;
+  }
+  return true;
+}
+
 void lowerQLinearConv(LowerCtx &c) {
   KernelBuilder &b = c.b();
   if ((c.node().Plan.FixedRequantInput >= 0)) {
@@ -711,7 +808,11 @@ void lowerQLinearConv(LowerCtx &c) {
                                              ys.loadFlat(indexConst(0))));
     });
   }
+  // Products that provably stay small saturate in int32 (the same result).
+  const bool small = f32 && smallProducts(c.node(), c.node().Plan.MultiplierInput);
   lowerIntConv(c, 0, 2, 3, 5, 8, [&](Expr acc, Expr m) {
+    if (small)
+      return requant::requantizeF32Small(out, acc, mult.load({m}), yzp.loadFlat(indexConst(0)));
     return requantize(out, f32, acc, mult.load({m}), yzp.loadFlat(indexConst(0)));
   });
 }

@@ -452,6 +452,11 @@ ir::KernelPlan planKernel(const ir::Node &n, const TargetDesc &t, bool gpu) {
         p.Depthwise = ir::KernelPlan::Plane{
             std::min(kMaxPlaneBytes, t.StackBytes) / (int64_t)dtypeSize(n.inDType(io->X)), 1};
     }
+    // A windowed dense convolution in pairs stages its input as pair words
+    // on the stack (within the plane bound: the lowering checks the image
+    // or the band of rows; see KernelPlan::WindowPairs).
+    p.WindowPairs = p.Pairs && !p.StagedPairs && p.Depthwise && io->Conv &&
+                    n.attrInt("group", 1) == 1 && !pointwiseConv(n, n.inShape(io->W));
     // A convolution's tiles on the flattened grid stage their outputs in at
     // most a quarter of the kernel stack, and only in what a staged input
     // plane leaves of it (the two can live in one kernel at once).

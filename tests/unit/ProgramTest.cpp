@@ -826,7 +826,14 @@ TEST_CASE("int8 products in pairs (smlad) equal the plain integer kernels",
   // rows (the plan's Depthwise bound, 256 elements).
   TargetDesc staged = pairs;
   staged.StackBytes = 256;
-  auto check = [&](const std::string &model, const std::vector<float> &in) {
+  // Larger stacks: the windowed ones read pair words staged on the stack
+  // (the plan's WindowPairs), the whole bordered image (8 KiB) or each
+  // output row's input rows (1 KiB), wherever those words fit.
+  TargetDesc imageWords = pairs, bandWords = pairs;
+  imageWords.StackBytes = 8192;
+  bandWords.StackBytes = 1024;
+  auto check = [&](const std::string &model, const std::vector<float> &in,
+                   std::string *imageText = nullptr, std::string *bandText = nullptr) {
     std::string text, stagedText;
     std::vector<float> got = compileAndRun(model, pairs, in, &text);
     std::vector<float> want = compileAndRun(model, plain, in, nullptr);
@@ -836,6 +843,10 @@ TEST_CASE("int8 products in pairs (smlad) equal the plain integer kernels",
     CHECK(text.find("sext_bytes13") != std::string::npos);
     checkEqualAndVarying(got, want);
     checkEqualAndVarying(fromStack, want);
+    if (imageText)
+      checkEqualAndVarying(compileAndRun(model, imageWords, in, imageText), want);
+    if (bandText)
+      checkEqualAndVarying(compileAndRun(model, bandWords, in, bandText), want);
     return stagedText;
   };
   for (int64_t channels : {3, 5, 6, 8})
@@ -849,17 +860,25 @@ TEST_CASE("int8 products in pairs (smlad) equal the plain integer kernels",
           Shape x = {1, channels, 9, 12};
           int64_t pad = k / 2, oh = (9 + 2 * pad - k) / stride + 1,
                   ow = (12 + 2 * pad - k) / stride + 1;
+          std::string imageText, bandText;
           std::string stagedText =
               check(qlinearConvModel(x, 10, k, pad, stride, xtype, xtype == 2 ? 3 : -5,
                                      {1, 10, oh, ow}),
-                    randomValues(x, 3));
+                    randomValues(x, 3), &imageText, &bandText);
           CHECK((stagedText.find("alloc pairs") != std::string::npos) == (k == 1));
           // The windowed ones stage each output row's input rows (the band)
           // when the bordered image passes 256 elements and the band fits.
           const int64_t band = channels * k * (12 + 2 * pad),
                         image = channels * (9 + 2 * pad) * (12 + 2 * pad);
+          // Pair words: two int32 per channel quad and position.
+          const int64_t words = (channels + 3) / 4 * 2 * 4;
+          const bool pairImage = k != 1 && words * image / channels <= 1024;
+          const bool pairBand = k != 1 && !pairImage && ow >= 2 && words * band / channels <= 1024;
           CHECK((stagedText.find("alloc xband") != std::string::npos) ==
                 (k != 1 && band <= 256 && image > 256));
+          CHECK((imageText.find("alloc xpairs") != std::string::npos) == (k != 1));
+          CHECK((bandText.find("alloc xpairs") != std::string::npos) == pairImage);
+          CHECK((bandText.find("alloc xbandpairs") != std::string::npos) == pairBand);
         }
   for (bool gemm : {false, true})
     for (int xtype : {2, 3}) {
