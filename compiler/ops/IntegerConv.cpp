@@ -752,40 +752,18 @@ void inferQLinearConv(ir::Node &n) {
   n.setOutput(0, n.inDType(7), s.outShape());
 }
 
-/// Whether every requantized product of a QLinearConv stays within
-/// kSmallProductBound: constant 8-bit weights, bias (if any) and f32
-/// multipliers at input multIdx, and |x - x_zp| <= 255, so per output
-/// channel m |acc| <= 255 sum_k |w[m, k] - w_zp[m]| + |bias[m]|.
-bool smallProducts(const ir::Node &n, int64_t multIdx) {
-  auto constant = [&](size_t i) -> const Tensor * {
-    return n.hasInput(i) && n.Inputs[i]->Const ? n.Inputs[i]->Const.get() : nullptr;
-  };
-  const Tensor *w = constant(3), *wzp = constant(5), *mult = multIdx >= 0 ? constant((size_t)multIdx) : nullptr;
-  const Tensor *bias = n.hasInput(8) ? constant(8) : nullptr;
-  if (!w || !mult || (n.hasInput(8) && !bias) || (n.hasInput(5) && !wzp))
-    return false;
-  const int64_t channels = w->rank() == 0 ? 0 : w->shape()[0];
-  if (channels <= 0 || mult->numel() != channels)
-    return false;
-  const int64_t perChannel = w->numel() / channels;
-  for (int64_t m = 0; m < channels; ++m) {
-    double zp = wzp ? wzp->doubleAt(wzp->numel() == 1 ? 0 : m) : 0.0, sum = 0;
-    for (int64_t k = 0; k < perChannel; ++k)
-      sum += std::fabs(w->doubleAt(m * perChannel + k) - zp);
-    double acc = 255.0 * sum + (bias ? std::fabs(bias->doubleAt(m)) : 0.0);
-    if (!(acc * std::fabs(mult->doubleAt(m)) < requant::kSmallProductBound))
-      return false;
-  }
-  return true;
-}
-
 void lowerQLinearConv(LowerCtx &c) {
   KernelBuilder &b = c.b();
   if ((c.node().Plan.FixedRequantInput >= 0)) {
     TensorRef yzp = c.in(7);
     DType out = c.node().inDType(7);
+    // Products that provably stay small: no 64-bit shift (the same result).
+    std::optional<std::vector<double>> bounds = accumulatorBounds(c.node(), 3, 5, 8, true);
+    const bool small = bounds && fixedRequantSmall(c.node(), *bounds);
     lowerIntConv(c, 0, 2, 3, 5, 8, [&](Expr acc, Expr m) {
       auto [m0, s] = *fixedRequant(c, m);
+      if (small)
+        return requant::requantizeFixedSmall(out, acc, m0, s, yzp.loadFlat(indexConst(0)));
       return requantizeFixed(out, acc, m0, s, yzp.loadFlat(indexConst(0)));
     });
     return;
@@ -809,7 +787,11 @@ void lowerQLinearConv(LowerCtx &c) {
     });
   }
   // Products that provably stay small saturate in int32 (the same result).
-  const bool small = f32 && smallProducts(c.node(), c.node().Plan.MultiplierInput);
+  bool small = false;
+  const int64_t multIdx = c.node().Plan.MultiplierInput;
+  if (f32 && multIdx >= 0 && c.node().Inputs[(size_t)multIdx]->Const)
+    if (std::optional<std::vector<double>> bounds = accumulatorBounds(c.node(), 3, 5, 8, true))
+      small = productsSmall(*bounds, c.node().Inputs[(size_t)multIdx]->Const->toDoubles());
   lowerIntConv(c, 0, 2, 3, 5, 8, [&](Expr acc, Expr m) {
     if (small)
       return requant::requantizeF32Small(out, acc, mult.load({m}), yzp.loadFlat(indexConst(0)));

@@ -480,6 +480,65 @@ std::optional<std::pair<Expr, Expr>> fixedRequant(LowerCtx &c, const Expr &m) {
   return std::make_pair(mult.loadFlat(i), shift.loadFlat(i));
 }
 
+// Declared, and described, in IntegerOps.h.
+std::optional<std::vector<double>> accumulatorBounds(const ir::Node &n, size_t wIdx,
+                                                     size_t wzpIdx, size_t biasIdx,
+                                                     bool channelsFirst) {
+  auto constant = [&](size_t i) -> const Tensor * {
+    return n.hasInput(i) && n.Inputs[i]->Const ? n.Inputs[i]->Const.get() : nullptr;
+  };
+  const Tensor *w = constant(wIdx), *wzp = constant(wzpIdx), *bias = constant(biasIdx);
+  if (!w || w->rank() < 2 || (n.hasInput(wzpIdx) && !wzp) || (n.hasInput(biasIdx) && !bias))
+    return std::nullopt;
+  const int64_t channels = channelsFirst ? w->shape()[0] : w->shape().back();
+  if (channels <= 0)
+    return std::nullopt;
+  const int64_t k = w->numel() / channels;
+  auto perChannel = [&](const Tensor *t, int64_t ch) {
+    return t->numel() == 1 ? t->doubleAt(0) : t->doubleAt(ch);
+  };
+  if ((wzp && wzp->numel() != 1 && wzp->numel() != channels) ||
+      (bias && bias->numel() != 1 && bias->numel() != channels))
+    return std::nullopt;
+  std::vector<double> bounds((size_t)channels);
+  for (int64_t ch = 0; ch < channels; ++ch) {
+    const double zp = wzp ? perChannel(wzp, ch) : 0.0;
+    double sum = 0;
+    for (int64_t i = 0; i < k; ++i)
+      sum += std::fabs(w->doubleAt(channelsFirst ? ch * k + i : i * channels + ch) - zp);
+    bounds[(size_t)ch] = 255.0 * sum + (bias ? std::fabs(perChannel(bias, ch)) : 0.0);
+  }
+  return bounds;
+}
+
+// Declared, and described, in IntegerOps.h.
+bool productsSmall(const std::vector<double> &bounds, const std::vector<double> &mult) {
+  if (mult.empty() || (mult.size() != 1 && mult.size() != bounds.size()))
+    return false;
+  for (size_t ch = 0; ch < bounds.size(); ++ch)
+    if (!(bounds[ch] * std::fabs(mult[mult.size() == 1 ? 0 : ch]) < kSmallProductBound))
+      return false;
+  return true;
+}
+
+// Declared, and described, in IntegerOps.h.
+bool fixedRequantSmall(const ir::Node &n, const std::vector<double> &bounds) {
+  const int64_t at = n.Plan.FixedRequantInput;
+  if (at < 0 || !n.hasInput((size_t)at + 1) || !n.Inputs[(size_t)at]->Const ||
+      !n.Inputs[(size_t)at + 1]->Const)
+    return false;
+  const Tensor &m0 = *n.Inputs[(size_t)at]->Const, &shift = *n.Inputs[(size_t)at + 1]->Const;
+  if (m0.numel() != shift.numel())
+    return false;
+  std::vector<double> mult;
+  for (int64_t i = 0; i < m0.numel(); ++i) {
+    if (shift.intAt(i) < 33)
+      return false;
+    mult.push_back(std::ldexp(m0.doubleAt(i), -(int)shift.intAt(i)));
+  }
+  return productsSmall(bounds, mult);
+}
+
 namespace {
 
 void lowerQLinearMatMul(LowerCtx &c) {
@@ -594,15 +653,36 @@ void lowerQGemm(LowerCtx &c) {
       return cast(DType::I32, cIn->load(idx));
     };
   }
+  // Products that provably stay small requantize without 64-bit shifts
+  // or f32 clamps (the same result; see requantizeFixedSmall and
+  // requantizeF32Small).
+  bool smallFixed = false, smallF32 = false;
+  if (quantized)
+    if (std::optional<std::vector<double>> bounds = accumulatorBounds(n, 3, 5, 6, tb)) {
+      smallFixed = fixedRequantSmall(n, *bounds);
+      if (f32 && n.Plan.FixedRequantInput < 0 && n.Inputs[1]->Const && n.Inputs[4]->Const &&
+          n.Inputs[7]->Const) {
+        std::vector<double> m;
+        const Tensor &bsc = *n.Inputs[4]->Const;
+        double common = n.attrFloat("alpha", 1.0) * n.Inputs[1]->Const->doubleAt(0) /
+                        n.Inputs[7]->Const->doubleAt(0);
+        for (int64_t j = 0; j < bsc.numel(); ++j)
+          m.push_back(common * bsc.doubleAt(j));
+        smallF32 = productsSmall(*bounds, m);
+      }
+    }
   lowerIntMatMul(
       c, 0, 3, 2, 5,
       [&](Expr acc, const std::vector<Expr> &, Expr, Expr j) {
         Expr zp = c.hasIn(8) ? c.in(8).loadFlat(indexConst(0)) : constantInt(out, 0);
         if (auto fixed = fixedRequant(c, j))
-          return requantizeFixed(out, acc, fixed->first, fixed->second, zp);
+          return smallFixed ? requantizeFixedSmall(out, acc, fixed->first, fixed->second, zp)
+                            : requantizeFixed(out, acc, fixed->first, fixed->second, zp);
         Expr m = mult ? mult->get() : multiplier(j);
         if (!quantized)
           return cast(DType::F32, acc) * m;
+        if (smallF32)
+          return requantizeF32Small(out, acc, m, zp);
         return requantize(out, f32, acc, m, zp);
       },
       ta, tb, bias);

@@ -38,6 +38,26 @@ kir::Expr requantize(DType out, bool f32, const kir::Expr &acc, const kir::Expr 
 /// when plan-kernels chose integer-only requantization, else nullopt.
 std::optional<std::pair<kir::Expr, kir::Expr>> fixedRequant(LowerCtx &c, const kir::Expr &m);
 
+/// Bounds on |acc| per output channel (column) of an 8-bit product whose
+/// weights (input wIdx), weight zero point (wzpIdx, absent: 0) and int32
+/// bias (biasIdx, absent, one value or one per channel) are constants:
+/// 255 * sum_k |w - w_zp| + |bias| (|x - x_zp| <= 255 for 8-bit data).
+/// The weights are [channels, K] when channelsFirst (a convolution's
+/// [M, C, kh, kw] flattened), else [K, channels]. nullopt when an operand
+/// is not constant or has another shape.
+std::optional<std::vector<double>> accumulatorBounds(const ir::Node &n, size_t wIdx,
+                                                     size_t wzpIdx, size_t biasIdx,
+                                                     bool channelsFirst);
+
+/// Whether |acc * mult[c]| < requant::kSmallProductBound for every
+/// channel c (one multiplier for all when mult has one element).
+bool productsSmall(const std::vector<double> &bounds, const std::vector<double> &mult);
+
+/// With the plan's FixedRequant: whether every channel's shift is at least
+/// 33 and its real multiplier keeps the products small (productsSmall), so
+/// requant::requantizeFixedSmall applies.
+bool fixedRequantSmall(const ir::Node &n, const std::vector<double> &bounds);
+
 // --- DotConv.cpp ------------------------------------------------------------
 
 /// The contraction a dot-product convolution tiles, for plan-kernels'

@@ -174,6 +174,23 @@ inline Expr requantizeFixed(DType out, const Expr &acc, const Expr &m0, const Ex
   return cast(DType::I32, r + z);
 }
 
+/// requantizeFixed where every shift is at least 33 and |acc * m0 *
+/// 2^-shift| stays below kSmallProductBound (bounds from constant weights,
+/// bias and multipliers): the same floor((p + 2^(s-1)) / 2^s) for the
+/// int64 product p = acc * m0, as floor(floor(floor(p / 2^32) / 2^(s-33))
+/// + 1) / 2) (nested floors of powers of two compose), in int32 after the
+/// product's high word (Arm: smull, then two arithmetic shifts and an
+/// add), offset by zp and saturated in int32 (usat/ssat on Arm).
+inline Expr requantizeFixedSmall(DType out, const Expr &acc, const Expr &m0, const Expr &shift,
+                                 const Expr &zp) {
+  auto [lo, hi] = intRange(out);
+  const DType w = DType::I64, i = DType::I32;
+  Expr high = cast(i, binary(BinOp::Shr, cast(w, acc) * cast(w, m0), constantInt(w, 32)));
+  Expr r = binary(BinOp::Shr, high, cast(i, shift) - constantInt(i, 33)) + constantInt(i, 1);
+  r = binary(BinOp::Shr, r, constantInt(i, 1)) + cast(i, zp);
+  return clamp(r, constantInt(i, (int64_t)lo), constantInt(i, (int64_t)hi));
+}
+
 /// A positive real multiplier m as a Q31 multiplier M0 in [2^30, 2^31) and
 /// a right shift S in [1, 62] (m = M0 * 2^-S, M0 rounded to nearest), or
 /// nothing when m is not positive or out of that range.

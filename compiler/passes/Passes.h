@@ -65,10 +65,14 @@ void fuseQdq(ir::Graph &g);
 /// `target` with the cost model of compiler/schedule/CostModel.h (see
 /// PlanKernels.cpp); on a GPU (`gpu`) only one output per thread and the
 /// integer tiles. It only decides: the operands a plan reads are added by
-/// pack-weights and fixed-point-requant. Returns whether it planned any.
-bool planKernels(ir::Graph &g, const TargetDesc &target, bool gpu);
+/// pack-weights and fixed-point-requant. With `integerRequant` (--quantize-io)
+/// the integer products requantize in integers on every target (no float
+/// instruction in the model), not only on those without floating point.
+/// Returns whether it planned any.
+bool planKernels(ir::Graph &g, const TargetDesc &target, bool gpu, bool integerRequant = false);
 /// The plan of one node (shapes inferred); empty: the op's own loop nest.
-ir::KernelPlan planKernel(const ir::Node &n, const TargetDesc &target, bool gpu);
+ir::KernelPlan planKernel(const ir::Node &n, const TargetDesc &target, bool gpu,
+                           bool integerRequant = false);
 
 /// pack-weights: adds the weights the plans read, in their layout, as
 /// nodes that constant folding evaluates: f32 panels of the register

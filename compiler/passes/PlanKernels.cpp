@@ -419,7 +419,7 @@ std::optional<ir::KernelPlan::IntTile> intTile(const ir::Node &n, const ops::Int
 
 } // namespace
 
-ir::KernelPlan planKernel(const ir::Node &n, const TargetDesc &t, bool gpu) {
+ir::KernelPlan planKernel(const ir::Node &n, const TargetDesc &t, bool gpu, bool integerRequant) {
   ir::KernelPlan p;
   // Recurrent cells with constant weights read them transposed (see
   // KernelPlan::GateRows).
@@ -480,6 +480,10 @@ ir::KernelPlan planKernel(const ir::Node &n, const TargetDesc &t, bool gpu) {
     p.FixedRequant = true;
     return p;
   }
+  // Integer-only on request (a target with floating point keeps its other
+  // plans: dot products, lane weights).
+  if (integerRequant && fixedPointScales(n))
+    p.FixedRequant = true;
   // Elementwise requantization needs f64 to round like the reference;
   // where f64 is a library call, it runs in integers.
   if (!t.DoubleUnit && ops::integerElementwise(n)) {
@@ -489,6 +493,7 @@ ir::KernelPlan planKernel(const ir::Node &n, const TargetDesc &t, bool gpu) {
   if (io && hasDotProducts(t))
     if (std::optional<ir::KernelPlan> d = dotPlan(n, *io, t)) {
       d->Int = p.Int;
+      d->FixedRequant = p.FixedRequant;
       return *d;
     }
   if (io && laneWeights(n, *io, t, p))
@@ -502,12 +507,12 @@ ir::KernelPlan planKernel(const ir::Node &n, const TargetDesc &t, bool gpu) {
   return p;
 }
 
-bool planKernels(ir::Graph &g, const TargetDesc &target, bool gpu) {
+bool planKernels(ir::Graph &g, const TargetDesc &target, bool gpu, bool integerRequant) {
   bool changed = false;
   for (auto &n : g.Nodes) {
     if (!n->Plan.empty())
       continue;
-    n->Plan = planKernel(*n, target, gpu);
+    n->Plan = planKernel(*n, target, gpu, integerRequant);
     changed |= !n->Plan.empty();
   }
   return changed;

@@ -31,6 +31,9 @@ struct PipelineOptions {
   /// A GPU target (CUDA): no CPU weight packing, kernels scheduled as GPU
   /// launches (kir::mapToGpu), arena and weights aligned for the device.
   bool Gpu = false;
+  /// Integer products requantize in integers on every target (--quantize-io:
+  /// no float instruction in the model; see passes::planKernels).
+  bool IntegerRequant = false;
   /// With Gpu: matrix products go to the target's library (cuBLAS).
   bool LibraryDispatch = true;
   /// Where each pass announces itself (may be null).

@@ -1,5 +1,6 @@
 #include "compiler/kernel/Builder.h"
 #include "compiler/kernel/Interpreter.h"
+#include "compiler/ops/Requantization.h"
 #include "compiler/support/Error.h"
 
 #include <catch2/catch.hpp>
@@ -112,4 +113,67 @@ TEST_CASE("verify refuses an expression deeper than kMaxExprDepth", "[kernel]") 
   k.Params = {y};
   k.Body = store(y, indexConst(0), v);
   CHECK_THROWS_AS(k.finalize(), CompileError);
+}
+
+TEST_CASE("requantization of small products: the short forms equal the general ones",
+          "[kernel][quantization]") {
+  // requantizeFixedSmall (shifts >= 33) against requantizeFixed, and
+  // requantizeF32Small against requantizeF32, for accumulators whose
+  // product with the multiplier stays below kSmallProductBound: random
+  // ones, both signs, exact ties (multipliers 2^-4 and 2^-9 with odd
+  // accumulators) and the largest allowed; uint8 and int8 outputs with
+  // nonzero zero points.
+  using namespace mlcc::ops::requant;
+  const int n = 4096;
+  std::vector<int32_t> acc(n), m0(n), shift(n);
+  std::vector<float> mult(n);
+  uint64_t state = 12345;
+  auto next = [&] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (uint32_t)(state >> 33);
+  };
+  for (int i = 0; i < n; ++i) {
+    double m = i % 8 == 0 ? 0.0625 : i % 8 == 1 ? 1.0 / 512 : 1e-4 + (next() % 100000) * 2e-6;
+    auto q = q31Multiplier(m);
+    REQUIRE(q);
+    m0[i] = (int32_t)q->first;
+    shift[i] = (int32_t)q->second;
+    mult[i] = (float)m;
+    double limit = kSmallProductBound / m - 1;
+    double a = i % 8 < 2 ? (double)(2 * (int64_t)(next() % 4096) + 1)
+                         : (double)(next() % 2000001) / 2000000.0 * limit;
+    if (i % 16 == 15)
+      a = std::floor(limit);
+    acc[i] = (int32_t)(next() % 2 ? a : -a);
+  }
+  for (DType out : {DType::U8, DType::I8}) {
+    const int64_t zp = out == DType::U8 ? 3 : -5;
+    KernelBuilder b("requant");
+    Buffer A = b.param("acc", DType::I32, n), M0 = b.param("m0", DType::I32, n),
+           S = b.param("shift", DType::I32, n), M = b.param("mult", DType::F32, n);
+    std::vector<Buffer> ys;
+    for (const char *name : {"fixed", "fixed_small", "f32", "f32_small"})
+      ys.push_back(b.param(name, DType::I32, n));
+    b.loop("i", n, [&](Expr i) {
+      Expr a = load(A, i), z = constantInt(DType::I32, zp);
+      b.store(ys[0], i, requantizeFixed(out, a, load(M0, i), load(S, i), z));
+      b.store(ys[1], i, requantizeFixedSmall(out, a, load(M0, i), load(S, i), z));
+      b.store(ys[2], i, requantizeF32(out, a, load(M, i), z));
+      b.store(ys[3], i, requantizeF32Small(out, a, load(M, i), z));
+    });
+    Kernel k = b.finish();
+    std::vector<std::vector<int32_t>> got(4, std::vector<int32_t>(n));
+    interpret(k, {acc.data(), m0.data(), shift.data(), mult.data(), got[0].data(),
+                  got[1].data(), got[2].data(), got[3].data()});
+    int saturated = 0;
+    for (int i = 0; i < n; ++i) {
+      INFO("acc " << acc[i] << " m0 " << m0[i] << " shift " << shift[i] << " mult " << mult[i]);
+      REQUIRE(shift[i] >= 33);
+      CHECK(got[1][i] == got[0][i]);
+      CHECK(got[3][i] == got[2][i]);
+      saturated += got[0][i] == (out == DType::U8 ? 255 : 127);
+    }
+    CHECK(saturated > 0);        // the clamps are exercised
+    CHECK(saturated < n * 3 / 4); // and so are the values inside
+  }
 }

@@ -331,6 +331,7 @@ CompiledModel compileModel(const DriverOptions &o, const llvmgen::TargetSpec &ta
     samples = quantizer::loadSamples(*graph, o.Calibrate, numSamples);
     po.Quantize = [&](ir::Graph &g) { quantizeGraph(g, o, lo, samples, numSamples, qo); };
     qo.QuantizeIo = o.QuantizeIo;
+    po.IntegerRequant = o.QuantizeIo; // no float instruction where none is needed
     qo.WeightMax = o.ReduceRange ? 63 : 127;
     qo.KeepFloat.insert(o.KeepFloat.begin(), o.KeepFloat.end());
   } else if (!o.Calibrate.empty() || !o.CalibrationMethod.empty() || o.QuantizeIo ||

@@ -46,7 +46,9 @@ void addCompileOptions(CLI::App &app, DriverOptions &o) {
                  "percentile[=99.99] or entropy (KL divergence)");
   app.add_flag("--quantize-io", o.QuantizeIo,
                "With --quantize: the quantized inputs and outputs are uint8 "
-               "(their scale and zero point are in the header and NAME_info())");
+               "(their scale and zero point are in the header and NAME_info()), and "
+               "the convolutions and matrix products requantize in integers "
+               "(fixed-point multipliers, rounding half up) on every target");
   app.add_option("--keep-float", o.KeepFloat,
                  "With --quantize: keep this node (ONNX name) in float, e.g. a layer "
                  "that mlcc check shows losing accuracy (repeatable)");
