@@ -183,6 +183,12 @@ inline std::optional<size_t> pairedWeightsInput(const ir::Node &n) {
 /// fixed-point forms): plan-kernels' FixedRequant for it.
 bool integerElementwise(const ir::Node &n);
 
+/// Whether a com.microsoft QLinearGlobalAveragePool can requantize its sums
+/// in integers (constant f32 scales, a Q31 multiplier of x_scale / (y_scale
+/// * count), int32 sums): plan-kernels' FixedRequant for it with
+/// --quantize-io (else it requantizes in f32, exactly like the reference).
+bool integerPool(const ir::Node &n);
+
 /// Whether input `i` (a zero point) is omitted or a constant of zeros.
 bool zeroOrAbsent(const ir::Node &n, size_t i);
 

@@ -298,15 +298,44 @@ void inferQLinearGlobalAveragePool(ir::Node &n) {
   n.setOutput(0, n.inDType(0), y);
 }
 
+/// The elements each output of a QLinearGlobalAveragePool averages.
+int64_t poolCount(const ir::Node &n) {
+  int64_t count = 1;
+  for (int64_t d : spatialAxes(n))
+    count *= n.inShape(0)[(size_t)d];
+  return count;
+}
+
+/// Sums of bytes: int32 holds 2^23 of them.
+constexpr int64_t kMaxInt32ByteSums = int64_t{1} << 23;
+
+/// The Q31 multiplier and shift of x_scale / (y_scale * count) (f32, as the
+/// kernel computes it) for constant scales and int32 sums.
+std::optional<std::pair<int64_t, int64_t>> fixedPool(const ir::Node &n) {
+  const int64_t count = poolCount(n);
+  if (count >= kMaxInt32ByteSums || !n.hasInput(1) || !n.hasInput(3))
+    return std::nullopt;
+  const TensorPtr &xs = n.Inputs[1]->Const, &ys = n.Inputs[3]->Const;
+  if (!xs || !ys || n.inDType(1) != F || n.inDType(3) != F)
+    return std::nullopt;
+  float scale = (float)xs->doubleAt(0) / ((float)ys->doubleAt(0) * (float)count);
+  return q31Multiplier((double)scale);
+}
+
+} // namespace
+
+bool integerPool(const ir::Node &n) {
+  return n.Domain == Ms && n.OpType == "QLinearGlobalAveragePool" && fixedPool(n).has_value();
+}
+
+namespace {
+
 void lowerQLinearGlobalAveragePool(LowerCtx &c) {
   const ir::Node &n = c.node();
   std::vector<int64_t> axes = spatialAxes(n);
   TensorRef x = c.in(0), y = c.out(0);
-  int64_t count = 1;
-  for (int64_t d : axes)
-    count *= x.shape()[(size_t)d];
-  // Sums of bytes: int32 holds 2^23 of them.
-  DType acc = count < (int64_t{1} << 23) ? DType::I32 : DType::I64;
+  const int64_t count = poolCount(n);
+  DType acc = count < kMaxInt32ByteSums ? DType::I32 : DType::I64;
   Expr xs = c.in(1).loadFlat(indexConst(0)), ys = c.in(3).loadFlat(indexConst(0));
   Expr xzp = c.hasIn(2) ? cast(acc, c.in(2).loadFlat(indexConst(0))) : constantInt(acc, 0);
   Expr yzp = c.hasIn(4) ? cast(D, c.in(4).loadFlat(indexConst(0))) : constant(D, 0);
@@ -317,8 +346,21 @@ void lowerQLinearGlobalAveragePool(LowerCtx &c) {
   r.Init = constantInt(acc, 0);
   r.Map = [acc](Expr v) { return cast(acc, v); };
   r.Combine = [](Expr s, Expr v) { return s + v; };
+  std::optional<std::pair<int64_t, int64_t>> fixed;
+  if (n.Plan.FixedRequant && !(fixed = fixedPool(n)))
+    n.error(ErrorKind::Internal) << "internal error: planned integer "
+                                    "QLinearGlobalAveragePool without constant scales";
   r.Finish = [&](Expr s, int64_t) {
-    Expr v = cast(F, s - xzp * count) * scale;
+    Expr centered = s - xzp * count;
+    if (fixed)
+      return requantizeFixed(out, centered, constantInt(DType::I32, fixed->first),
+                             constantInt(DType::I32, fixed->second), cast(DType::I32, yzp));
+    // int32 sums: the f32 product rounded half to even and offset in f32
+    // and int32 (requantizeF32 computes the same as the f64 formula below,
+    // without f64: a library call on single-precision cores).
+    if (acc == DType::I32)
+      return requantizeF32(out, centered, scale, cast(DType::I32, yzp));
+    Expr v = cast(F, centered) * scale;
     return saturateRound(out, cast(D, v), yzp);
   };
   lowerReduction(c, x, y, axes, r);

@@ -486,7 +486,11 @@ ir::KernelPlan planKernel(const ir::Node &n, const TargetDesc &t, bool gpu, bool
     p.FixedRequant = true;
   // Elementwise requantization needs f64 to round like the reference;
   // where f64 is a library call, it runs in integers.
-  if (!t.DoubleUnit && ops::integerElementwise(n)) {
+  if ((!t.DoubleUnit || integerRequant) && ops::integerElementwise(n)) {
+    p.FixedRequant = true;
+    return p;
+  }
+  if (integerRequant && ops::integerPool(n)) {
     p.FixedRequant = true;
     return p;
   }

@@ -12,9 +12,9 @@
 # split), and the same firmware source is also built for the host with the
 # host's int8 library: the predictions of all test images (the firmware's
 # FNV-1a hash of them) must be the same on the target as on the host.
-# `int8io` also passes --quantize-io (uint8 input and output); on a target
-# without floating point (cortex-m0plus) the library must then need no
-# float helper at all (the report's undefined symbols are checked).
+# `int8io` also passes --quantize-io (uint8 input and output): the library
+# must then need no float helper at all (the report's undefined symbols are
+# checked) and its assembly hold no floating-point instruction.
 #
 # usage: tests/cross/baremetal.sh TARGET MLCC WORKDIR [int8]
 #   TARGET: cortex-m4 | cortex-m7 | cortex-m55 | cortex-m0plus | riscv32 | riscv32f
@@ -118,10 +118,24 @@ print(" ".join(s for s in syms if s.startswith(("__aeabi_f", "__aeabi_d", "__aea
       "__aeabi_l2f", "__aeabi_ul2f", "__aeabi_i2d", "__aeabi_ui2d", "__addsf", "__mulsf", "__divsf",
       "__fix", "__float", "__extendsfdf", "__truncdfsf")) or s.rstrip("f") in ("fmax", "fmin", "rint",
       "round", "floor", "ceil", "exp", "log", "sqrt", "tanh", "erf", "pow")))' "$work/report.json")
-  if [[ $target == cortex-m0plus && -n $floats ]]; then
+  if [[ -n $floats ]]; then
     echo "baremetal $target: the fully quantized library needs float helpers: $floats"
     exit 1
   fi
+  # With --quantize-io the model runs in integers alone: on a core with a
+  # floating-point unit, its code holds no floating-point instruction (an
+  # operand of s/d registers or an .f16/.f32/.f64 form; Helium's integer
+  # vector instructions are allowed).
+  "$mlcc" "$root/examples/digits/digits.onnx" --target "$target" --emit asm -o "$work/digits.s" \
+    ${mlcc_flags[@]+"${mlcc_flags[@]}"}
+  fp=$(grep -E '^[[:space:]]+v[a-z0-9.]+[[:space:]]' "$work/digits.s" |
+       grep -E '\.f(16|32|64)\b|[[:space:],{][sd][0-9]+\b' | head -3 || true)
+  if [[ -n $fp ]]; then
+    echo "baremetal $target: floating-point instructions in the fully quantized model:"
+    echo "$fp"
+    exit 1
+  fi
+  echo "baremetal $target: no floating-point instruction in the model's code"
   echo "baremetal $target: undefined symbols: $(python3 -c 'import json, sys; print(" ".join(json.load(open(sys.argv[1]))["undefined_symbols"]))' "$work/report.json")"
 fi
 if [[ $variant == int8 || $variant == int8io ]]; then
