@@ -130,22 +130,27 @@ inline Expr requantizeF32(DType out, const Expr &acc, const Expr &mult, const Ex
   return roundSmallF32(v) + cast(DType::I32, zp);
 }
 
-/// requantizeF32 where |f32(acc) * mult| is known to stay below 2^21 (a
-/// bound from constant weights, bias and multipliers: see
-/// kSmallProductBound): rounded without the f32 clamp (roundSmallF32 is
-/// exact there), offset by zp and saturated in int32, the same result. A
-/// single-precision unit without float min/max (Cortex-M4's FPv4) spends
-/// a compare, a status move and a conditional move on each f32 bound;
-/// Arm cores saturate an int32 in one usat/ssat.
-inline Expr requantizeF32Small(DType out, const Expr &acc, const Expr &mult, const Expr &zp) {
-  auto [lo, hi] = intRange(out);
-  Expr r = roundSmallF32(cast(DType::F32, acc) * mult) + cast(DType::I32, zp);
-  return clamp(r, constantInt(DType::I32, (int64_t)lo), constantInt(DType::I32, (int64_t)hi));
-}
-
 /// The bound on |acc * mult| under which requantizeF32Small applies (half
 /// of roundSmallF32's 2^22, a margin for the f32 rounding of the product).
 constexpr double kSmallProductBound = 2097152.0;
+
+/// requantizeF32 where |f32(acc) * mult| is known to stay below 2^21 (a
+/// bound from constant weights, bias and multipliers: see
+/// kSmallProductBound): rounded without the f32 clamp to the output range
+/// (roundSmallF32 is exact there), offset by zp and saturated in int32,
+/// the same result. A single-precision unit without float min/max
+/// (Cortex-M4's FPv4) spends a compare, a status move and a conditional
+/// move on each f32 bound; Arm cores saturate an int32 in one usat/ssat.
+inline Expr requantizeF32Small(DType out, const Expr &acc, const Expr &mult, const Expr &zp) {
+  auto [lo, hi] = intRange(out);
+  // The lower bound below the product's (a no-op) keeps the product and the
+  // rounding's addition apart: contracted into one fused multiply-add, the
+  // product would not round to f32 first (ONNX Runtime's does).
+  Expr p = max(cast(DType::F32, acc) * mult, constant(DType::F32, -2.0 * kSmallProductBound));
+  Expr r = roundSmallF32(p) + cast(DType::I32, zp);
+  return clamp(r, constantInt(DType::I32, (int64_t)lo), constantInt(DType::I32, (int64_t)hi));
+}
+
 
 /// saturate(round_half_even(v)) to `out`'s range for an f32 `v`, as an
 /// int32 (clamping first, to the bounds widened by kRoundingSlack, is the
