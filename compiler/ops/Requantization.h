@@ -130,11 +130,12 @@ inline Expr requantizeF32(DType out, const Expr &acc, const Expr &mult, const Ex
   return roundSmallF32(v) + cast(DType::I32, zp);
 }
 
-/// The bound on |acc * mult| under which requantizeF32Small applies (half
-/// of roundSmallF32's 2^22, a margin for the f32 rounding of the product).
-constexpr double kSmallProductBound = 2097152.0;
+/// The bound on |acc * mult| under which requantizeF32Small applies (a
+/// quarter of roundSmallF32's 2^22: its rounded value keeps to 22 bits,
+/// with a margin for the f32 rounding of the product).
+constexpr double kSmallProductBound = 1048576.0;
 
-/// requantizeF32 where |f32(acc) * mult| is known to stay below 2^21 (a
+/// requantizeF32 where |f32(acc) * mult| is known to stay below 2^20 (a
 /// bound from constant weights, bias and multipliers: see
 /// kSmallProductBound): rounded without the f32 clamp to the output range
 /// (roundSmallF32 is exact there), offset by zp and saturated in int32,
@@ -147,7 +148,13 @@ inline Expr requantizeF32Small(DType out, const Expr &acc, const Expr &mult, con
   // rounding's addition apart: contracted into one fused multiply-add, the
   // product would not round to f32 first (ONNX Runtime's does).
   Expr p = max(cast(DType::F32, acc) * mult, constant(DType::F32, -2.0 * kSmallProductBound));
-  Expr r = roundSmallF32(p) + cast(DType::I32, zp);
+  // round(p) from the sum's bits as roundSmallF32, but as the sign-extended
+  // low 22 bits (|round(p)| < 2^21; the bits of 1.5 * 2^23 have none
+  // there): a bit-field extract (sbfx), no constant in a register.
+  const DType i = DType::I32;
+  Expr bits = bitcast(i, p + constant(DType::F32, 12582912.0));
+  Expr r = binary(BinOp::Shr, binary(BinOp::Shl, bits, constantInt(i, 10)), constantInt(i, 10)) +
+           cast(i, zp);
   return clamp(r, constantInt(DType::I32, (int64_t)lo), constantInt(DType::I32, (int64_t)hi));
 }
 
