@@ -570,6 +570,8 @@ std::string KernelPlan::str() const {
     field("fixed_requant=" + std::to_string(FixedRequantInput));
   if (MultiplierInput >= 0)
     field("multipliers=" + std::to_string(MultiplierInput));
+  if (IntSaturate)
+    field("int_saturate");
   if (PerOutput)
     field("per_output");
   os << "}";

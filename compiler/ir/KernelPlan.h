@@ -152,6 +152,10 @@ struct KernelPlan {
   /// next (-1: not added yet).
   bool FixedRequant = false;
   int64_t FixedRequantInput = -1;
+  /// A QLinearConv whose requantized values are bounded at compile time
+  /// saturates them in int32 (requant::requantizeF32Small) instead of
+  /// clamping in f32: on targets without one-instruction float min/max.
+  bool IntSaturate = false;
   /// A QLinearConv's f32 requantization multipliers (one per output
   /// channel), computed at compile time from constant f32 scales, at input
   /// MultiplierInput (-1: computed by the kernel on each run).

@@ -240,7 +240,7 @@ struct StackPlanes {
   bool Band = false, Pairs = false;
 };
 
-/// The pair words of channels quads: two per quad of cg channels.
+/// The pair words of cg channels: two per quad of channels.
 int64_t pairWords(int64_t cg) { return (cg + 3) / 4 * 2; }
 
 void lowerIntWindow(LowerCtx &c, const ConvShape &s, const kir::Buffer &src,
@@ -786,10 +786,11 @@ void lowerQLinearConv(LowerCtx &c) {
                                              ys.loadFlat(indexConst(0))));
     });
   }
-  // Products that provably stay small saturate in int32 (the same result).
+  // Products that provably stay small saturate in int32 (the same result)
+  // where the plan says (targets without one-instruction float min/max).
   bool small = false;
   const int64_t multIdx = c.node().Plan.MultiplierInput;
-  if (f32 && multIdx >= 0 && c.node().Inputs[(size_t)multIdx]->Const)
+  if (f32 && c.node().Plan.IntSaturate && multIdx >= 0 && c.node().Inputs[(size_t)multIdx]->Const)
     if (std::optional<std::vector<double>> bounds = accumulatorBounds(c.node(), 3, 5, 8, true))
       small = productsSmall(*bounds, c.node().Inputs[(size_t)multIdx]->Const->toDoubles());
   lowerIntConv(c, 0, 2, 3, 5, 8, [&](Expr acc, Expr m) {

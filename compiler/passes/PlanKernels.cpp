@@ -452,6 +452,8 @@ ir::KernelPlan planKernel(const ir::Node &n, const TargetDesc &t, bool gpu, bool
         p.Depthwise = ir::KernelPlan::Plane{
             std::min(kMaxPlaneBytes, t.StackBytes) / (int64_t)dtypeSize(n.inDType(io->X)), 1};
     }
+    // Requantized values saturate in int32 where float min/max is costly.
+    p.IntSaturate = n.OpType == "QLinearConv" && t.FloatUnit && !t.FloatMinMax && !gpu;
     // A windowed dense convolution in pairs stages its input as pair words
     // on the stack (within the plane bound: the lowering checks the image
     // or the band of rows; see KernelPlan::WindowPairs).

@@ -43,6 +43,9 @@ struct TargetDesc {
   /// f64 arithmetic in hardware (false: Cortex-M4/M33 single-precision
   /// units, RISC-V without D; their f64 is a library call per operation).
   bool DoubleUnit = true;
+  /// f32 minimum and maximum in one instruction each (false: Cortex-M4's
+  /// FPv4, where each is a compare, a status move and a conditional move).
+  bool FloatMinMax = true;
   /// A core's private L2 data cache that a contraction's packed B panel
   /// should stay in while the row tiles reuse it; 0: no cache to plan for
   /// (microcontrollers).

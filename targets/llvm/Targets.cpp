@@ -270,6 +270,8 @@ TargetDesc describeTarget(const TargetSpec &t) {
     s.Fma = has("vfp4d16sp") || has("fp-armv8d16sp"); // the single-precision forms
     s.FloatUnit = has("vfp2sp") || has("fp-armv8") || has("mve.fp") || has("neon");
     s.DoubleUnit = s.FloatUnit && has("fp64");
+    // VMAXNM/VMINNM (Armv8 FP), or NEON's vector forms.
+    s.FloatMinMax = has("fp-armv8d16sp") || has("neon") || has("mve.fp");
     // (No ArmLongMac on 32-bit NEON: the kernels' widening multiply-adds
     // and pair sums are AArch64's; its int8 runs the int32 tiles as LLVM
     // selects them.)
