@@ -137,9 +137,9 @@ constexpr double kSmallProductBound = 1048576.0;
 
 /// requantizeF32 where |f32(acc) * mult| is known to stay below 2^20 (a
 /// bound from constant weights, bias and multipliers: see
-/// kSmallProductBound): rounded without the f32 clamp to the output range
-/// (roundSmallF32 is exact there), offset by zp and saturated in int32,
-/// the same result. A single-precision unit without float min/max
+/// kSmallProductBound): rounded as roundSmallF32 rounds, without the f32
+/// clamp to the output range, offset by zp and saturated in int32, the
+/// same result. A single-precision unit without float min/max
 /// (Cortex-M4's FPv4) spends a compare, a status move and a conditional
 /// move on each f32 bound; Arm cores saturate an int32 in one usat/ssat.
 inline Expr requantizeF32Small(DType out, const Expr &acc, const Expr &mult, const Expr &zp) {
@@ -155,9 +155,8 @@ inline Expr requantizeF32Small(DType out, const Expr &acc, const Expr &mult, con
   Expr bits = bitcast(i, p + constant(DType::F32, 12582912.0));
   Expr r = binary(BinOp::Shr, binary(BinOp::Shl, bits, constantInt(i, 10)), constantInt(i, 10)) +
            cast(i, zp);
-  return clamp(r, constantInt(DType::I32, (int64_t)lo), constantInt(DType::I32, (int64_t)hi));
+  return clamp(r, constantInt(i, (int64_t)lo), constantInt(i, (int64_t)hi));
 }
-
 
 /// saturate(round_half_even(v)) to `out`'s range for an f32 `v`, as an
 /// int32 (clamping first, to the bounds widened by kRoundingSlack, is the

@@ -478,21 +478,20 @@ ir::KernelPlan planKernel(const ir::Node &n, const TargetDesc &t, bool gpu, bool
     p.PerOutput = floatConv || product;
     return p;
   }
-  if (!t.FloatUnit && fixedPointScales(n)) {
+  // Products requantize in integers without a float unit, and on request
+  // (--quantize-io) on any target, which keeps its other plans (dot
+  // products, lane weights); the f32 saturation choice is then moot.
+  if ((!t.FloatUnit || integerRequant) && fixedPointScales(n)) {
     p.FixedRequant = true;
-    return p;
+    p.IntSaturate = false;
+    if (!t.FloatUnit)
+      return p;
   }
-  // Integer-only on request (a target with floating point keeps its other
-  // plans: dot products, lane weights).
-  if (integerRequant && fixedPointScales(n))
-    p.FixedRequant = true;
-  // Elementwise requantization needs f64 to round like the reference;
-  // where f64 is a library call, it runs in integers.
-  if ((!t.DoubleUnit || integerRequant) && ops::integerElementwise(n)) {
-    p.FixedRequant = true;
-    return p;
-  }
-  if (integerRequant && ops::integerPool(n)) {
+  // Elementwise requantization needs f64 to round like the reference:
+  // where f64 is a library call it runs in integers, as does the pool's
+  // on request.
+  if (((!t.DoubleUnit || integerRequant) && ops::integerElementwise(n)) ||
+      (integerRequant && ops::integerPool(n))) {
     p.FixedRequant = true;
     return p;
   }
