@@ -8,7 +8,10 @@
  * that one instruction takes 1 ns of virtual time), the SysTick timer at
  * that processor clock counts the time of each inference, and the firmware
  * prints the instructions per inference it stands for: a speed proxy on a
- * microcontroller.
+ * microcontroller. On the nRF51 (QEMU's micro:bit, a Cortex-M0 without
+ * SysTick) MLCC_NRF51_TIMER does the same with TIMER0, a 32-bit counter at
+ * 16 MHz (one tick per 62.5 instructions; the figure is the total over all
+ * runs divided by their number).
  *
  * A model quantized with --quantize-io takes and gives uint8 (the header
  * then defines DIGITS_INPUT_IMAGE_SCALE and _ZERO_POINT): the firmware
@@ -23,18 +26,45 @@ extern const unsigned char digits_test_set[];
 
 static unsigned char arena[DIGITS_ARENA_SIZE + 1] __attribute__((aligned(64)));
 
+#if defined(MLCC_SYSTICK_HZ) && defined(MLCC_NRF51_TIMER)
+#error "MLCC_SYSTICK_HZ and MLCC_NRF51_TIMER: one timer at a time"
+#endif
+#ifdef MLCC_NRF51_TIMER
+#define MLCC_TIMER_HZ 16000000u
+#define TIMER0_START (*(volatile uint32_t *)0x40008000u)
+#define TIMER0_CAPTURE0 (*(volatile uint32_t *)0x40008040u)
+#define TIMER0_MODE (*(volatile uint32_t *)0x40008504u)
+#define TIMER0_BITMODE (*(volatile uint32_t *)0x40008508u)
+#define TIMER0_PRESCALER (*(volatile uint32_t *)0x40008510u)
+#define TIMER0_CC0 (*(volatile uint32_t *)0x40008540u)
+static void timer_start(void) {
+  TIMER0_MODE = 0;      /* timer */
+  TIMER0_BITMODE = 3;   /* 32 bits */
+  TIMER0_PRESCALER = 0; /* 16 MHz */
+  TIMER0_START = 1;
+}
+static uint32_t timer_now(void) {
+  TIMER0_CAPTURE0 = 1;
+  return TIMER0_CC0;
+}
+/* Ticks since `start` (an up counter). */
+static uint32_t timer_since(uint32_t start) { return timer_now() - start; }
+#endif
+
 #ifdef MLCC_SYSTICK_HZ
+#define MLCC_TIMER_HZ MLCC_SYSTICK_HZ
 #define SYST_CSR (*(volatile uint32_t *)0xE000E010u)
 #define SYST_RVR (*(volatile uint32_t *)0xE000E014u)
 #define SYST_CVR (*(volatile uint32_t *)0xE000E018u)
-static void systick_start(void) {
+static void timer_start(void) {
   SYST_RVR = 0xFFFFFFu;
   SYST_CVR = 0;
   SYST_CSR = 5u; /* enabled, processor clock, no interrupt */
 }
 /* Ticks since `start` (a 24-bit down counter; one inference is far shorter
    than a wrap). */
-static uint32_t systick_since(uint32_t start) { return (start - SYST_CVR) & 0xFFFFFFu; }
+static uint32_t timer_now(void) { return SYST_CVR; }
+static uint32_t timer_since(uint32_t start) { return (start - SYST_CVR) & 0xFFFFFFu; }
 #endif
 
 static uint32_t read_u32(const unsigned char *p) {
@@ -59,9 +89,9 @@ int main(void) {
   count = read_u32(set + 8);
   in.image = image;
   out.logits = logits;
-#ifdef MLCC_SYSTICK_HZ
+#ifdef MLCC_TIMER_HZ
   uint64_t ticks = 0;
-  systick_start();
+  timer_start();
 #endif
   for (i = 0; i < count; ++i) {
     const unsigned char *rec = set + 16 + (size_t)i * 257;
@@ -78,10 +108,10 @@ int main(void) {
 #else
     memcpy(image, rec, sizeof image);
 #endif
-#ifdef MLCC_SYSTICK_HZ
-    uint32_t start = SYST_CVR;
+#ifdef MLCC_TIMER_HZ
+    uint32_t start = timer_now();
     st = digits_run(&in, &out, arena, sizeof arena);
-    ticks += systick_since(start);
+    ticks += timer_since(start);
 #else
     st = digits_run(&in, &out, arena, sizeof arena);
 #endif
@@ -104,11 +134,16 @@ int main(void) {
          digits_info()->name, (unsigned)correct, (unsigned)count,
          (unsigned)(correct * 1000u / count / 10u), (unsigned)(correct * 1000u / count % 10u),
          (unsigned)DIGITS_ARENA_SIZE);
-#ifdef MLCC_SYSTICK_HZ
+#ifdef MLCC_TIMER_HZ
   /* 1 instruction = 1 ns of virtual time; one tick = 1e9 / HZ ns. */
-  printf("instructions per inference (SysTick at %u Hz, -icount shift=0): %u\n",
-         (unsigned)MLCC_SYSTICK_HZ,
-         (unsigned)(ticks * (1000000000u / MLCC_SYSTICK_HZ) / count));
+  printf("instructions per inference (%s at %u Hz, -icount shift=0): %u\n",
+#ifdef MLCC_NRF51_TIMER
+         "TIMER0",
+#else
+         "SysTick",
+#endif
+         (unsigned)MLCC_TIMER_HZ,
+         (unsigned)(ticks * 1000000000u / MLCC_TIMER_HZ / count));
 #endif
   return correct * 100 >= count * 85 ? 0 : 1;
 }
