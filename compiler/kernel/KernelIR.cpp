@@ -31,7 +31,7 @@ const char *binOpName(BinOp op) {
                                 "xor", "bitand", "bitor", "bitxor", "shl",
                                 "shr", "eq",     "ne",    "lt",     "le",
                                 "gt",  "ge",     "dot4",  "dot2",   "sdot4",
-                                "sdot4_narrow"};
+                                "sdot4_narrow", "mulhi"};
   return names[(int)op];
 }
 
@@ -232,7 +232,8 @@ Expr binary(BinOp op, Expr a, Expr b) {
     MLCC_CHECK(t == DType::Bool, binOpName(op) << " on " << dtypeName(t));
   if (op == BinOp::Pow)
     MLCC_CHECK(isFloat(t), "pow on " << dtypeName(t));
-  if (op == BinOp::Dot4 || op == BinOp::Dot2 || op == BinOp::SDot4 || op == BinOp::SDot4Narrow)
+  if (op == BinOp::Dot4 || op == BinOp::Dot2 || op == BinOp::SDot4 || op == BinOp::SDot4Narrow ||
+      op == BinOp::MulHigh)
     MLCC_CHECK(t == DType::I32, binOpName(op) << " on " << dtypeName(t));
   if (op == BinOp::BitAnd || op == BinOp::BitOr || op == BinOp::BitXor ||
       op == BinOp::Shl || op == BinOp::Shr)

@@ -125,6 +125,11 @@ enum class BinOp : uint8_t {
   /// within int16, so a target without a dot product may add them as 16-bit
   /// pairs (AArch64 NEON: smull, smull2, addp, sadalp).
   SDot4Narrow,
+  /// (I32) the high 32 bits of the signed 64-bit product a * b, i.e.
+  /// floor(a * b / 2^32): the multiply-high of Arm (smmul; Helium's
+  /// vmulh.s32, which LLVM does not form from the 64-bit product once the
+  /// optimizer has merged its shift with those after it).
+  MulHigh,
 };
 
 const char *unOpName(UnOp op);

@@ -350,6 +350,11 @@ Scalar evalBinary(BinOp op, DType type, Scalar a, Scalar b) {
     r.I = (int64_t)(int32_t)(uint32_t)sum;
     break;
   }
+  case BinOp::MulHigh:
+    // The operands are sign-extended int32 values; an arithmetic shift of
+    // the exact product is the floor.
+    r.I = (int64_t)(int32_t)(((int64_t)(int32_t)x * (int64_t)(int32_t)y) >> 32);
+    break;
   case BinOp::Dot2: {
     int64_t sum = (int64_t)(int16_t)(uint16_t)x * (int16_t)(uint16_t)y +
                   (int64_t)(int16_t)(uint16_t)((uint64_t)x >> 16) *

@@ -540,8 +540,28 @@ Nodes expandQLinearConcat(ir::Node &n, ir::Graph &g) {
   return std::move(e.Out);
 }
 
+/// Whether a QLinearAveragePool's window is its whole input: the kernel
+/// the spatial extents, no padding (then each output averages every element
+/// of its channel, whatever the strides and ceil_mode).
+bool poolsWholeInput(const ir::Node &n, int64_t cl, int64_t rank) {
+  const Shape &x = n.inShape(0);
+  std::vector<int64_t> kernel = n.attrInts("kernel_shape", {});
+  if ((int64_t)kernel.size() != rank - 2)
+    return false;
+  for (int64_t d = 0; d < rank - 2; ++d)
+    if (kernel[(size_t)d] != x[(size_t)(d + (cl ? 1 : 2))])
+      return false;
+  for (int64_t p : n.attrInts("pads", {}))
+    if (p != 0)
+      return false;
+  std::string autoPad = n.attrString("auto_pad", "NOTSET");
+  return autoPad == "NOTSET" || autoPad == "VALID";
+}
+
 /// QLinearAveragePool: the float pool between dequantization and
-/// quantization, on NCHW data (Transposes around it for channels_last).
+/// quantization, on NCHW data (Transposes around it for channels_last);
+/// a pool over the whole input is QLinearGlobalAveragePool, which sums the
+/// bytes in integers (and requantizes in fixed point where planned).
 Nodes expandQLinearAveragePool(ir::Node &n, ir::Graph &g) {
   checkQLinearUnary(n);
   int64_t cl = n.attrInt("channels_last", 0);
@@ -550,6 +570,13 @@ Nodes expandQLinearAveragePool(ir::Node &n, ir::Graph &g) {
   int64_t rank = (int64_t)n.inShape(0).size();
   if (rank < 3)
     n.error() << "X must have rank 3 or more, got " << shapeToString(n.inShape(0));
+  if (poolsWholeInput(n, cl, rank)) {
+    Expansion e{n, g, {}};
+    e.add("QLinearGlobalAveragePool", 1,
+          {n.Inputs[0], e.input(1), e.input(2), e.input(3), e.input(4)},
+          {{"channels_last", ir::intAttr(cl)}}, n.Outputs[0], Ms);
+    return std::move(e.Out);
+  }
   std::map<std::string, ir::Attribute> attrs;
   for (const char *name : {"auto_pad", "ceil_mode", "count_include_pad",
                            "kernel_shape", "pads", "strides"})

@@ -195,8 +195,8 @@ inline Expr requantizeFixed(DType out, const Expr &acc, const Expr &m0, const Ex
 inline Expr requantizeFixedSmall(DType out, const Expr &acc, const Expr &m0, const Expr &shift,
                                  const Expr &zp) {
   auto [lo, hi] = intRange(out);
-  const DType w = DType::I64, i = DType::I32;
-  Expr high = cast(i, binary(BinOp::Shr, cast(w, acc) * cast(w, m0), constantInt(w, 32)));
+  const DType i = DType::I32;
+  Expr high = binary(BinOp::MulHigh, cast(i, acc), cast(i, m0));
   Expr r = binary(BinOp::Shr, high, cast(i, shift) - constantInt(i, 33)) + constantInt(i, 1);
   r = binary(BinOp::Shr, r, constantInt(i, 1)) + cast(i, zp);
   return clamp(r, constantInt(i, (int64_t)lo), constantInt(i, (int64_t)hi));

@@ -155,6 +155,34 @@ bool readsOnlyConstants(const ir::Node &n, const ops::OpSchema &schema) {
   return true;
 }
 
+/// A Cast of one input and output (compared to its input's type by the
+/// caller).
+bool isSameTypeCast(const ir::Node &n) {
+  return n.OpType == "Cast" && n.Domain == "" && n.Outputs.size() == 1 && n.Inputs.size() == 1 &&
+         n.Inputs[0];
+}
+
+/// A Pad whose pads (the constant input of opset 11 on, the attribute
+/// before) are all zero.
+bool isEmptyPad(const ir::Node &n) {
+  if (n.OpType != "Pad" || n.Domain != "" || n.Outputs.size() != 1 || n.Inputs.empty() ||
+      !n.Inputs[0])
+    return false;
+  if (n.hasInput(1)) {
+    const ir::Value *pads = n.Inputs[1];
+    if (!pads->Const || !isInteger(pads->Const->dtype()))
+      return false;
+    for (int64_t v : pads->Const->toInts())
+      if (v != 0)
+        return false;
+    return true;
+  }
+  for (int64_t p : n.attrInts("pads", {}))
+    if (p != 0)
+      return false;
+  return n.attr("pads") != nullptr;
+}
+
 } // namespace
 
 void inferAndFold(ir::Graph &g, const FoldOptions &options) {
@@ -191,9 +219,11 @@ void inferAndFold(ir::Graph &g, const FoldOptions &options) {
                                         << dtypeOnnxName(v->Type.Type);
     }
     // A Cast to its input's own type (QDQ exports put them between
-    // QuantizeLinear and DequantizeLinear) is its input.
-    if (n.OpType == "Cast" && n.Domain == "" && n.Outputs.size() == 1 && n.Inputs[0] &&
-        n.Outputs[0]->Type == n.Inputs[0]->Type && !g.isGraphOutput(n.Outputs[0])) {
+    // QuantizeLinear and DequantizeLinear) is its input, and so is a Pad
+    // that adds nothing (PyTorch exports F.pad of zeros; left in, it kept
+    // the quantizer from reaching the pool after it).
+    if ((isSameTypeCast(n) || isEmptyPad(n)) && n.Outputs[0]->Type == n.Inputs[0]->Type &&
+        !g.isGraphOutput(n.Outputs[0])) {
       g.replaceAllUses(n.Outputs[0], n.Inputs[0]);
       n.Outputs[0]->Producer = nullptr;
       foldedNodes.insert(&n);

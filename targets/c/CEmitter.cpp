@@ -142,6 +142,14 @@ MLCC_FN int32_t mlcc_dot2(int32_t a, int32_t b) {
   return (int32_t)(lo + hi);
 }
 
+/* The high word of the signed 64-bit product (kernel IR mulhi): floor(a * b
+   / 2^32), the arithmetic shift of a negative product written as a
+   division that rounds down. */
+MLCC_FN int32_t mlcc_mulhi(int32_t a, int32_t b) {
+  int64_t p = (int64_t)a * (int64_t)b;
+  return (int32_t)(p >= 0 ? p / 4294967296LL : -((-p + 4294967295LL) / 4294967296LL));
+}
+
 MLCC_FN float mlcc_bits2f(uint32_t u) {
   union { uint32_t u; float f; } v;
   v.u = u;
@@ -545,6 +553,7 @@ private:
     case BinOp::BitXor: return "((" + T + ")(" + a + " ^ " + b + "))";
     case BinOp::Dot4: return "mlcc_dot4(" + a + ", " + b + ")";
     case BinOp::Dot2: return "mlcc_dot2(" + a + ", " + b + ")";
+    case BinOp::MulHigh: return "mlcc_mulhi(" + a + ", " + b + ")";
     case BinOp::SDot4:
     case BinOp::SDot4Narrow: return "mlcc_sdot4(" + a + ", " + b + ")";
     case BinOp::Shl:

@@ -1239,6 +1239,18 @@ private:
                        B.CreateMul(B.CreateAShr(a, sixteen), B.CreateAShr(b, sixteen)));
   }
 
+  /// mulhi(a, b): Helium's vmulh.s32 on vectors of four int32, else the
+  /// high word of the 64-bit product in generic IR (smull on Arm cores).
+  Value *mulHigh(Value *a, Value *b) {
+    auto *vt = llvm::dyn_cast<llvm::FixedVectorType>(a->getType());
+    if (vt && vt->getNumElements() == 4 && ME.Features.Helium)
+      return B.CreateIntrinsic(llvm::Intrinsic::arm_mve_vmulh, {vt}, {a, b, B.getInt32(0)});
+    llvm::Type *wide = vt ? (llvm::Type *)llvm::FixedVectorType::get(B.getInt64Ty(), vt->getNumElements())
+                          : (llvm::Type *)B.getInt64Ty();
+    Value *p = B.CreateMul(B.CreateSExt(a, wide), B.CreateSExt(b, wide));
+    return B.CreateTrunc(B.CreateAShr(p, llvm::ConstantInt::get(wide, 32)), a->getType());
+  }
+
   /// dot4(a, b) (sdot4: a's bytes signed too) in generic IR: bytes widened,
   /// multiplied, and each group of four summed.
   Value *dot4(Value *a, Value *b, bool signedA = false) {
@@ -1424,6 +1436,7 @@ private:
     case BinOp::SDot4:
     case BinOp::SDot4Narrow: return dot4(a, b, true);
     case BinOp::Dot2: return dot2(a, b);
+    case BinOp::MulHigh: return mulHigh(a, b);
     case BinOp::Eq: return B.CreateICmpEQ(a, b);
     case BinOp::Ne: return B.CreateICmpNE(a, b);
     case BinOp::Lt: return uns ? B.CreateICmpULT(a, b) : B.CreateICmpSLT(a, b);

@@ -30,6 +30,7 @@ struct EmitFeatures {
   bool Vnni512 = false; ///< vpdpbusd on 512-bit vectors (AVX512-VNNI)
   bool Vnni256 = false; ///< on 256- and 128-bit vectors (AVX512-VNNI+VL, AVX-VNNI)
   bool Smlad = false;   ///< smlad on 32-bit registers (Arm DSP extension)
+  bool Helium = false;  ///< vmulh.s32 on 128-bit vectors (Arm MVE, integer)
   /// pmaddwd (int16 pairs multiplied and summed into int32) on 128-, 256-
   /// and 512-bit vectors (SSE2, AVX2, AVX512BW): dot4 where VNNI is missing.
   bool Madd128 = false, Madd256 = false, Madd512 = false;

@@ -411,8 +411,10 @@ std::string compileProgram(const kir::Program &p, const TargetSpec &t,
     features.ArmMull = sti->checkFeatures("+neon");
     features.FloatMinMax = sti->checkFeatures("+fp-armv8");
   }
-  if (llvm::Triple(t.Triple).isARM() || llvm::Triple(t.Triple).isThumb())
+  if (llvm::Triple(t.Triple).isARM() || llvm::Triple(t.Triple).isThumb()) {
     features.Smlad = sti->checkFeatures("+dsp");
+    features.Helium = sti->checkFeatures("+mve");
+  }
   std::unique_ptr<llvm::Module> m =
       emitModule(p, ctx, t.Triple, tm->createDataLayout(), features);
   if (!t.Abi.empty())

@@ -10,8 +10,10 @@
 # With a fourth argument `int8`, the model is quantized by mlcc (--quantize
 # int8, calibrated on examples/digits/calibration.npy, from the training
 # split), and the same firmware source is also built for the host with the
-# host's int8 library: the predictions of all test images (the firmware's
-# FNV-1a hash of them) must be the same on the target as on the host.
+# host's int8 library: the predictions of all test images and every byte of
+# their outputs (the firmware's FNV-1a hashes of them) must be the same on
+# the target as on the host (with int8io, also as from the C backend's
+# source of the model, built for the host).
 # `int8io` also passes --quantize-io (uint8 input and output): the library
 # must then need no float helper at all (the report's undefined symbols are
 # checked) and its assembly hold no floating-point instruction.
@@ -153,12 +155,30 @@ if [[ $variant == int8 || $variant == int8io ]]; then
   cc -std=c99 -O2 -I "$work/host" -DTEST_SET_FILE="\"$testset\"" "$bm/digits_firmware.c" \
     "$bm/test_set.S" "$work/host/libdigits.a" -lm -o "$work/host/digits"
   "$work/host/digits" > "$work/host/run.log" || true
-  want=$(grep '^predictions' "$work/host/run.log" || true)
-  got=$(grep '^predictions' "$work/run.log" | tr -d '\r' || true)
+  # The predictions and every output byte (the little-endian targets hold
+  # the dequantized floats, or the uint8 outputs, as the host does).
+  want=$(grep -E '^(predictions|outputs)' "$work/host/run.log" || true)
+  got=$(grep -E '^(predictions|outputs)' "$work/run.log" | tr -d '\r' || true)
   if [[ -z $want || "$want" != "$got" ]]; then
-    echo "baremetal $target: predictions differ from the host's: '$got' vs '$want'"
+    echo "baremetal $target: outputs differ from the host's: '$got' vs '$want'"
     exit 1
   fi
-  echo "baremetal $target: the same predictions as on the host ($want)"
+  echo "baremetal $target: the same predictions and outputs as on the host ($(echo $want))"
+  if [[ $variant == int8io ]]; then
+    # ... and the C backend's source of the same model (its integer helpers,
+    # mlcc_mulhi among them, against the LLVM lowering).
+    mkdir -p "$work/host-c"
+    "$mlcc" "$root/examples/digits/digits.onnx" -o "$work/host-c/digits.c" ${mlcc_flags[@]+"${mlcc_flags[@]}"}
+    cc -std=c99 -O2 -I "$work/host-c" -I "$root/runtime-c" -DTEST_SET_FILE="\"$testset\"" \
+      "$bm/digits_firmware.c" "$bm/test_set.S" "$work/host-c/digits.c" -lm -o "$work/host-c/digits" \
+      2> "$work/host-c/cc.log" || { cat "$work/host-c/cc.log"; exit 1; }
+    "$work/host-c/digits" > "$work/host-c/run.log" || true
+    c=$(grep -E '^(predictions|outputs)' "$work/host-c/run.log" || true)
+    if [[ "$c" != "$want" ]]; then
+      echo "baremetal $target: the C backend's outputs differ: '$c' vs '$want'"
+      exit 1
+    fi
+    echo "baremetal $target: the C backend gives the same outputs"
+  fi
 fi
 echo "baremetal $target: digits firmware passed under ${qemu[0]}"

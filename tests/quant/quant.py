@@ -185,29 +185,33 @@ def global_pool(root, name, dt, shape, channels_last):
 
 
 def avg_pool_ref(f, k, s, p):
-    """2-D average pool of NCHW float64 data, padding excluded from the count."""
+    """2-D average pool of NCHW float64 data, padding excluded from the count
+    (k, s: an int for both axes, or a (height, width) pair)."""
     n, ch, h, w = f.shape
-    oh, ow = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1
+    (kh, kw), (sh, sw) = (k if isinstance(k, tuple) else (k, k)), (s if isinstance(s, tuple) else (s, s))
+    oh, ow = (h + 2 * p - kh) // sh + 1, (w + 2 * p - kw) // sw + 1
     out = np.zeros((n, ch, oh, ow))
     for i in range(oh):
         for j in range(ow):
-            h0, w0 = i * s - p, j * s - p
-            win = f[:, :, max(h0, 0):min(h0 + k, h), max(w0, 0):min(w0 + k, w)]
+            h0, w0 = i * sh - p, j * sw - p
+            win = f[:, :, max(h0, 0):min(h0 + kh, h), max(w0, 0):min(w0 + kw, w)]
             out[:, :, i, j] = win.mean(axis=(2, 3))
     return out
 
 
-def avg_pool(root, name, dt, shape, channels_last):
+def avg_pool(root, name, dt, shape, channels_last, kernel=(3, 3), strides=(2, 2), pad=1):
+    """QLinearAveragePool; a kernel of the whole input with no padding is a
+    global average pool (mlcc computes it as QLinearGlobalAveragePool)."""
     c = Case(name, dt)
     lo, _ = qrange(dt)
     zx, zy, s_x, s_y = lo + 90, lo + 80, 0.031, 0.029
     x, qx = c.quantized_input("x", shape, s_x, zx)
-    c.unary_op("QLinearAveragePool", x, s_x, zx, s_y, zy, kernel_shape=[3, 3],
-               strides=[2, 2], pads=[1, 1, 1, 1], channels_last=int(channels_last))
+    c.unary_op("QLinearAveragePool", x, s_x, zx, s_y, zy, kernel_shape=list(kernel),
+               strides=list(strides), pads=[pad] * 4, channels_last=int(channels_last))
     f = deq(qx, s_x, zx)
     if channels_last:
         f = f.transpose(0, 3, 1, 2)
-    v = avg_pool_ref(f, 3, 2, 1)
+    v = avg_pool_ref(f, tuple(kernel), tuple(strides), pad)
     if channels_last:
         v = v.transpose(0, 2, 3, 1)
     c.save(root, "y_q", v.shape, s_y, zy, requant(v, s_y, zy, dt))
@@ -257,6 +261,8 @@ def make_ops(root):
     global_pool(root, "globalavgpool_i8_channels_last", i8, [1, 5, 5, 16], True)
     avg_pool(root, "avgpool_u8", u8, [1, 3, 9, 9], False)
     avg_pool(root, "avgpool_i8_channels_last", i8, [2, 8, 8, 5], True)
+    avg_pool(root, "avgpool_whole_u8", u8, [1, 6, 8, 5], False, (8, 5), (8, 5), 0)
+    avg_pool(root, "avgpool_whole_i8_channels_last", i8, [2, 7, 6, 4], True, (7, 6), (1, 1), 0)
     concat(root, "concat_u8", u8, [[2, 3, 4], [2, 5, 4], [2, 1, 4]], 1)
     concat(root, "concat_i8", i8, [[3, 2], [3, 4], [3, 3]], -1)
 

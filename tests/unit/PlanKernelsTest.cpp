@@ -302,6 +302,20 @@ TEST_CASE("plan-kernels: int8 convolutions on each target class", "[plan]") {
     CHECK_FALSE(passes::planKernel(*dw.N, t, false).LaneWeights);
     CHECK_FALSE(passes::planKernel(*two.N, describe("x86_64-v3"), false).LaneWeights);
   }
+  // Helium (Cortex-M55: 8 vector registers, four i32 lanes): the int32
+  // tiles' accumulators, a vector of inputs each and a spare fit the
+  // registers (4 x 16 outputs took 16 accumulators and spilled).
+  {
+    TargetDesc t = describe("cortex-m55");
+    for (int64_t cin : {1, 16}) {
+      OneNode c = qlinearConv(cin, 16, 12, 3);
+      ir::KernelPlan p = passes::planKernel(*c.N, t, false);
+      INFO(p.str());
+      REQUIRE(p.Int);
+      int64_t vectors = p.Int->Vectors * p.Int->Lanes / t.lanes(DType::I32);
+      CHECK(p.Int->Rows * vectors + vectors + 1 <= t.VectorRegisters);
+    }
+  }
   // A matrix-vector product on signed quads (cortex-a72's pair sums,
   // cortex-a76's sdot): along K, every column in one tile that leaves
   // registers for A, B and the products in flight; more rows of A, or

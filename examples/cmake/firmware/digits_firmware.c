@@ -74,7 +74,7 @@ static uint32_t read_u32(const unsigned char *p) {
 
 int main(void) {
   const unsigned char *set = digits_test_set;
-  uint32_t count, i, correct = 0, hash = 2166136261u;
+  uint32_t count, i, correct = 0, hash = 2166136261u, outhash = 2166136261u;
 #ifdef DIGITS_INPUT_IMAGE_SCALE
   uint8_t image[64], logits[10];
 #else
@@ -125,11 +125,14 @@ int main(void) {
     if (best == rec[256])
       correct++;
     hash = (hash ^ (uint32_t)best) * 16777619u; /* FNV-1a over the predictions */
+    for (k = 0; k < (int)sizeof logits; ++k) /* ... and over the outputs' bytes */
+      outhash = (outhash ^ ((const unsigned char *)logits)[k]) * 16777619u;
     if (i < 8)
       printf("image %u: predicted %d, label %d\n", (unsigned)i, best, rec[256]);
   }
   /* Integer arithmetic only: float printf needs a heap in newlib. */
   printf("predictions (FNV-1a of all %u): %08x\n", (unsigned)count, (unsigned)hash);
+  printf("outputs (FNV-1a of their bytes): %08x\n", (unsigned)outhash);
   printf("digits on %s: %u of %u correct (%u.%u%%), arena %u bytes\n",
          digits_info()->name, (unsigned)correct, (unsigned)count,
          (unsigned)(correct * 1000u / count / 10u), (unsigned)(correct * 1000u / count % 10u),
