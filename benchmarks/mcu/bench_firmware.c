@@ -5,9 +5,11 @@
  * the outputs' bytes.
  *
  * Under QEMU with -icount shift=0 one instruction takes 1 ns of virtual
- * time, and the SysTick counter runs at the MPS2 boards' 25 MHz: one tick is
- * 40 instructions. Its 24 bits wrap after 671 M instructions, more than any
- * of these networks takes, so each inference is timed whole.
+ * time, and the SysTick counter runs at the processor clock, SYSTICK_HZ:
+ * the MPS2 boards' 25 MHz (one tick is 40 instructions; the 24 bits wrap
+ * after 671 M instructions, more than any of these networks takes, so each
+ * inference is timed whole), the MPS3 AN547's 32 MHz (31.25 instructions a
+ * tick; a wrap after 524 M).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -25,14 +27,20 @@
 
 static unsigned char arena[NET_ARENA_SIZE + 1] __attribute__((aligned(64)));
 /* Every input and output buffer, carved in order. */
-static unsigned char pool[512 * 1024] __attribute__((aligned(64)));
+#ifndef POOL_BYTES
+#define POOL_BYTES (512 * 1024)
+#endif
+static unsigned char pool[POOL_BYTES] __attribute__((aligned(64)));
 
-/* Instructions per SysTick tick: 1e9 ns per second / 25 MHz. */
-#define INSTRUCTIONS_PER_TICK 40u
+#ifndef SYSTICK_HZ
+#define SYSTICK_HZ 25000000u
+#endif
+/* Instructions in `t` ticks: 1e9 ns per second / SYSTICK_HZ each. */
+#define TICKS_TO_INSTRUCTIONS(t) ((uint64_t)(t) * 1000000000u / SYSTICK_HZ)
 
 #ifdef PROFILE
 /* Per kernel call (PROFILE): instructions of each call in the runs, through
-   net_run_with's on_kernel hook (40-instruction granularity). */
+   net_run_with's on_kernel hook (one SysTick tick of granularity). */
 #define MAX_CALLS 512
 static uint32_t call_start;
 static uint64_t call_ticks[MAX_CALLS];
@@ -121,10 +129,10 @@ int main(void) {
   for (int c = 0; c < MAX_CALLS; ++c)
     if (call_names[c])
       printf("call %3d %-32s %10lu\n", c, call_names[c],
-             (unsigned long)(call_ticks[c] * INSTRUCTIONS_PER_TICK / RUNS));
+             (unsigned long)(TICKS_TO_INSTRUCTIONS(call_ticks[c]) / RUNS));
 #endif
   printf("instructions per inference: %lu\n",
-         (unsigned long)(ticks * INSTRUCTIONS_PER_TICK / RUNS));
+         (unsigned long)(TICKS_TO_INSTRUCTIONS(ticks) / RUNS));
   printf("arena bytes: %lu\n", (unsigned long)NET_ARENA_SIZE);
   printf("io bytes: %lu\n", (unsigned long)used);
   printf("weights bytes: %lu\n", (unsigned long)info->weights_size);

@@ -176,6 +176,12 @@ std::string reportJson(const ModelReport &r, const ReportContext &c) {
   field("triple", jsonString(c.Triple));
   field("cpu", jsonString(c.Cpu));
   field("backend", jsonString(c.Backend));
+  {
+    std::string list = "[";
+    for (size_t i = 0; i < c.FloatNodes.size(); ++i)
+      list += (i ? ", " : "") + jsonString(c.FloatNodes[i]);
+    field("float_nodes", list + "]");
+  }
   field("kernels", num((int64_t)r.DistinctKernels));
   field("calls", num((int64_t)r.Calls.size()));
   if (r.HasObject) {
@@ -265,6 +271,14 @@ std::string reportText(const ModelReport &r, const ReportContext &c) {
                      plural(r.CopyCalls, "copy", "copies") + " (" +
                      plural(r.FillCalls, "fill", "fills") + "); " + bytes(r.CopiedBytes) +
                      " copied, " + bytes(r.FilledBytes) + " filled");
+  if (!c.FloatNodes.empty()) {
+    std::string list;
+    for (const std::string &n : c.FloatNodes)
+      list += (list.empty() ? "" : ", ") + escapeForMessage(n);
+    add("float", plural((int64_t)c.FloatNodes.size(), "node", "nodes") +
+                     " of the int8 model computed in float (no integer form; between "
+                     "DequantizeLinear and QuantizeLinear): " + list);
+  }
   if (r.HasObject) {
     std::string u;
     for (auto &sym : r.Object.Undefined)

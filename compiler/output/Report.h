@@ -94,6 +94,9 @@ void addObjectStats(ModelReport &r, const ObjectStats &object);
 /// What the report says about how the model was compiled.
 struct ReportContext {
   std::string Model, Target, Triple, Cpu, Backend;
+  /// Nodes of an int8 model that compute in float (quantizer::
+  /// floatFallbacks: "name (Op)").
+  std::vector<std::string> FloatNodes = {};
 };
 
 /// The --report JSON (totals first, then "fused_kernels" and "memory_plan").

@@ -154,4 +154,30 @@ Annotation annotate(const ir::Graph &g, const std::set<std::string> &keepFloat) 
   return a;
 }
 
+std::vector<std::string> floatFallbacks(const ir::Graph &g) {
+  static const std::set<std::string> integerOps = {
+      "QLinearConv", "QLinearMatMul", "MatMulInteger", "ConvInteger", "QGemm", "QLinearAdd",
+      "QLinearMul", "QLinearGlobalAveragePool", "QLinearAveragePool", "QLinearConcat",
+      "QLinearSigmoid", "QLinearLeakyRelu"};
+  auto isFloat = [](DType t) {
+    return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::F64;
+  };
+  bool quantized = false;
+  for (auto &n : g.Nodes)
+    quantized = quantized || integerOps.count(n->OpType);
+  std::vector<std::string> nodes;
+  if (!quantized)
+    return nodes;
+  for (auto &n : g.Nodes) {
+    if (n->Domain.empty() && (n->OpType == "QuantizeLinear" || n->OpType == "DequantizeLinear"))
+      continue;
+    bool computesFloat = false;
+    for (const ir::Value *out : n->Outputs)
+      computesFloat = computesFloat || (out && isFloat(out->Type.Type));
+    if (computesFloat)
+      nodes.push_back(n->Name + " (" + n->OpType + ")");
+  }
+  return nodes;
+}
+
 } // namespace mlcc::quantizer

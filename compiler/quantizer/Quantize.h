@@ -94,6 +94,13 @@ std::map<std::string, Range> calibrate(const Annotation &a, size_t numSamples,
 /// least information (smallest KL divergence). Exposed for tests.
 double entropyThreshold(const std::vector<double> &hist, double maxAbs, int levels);
 
+/// The nodes of a quantized graph (after fuse-qdq: one with an integer
+/// operator) that still compute in float, the entry quantization and exit
+/// dequantization aside: what the integer path lacks, run as float between
+/// DequantizeLinear and QuantizeLinear ("name (Op)" each; none for a float
+/// graph). `mlcc -v` and --report name them.
+std::vector<std::string> floatFallbacks(const ir::Graph &g);
+
 /// Rewrites `g` into QDQ form for the ranges (see Realize.cpp).
 void realize(ir::Graph &g, const Annotation &a, const std::map<std::string, Range> &ranges,
              const QuantizeOptions &options = {});

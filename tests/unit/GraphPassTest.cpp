@@ -1,6 +1,7 @@
 // Graph simplifications of infer-and-fold: nodes that compute their input
 // unchanged are removed.
 #include "compiler/passes/Passes.h"
+#include "compiler/quantizer/Quantize.h"
 
 #include <catch2/catch.hpp>
 
@@ -53,4 +54,37 @@ TEST_CASE("infer-and-fold removes a Pad that adds nothing", "[passes]") {
   REQUIRE(some.G.Nodes.size() == 2);
   CHECK(some.G.Nodes[0]->OpType == "Pad");
   CHECK(some.G.Outputs[0]->Type.Dims == Shape{1, 2, 4, 4});
+}
+
+TEST_CASE("the float nodes of an int8 model are named", "[passes][quantization]") {
+  // x(u8) -> QLinearConv -> DequantizeLinear -> Tanh -> QuantizeLinear -> y:
+  // the Tanh computes in float between the integer ops.
+  auto graph = [](bool integer) {
+    auto g = std::make_unique<ir::Graph>();
+    ir::Value *v = g->addValue("x", {integer ? DType::U8 : DType::F32, {1, 4}});
+    g->Inputs.push_back(v);
+    auto add = [&](const std::string &name, const std::string &op, DType out) {
+      auto n = std::make_unique<ir::Node>();
+      n->Name = name;
+      n->OpType = op;
+      n->Inputs = {v};
+      v = g->addValue(name + "_out", {out, {1, 4}});
+      v->Producer = n.get();
+      n->Outputs = {v};
+      g->addNode(std::move(n));
+    };
+    if (integer) {
+      add("conv", "QLinearConv", DType::U8);
+      add("dq", "DequantizeLinear", DType::F32);
+    } else {
+      add("conv", "Conv", DType::F32);
+    }
+    add("tanh", "Tanh", DType::F32);
+    if (integer)
+      add("q", "QuantizeLinear", DType::U8);
+    g->Outputs = {v};
+    return g;
+  };
+  CHECK(quantizer::floatFallbacks(*graph(true)) == std::vector<std::string>{"tanh (Tanh)"});
+  CHECK(quantizer::floatFallbacks(*graph(false)).empty());
 }

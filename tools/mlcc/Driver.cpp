@@ -594,6 +594,7 @@ void runDriver(const DriverOptions &o) {
     if (stats)
       output::addObjectStats(r, *stats);
     output::ReportContext ctx = reportContext(o, target);
+    ctx.FloatNodes = quantizer::floatFallbacks(*graph);
     if (o.Verbose)
       std::fputs(output::reportText(r, ctx).c_str(), stderr);
     output::checkBudgets(r, budgets);
