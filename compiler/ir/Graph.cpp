@@ -558,6 +558,8 @@ std::string KernelPlan::str() const {
     intTile("int_tile", *Int);
   if (LaneWeights)
     field("lane_weights=" + std::to_string(LaneWeightsInput));
+  if (ByteDot)
+    field("byte_dot=" + std::to_string(ByteDotInput));
   if (Pairs)
     field("pairs=" + std::to_string(PairsInput) + (PairWords ? " words" : "") +
           (StagedPairs ? " staged" : "") + (WindowPairs ? " window" : ""));

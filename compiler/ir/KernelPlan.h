@@ -112,6 +112,14 @@ struct KernelPlan {
   /// input PairsInput (-1: not packed yet).
   bool Pairs = false;
   int64_t PairsInput = -1;
+  /// A matrix product's sums along K on vectors of signed bytes (Helium's
+  /// vmladav.s8: sixteen products a instruction): constant int8 B of zero
+  /// point 0 read as [N, K] (transposed at compile time when stored [K, N])
+  /// at input ByteDotInput, its column sums (int32 [N]) at the next (-1:
+  /// not added yet); uint8 A is offset to int8 (x ^ 0x80 = x - 128) and
+  /// the sum corrected by (128 - a_zp) x the column's sum.
+  bool ByteDot = false;
+  int64_t ByteDotInput = -1;
   /// Pairs of a matrix product whose A rows are contiguous along K (no
   /// zero point, K a multiple of 4): each quad of A is read as one word and
   /// split into the pairs (a0, a2) and (a1, a3) (uxtb16/sxtb16), so the

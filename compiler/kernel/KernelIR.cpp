@@ -50,6 +50,8 @@ const char *loopKindName(LoopKind kind) {
     return "gpu_block";
   case LoopKind::GpuThread:
     return "gpu_thread";
+  case LoopKind::Scalar:
+    return "scalar";
   }
   return "?";
 }

@@ -274,6 +274,11 @@ enum class LoopKind : uint8_t {
   /// emitter and the interpreter run them as serial loops.
   GpuBlock,
   GpuThread,
+  /// Serial, and left as it is by the kernel vectorizer (vectorize), so
+  /// that LLVM's loop vectorizer sees the scalar reduction: a sum of 8-bit
+  /// products becomes Helium's vmladav.s8 (sixteen a instruction), where
+  /// the kernel vectorizer's int32 lanes would give four.
+  Scalar,
 };
 const char *loopKindName(LoopKind kind);
 

@@ -298,8 +298,11 @@ void lowerIntMatMul(LowerCtx &c, size_t aIdx, size_t bIdx, size_t azpIdx,
   // B is bound where read (its parameter after A's), not by products in
   // pairs, which read its packed quads (so the library holds only those).
   const std::optional<size_t> pairs = pairedWeightsInput(c.node());
+  const ir::KernelPlan &plan = c.node().Plan;
+  const bool byteDot = plan.ByteDot && plan.ByteDotInput >= 0 &&
+                       c.node().hasInput((size_t)plan.ByteDotInput + 1);
   TensorRef a = c.in(aIdx);
-  if (!pairs)
+  if (!pairs && !byteDot)
     c.in(bIdx);
   TensorRef y = c.out(0);
   const Shape &bShape = c.node().inShape(bIdx);
@@ -311,6 +314,37 @@ void lowerIntMatMul(LowerCtx &c, size_t aIdx, size_t bIdx, size_t azpIdx,
                     c.in(6).shape()[0] != 1;
   if (lowerIntDotMatMul(c, s, a, azp, transA, finish, bias, biasPerRow))
     return;
+  if (byteDot) {
+    // The plan's ByteDot (Helium vmladav.s8; plan-kernels checked the
+    // shapes: plain matrices, A not transposed, one A zero point, B's zero
+    // point 0): per output, sum_k a'[i, k] * bt[j, k] over signed bytes,
+    // a' = a ^ 0x80 = a - 128 for uint8 A (a for int8), which LLVM
+    // vectorizes as sixteen-byte multiply-accumulates across lanes; then
+    //   sum_k (a - a_zp) b = sum_k a' b + (offset - a_zp) colsum(b)
+    // with offset 128 (uint8) or 0.
+    TensorRef bt = c.in((size_t)plan.ByteDotInput), sums = c.in((size_t)plan.ByteDotInput + 1);
+    const bool u8 = a.dtype() == DType::U8;
+    const std::vector<Expr> none;
+    Expr shift = constantInt(acc, u8 ? 128 : 0);
+    if (azp)
+      shift = shift - cast(acc, azp->loadFlat(indexConst(0)));
+    b.loop("i", s.M, [&](Expr i) {
+      b.loop("j", s.N, [&](Expr j) {
+        Local sum = b.local("sum", constantInt(acc, 0));
+        b.loop("k", s.K, [&](Expr k) {
+          Expr av = a.load({i, k});
+          if (u8)
+            av = cast(DType::I8, binary(BinOp::BitXor, av, constantInt(DType::U8, 0x80)));
+          b.set(sum, sum.get() + cast(acc, av) * cast(acc, bt.load({j, k})));
+        }, LoopKind::Scalar);
+        Expr v = sum.get() + shift * sums.load({j});
+        if (bias)
+          v = bias(i, j) + v;
+        y.store({i, j}, finish ? finish(v, none, i, j) : v);
+      });
+    });
+    return;
+  }
   auto loadA = [&](const std::vector<Expr> &bi, const Expr &i, const Expr &k) {
     Expr v = cast(acc, a.load(operandIndex(s, true, transA, bi, i, k)));
     return azp ? v - cast(acc, loadMatParam(*azp, true, bi, i, k)) : v;

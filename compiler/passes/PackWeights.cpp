@@ -24,6 +24,9 @@
 //       mlcc.PackQuadsK (matrix products: quads of K) with pairs = 1 (two
 //       operand pairs a quad), one byte a weight, after the op's own inputs
 //       and any requantization constants.
+//   matrix products on byte vectors (ByteDot: Helium vmladav.s8)
+//       the weights as [N, K] (a Transpose unless QGemm's transB) and their
+//       int32 sums along K, after the op's own inputs.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/kernel/Builder.h"
@@ -117,6 +120,28 @@ bool packWeights(ir::Graph &g) {
         addDotOperands(g, nodes, *n, o.W, "PackQuadsK", attrs, {o.TransposedW ? 1 : 0},
                        std::max(n->Inputs.size(), o.Appended));
       }
+      changed = true;
+    } else if (p.ByteDot && p.ByteDotInput < 0) {
+      // B as [N, K] (a folded Transpose when stored [K, N]) and its int32
+      // sums along K.
+      ops::IntegerOperands o = *ops::integerOperands(*n);
+      size_t at = std::max(n->Inputs.size(), o.Appended);
+      ir::Value *w = n->Inputs[o.W];
+      if (!o.TransposedW) {
+        w = addNode(g, nodes, n->Name, "Transpose", "", {w}, {});
+        ir::Attribute perm;
+        perm.Kind = ir::AttrKind::Ints;
+        perm.Ints = {1, 0};
+        w->Producer->Attrs["perm"] = perm;
+      }
+      ir::Value *wide = addNode(g, nodes, n->Name, "Cast", "", {w}, {{"to", 6}}); // int32
+      ir::Value *axes = g.addValue(g.uniqueValueName(n->Name + "/sum_axes"), {DType::I64, {1}});
+      axes->Const = std::make_shared<Tensor>(Tensor::fromInts(DType::I64, {1}, {1}));
+      ir::Value *sums = addNode(g, nodes, n->Name, "ReduceSum", "", {wide, axes}, {{"keepdims", 0}});
+      n->Inputs.resize(at + 2, nullptr);
+      n->Inputs[at] = w;
+      n->Inputs[at + 1] = sums;
+      p.ByteDotInput = (int64_t)at;
       changed = true;
     } else if (p.Pairs && p.PairsInput < 0) {
       ops::IntegerOperands o = *ops::integerOperands(*n);

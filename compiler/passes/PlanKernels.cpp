@@ -338,6 +338,24 @@ bool pairedProducts(const ir::Node &n, const ops::IntegerOperands &o, const Targ
   return o.Conv ? w.size() >= 3 && w[1] >= 3 : w.size() == 2;
 }
 
+/// Whether a matrix product sums along K on vectors of signed bytes (the
+/// plan's ByteDot): a target with Helium's multiply-accumulate across
+/// lanes, constant int8 B of zero point 0, A a plain matrix not transposed
+/// (its rows contiguous along K) of 8-bit values with one zero point, and
+/// at least a vector's worth of K.
+bool byteDot(const ir::Node &n, const ops::IntegerOperands &o, const TargetDesc &t) {
+  if (o.Conv || t.VectorBytes == 0 || !t.has(MacForm::HeliumMac) || !n.hasInput(o.W) ||
+      !n.Inputs[o.W]->Const || n.inDType(o.W) != DType::I8 || !ops::zeroOrAbsent(n, o.WZeroPoint) ||
+      n.attrInt("transA", 0) != 0 || n.inShape(o.X).size() != 2 || n.inShape(o.W).size() != 2)
+    return false;
+  DType a = n.inDType(o.X);
+  if (a != DType::U8 && a != DType::I8)
+    return false;
+  if (n.hasInput(2) && n.Inputs[2]->Type.numel() != 1) // A's zero point
+    return false;
+  return n.inShape(o.X)[1] >= t.VectorBytes;
+}
+
 /// Whether a matrix product in pairs reads A's quads as words (the plan's
 /// PairWords): A not transposed, contiguous along K, of no zero point, and
 /// K a multiple of four (no quad runs past a row).
@@ -451,6 +469,7 @@ ir::KernelPlan planKernel(const ir::Node &n, const TargetDesc &t, bool gpu, bool
     const bool paired = !gpu && pairedProducts(n, *io, t);
     p.Int = intTile(n, *io, t, gpu, paired);
     p.Pairs = paired && p.Int;
+    p.ByteDot = !gpu && !p.Int && byteDot(n, *io, t);
     p.PairWords = p.Pairs && pairWords(n, *io);
     p.StagedPairs = p.Pairs && stagedPairs(n, *io, *p.Int, t);
     // On a microcontroller (no caches: RAM is what is scarce) a 2-D integer

@@ -316,6 +316,24 @@ TEST_CASE("plan-kernels: int8 convolutions on each target class", "[plan]") {
       CHECK(p.Int->Rows * vectors + vectors + 1 <= t.VectorRegisters);
     }
   }
+  // Helium: a matrix product with constant int8 B sums along K on byte
+  // vectors (vmladav.s8; B packed as [N, K] with its column sums); not
+  // without Helium, and not for a transposed A.
+  {
+    auto product = [](std::map<std::string, ir::Attribute> attrs = {}) {
+      Shape w{256, 24};
+      return OneNode("MatMulInteger", "",
+                     {{{DType::U8, {2, 256}}, nullptr}, {{DType::I8, w}, filled(DType::I8, w, 3)}},
+                     {DType::I32, {2, 24}}, std::move(attrs));
+    };
+    OneNode m = product();
+    ir::KernelPlan p = passes::planKernel(*m.N, describe("cortex-m55"), false);
+    INFO(p.str());
+    CHECK(p.ByteDot);
+    CHECK_FALSE(p.Int);
+    CHECK_FALSE(passes::planKernel(*m.N, describe("cortex-m4"), false).ByteDot);
+    CHECK_FALSE(passes::planKernel(*m.N, avx512Vnni(), false).ByteDot);
+  }
   // A matrix-vector product on signed quads (cortex-a72's pair sums,
   // cortex-a76's sdot): along K, every column in one tile that leaves
   // registers for A, B and the products in flight; more rows of A, or
@@ -465,4 +483,36 @@ TEST_CASE("pack-weights packs the weights of products in pairs in quads", "[plan
   REQUIRE(c.N->Plan.PairsInput == 9);
   CHECK(c.N->Inputs[9] == pack.Outputs[0]);
   CHECK_FALSE(passes::packWeights(c.G));
+}
+
+TEST_CASE("pack-weights gives byte products B as [N, K] with its column sums", "[plan]") {
+  // MatMulInteger on Helium (ByteDot): B [K, N] transposed, and the int32
+  // sums of each column, folded by infer-and-fold into constants.
+  Shape w{32, 3};
+  std::vector<int64_t> values(32 * 3);
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = (int64_t)(i % 7) - 3;
+  OneNode m("MatMulInteger", "",
+            {{{DType::U8, {1, 32}}, nullptr},
+             {{DType::I8, w}, std::make_shared<Tensor>(Tensor::fromInts(DType::I8, w, values))}},
+            {DType::I32, {1, 3}});
+  REQUIRE(passes::planKernels(m.G, describe("cortex-m55"), false));
+  REQUIRE(m.N->Plan.ByteDot);
+  CHECK(passes::packWeights(m.G));
+  passes::inferAndFold(m.G, {});
+  REQUIRE(m.N->Plan.ByteDotInput >= 0);
+  const ir::Value *bt = m.N->Inputs[(size_t)m.N->Plan.ByteDotInput];
+  const ir::Value *sums = m.N->Inputs[(size_t)m.N->Plan.ByteDotInput + 1];
+  REQUIRE(bt->Const);
+  REQUIRE(sums->Const);
+  CHECK(bt->Type.Dims == Shape{3, 32});
+  CHECK(sums->Type.Type == DType::I32);
+  for (int64_t j = 0; j < 3; ++j) {
+    int64_t sum = 0;
+    for (int64_t k = 0; k < 32; ++k) {
+      CHECK(bt->Const->intAt(j * 32 + k) == values[(size_t)(k * 3 + j)]);
+      sum += values[(size_t)(k * 3 + j)];
+    }
+    CHECK(sums->Const->intAt(j) == sum);
+  }
 }

@@ -682,6 +682,33 @@ TEST_CASE("int8 matrix products on the dot product equal the plain integer kerne
     }
 }
 
+TEST_CASE("int8 matrix products on Helium's byte vectors equal the plain integer kernels",
+          "[contraction][quantization]") {
+  // The plan's ByteDot (signed bytes summed along K, uint8 A offset by 128
+  // and corrected with B's column sums): QLinearMatMul (B [K, N],
+  // transposed at compile time) and QGemm (transB), uint8 A with a zero
+  // point and int8 A with a negative one, K = 37 (no whole vector at the
+  // end), against the same target without Helium's multiply-accumulate.
+  TargetDesc helium;
+  helium.VectorBytes = 16;
+  helium.VectorRegisters = 8;
+  helium.FloatUnit = true;
+  TargetDesc plain = helium;
+  helium.IntMacs.push_back(MacForm::HeliumMac);
+  for (bool gemm : {false, true})
+    for (int xtype : {2, 3}) {
+      INFO((gemm ? "QGemm" : "QLinearMatMul") << ", input type " << xtype);
+      std::string model = qlinearMatMulModel(3, 37, 10, xtype, xtype == 2 ? 9 : -3, gemm);
+      std::vector<float> in = randomValues({3, 37}, 6);
+      std::vector<float> want = compileAndRun(model, plain, in, nullptr);
+      std::string text;
+      std::vector<float> got = compileAndRun(model, helium, in, &text);
+      INFO(text.substr(0, 4000));
+      CHECK(text.find("scalar") != std::string::npos); // the byte loop, left to LLVM
+      checkEqualAndVarying(got, want);
+    }
+}
+
 TEST_CASE("fixed-point requantization (targets without float) is within one step of f32",
           "[quantization]") {
   // The same int8 convolution and matrix products compiled for a target

@@ -1,0 +1,1 @@
+cortex-m4-cc.sh
