@@ -559,7 +559,7 @@ std::string KernelPlan::str() const {
   if (LaneWeights)
     field("lane_weights=" + std::to_string(LaneWeightsInput));
   if (ByteDot)
-    field("byte_dot=" + std::to_string(ByteDotInput));
+    field(ByteDotInput >= 0 ? "byte_dot=" + std::to_string(ByteDotInput) : "byte_dot");
   if (Pairs)
     field("pairs=" + std::to_string(PairsInput) + (PairWords ? " words" : "") +
           (StagedPairs ? " staged" : "") + (WindowPairs ? " window" : ""));

@@ -117,7 +117,9 @@ struct KernelPlan {
   /// point 0 read as [N, K] (transposed at compile time when stored [K, N])
   /// at input ByteDotInput, its column sums (int32 [N]) at the next (-1:
   /// not added yet); uint8 A is offset to int8 (x ^ 0x80 = x - 128) and
-  /// the sum corrected by (128 - a_zp) x the column's sum.
+  /// the sum corrected by (128 - a_zp) x the column's sum. A pointwise
+  /// convolution on ByteDot copies bands of pixels channels-last on the
+  /// stack and needs no packed operand (its weights are [M, C] already).
   bool ByteDot = false;
   int64_t ByteDotInput = -1;
   /// Pairs of a matrix product whose A rows are contiguous along K (no

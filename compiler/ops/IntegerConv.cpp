@@ -70,6 +70,59 @@ Expr pairProducts(const Expr &acc, const Expr &x01, const Expr &x23, const Expr 
   return acc + binary(BinOp::Dot2, x01, w01) + binary(BinOp::Dot2, x23, w23);
 }
 
+/// A pointwise convolution (one group, weights of zero point 0) on the
+/// plan's ByteDot: per image, bands of pixels are copied channels-last as
+/// signed bytes (x ^ 0x80 = x - 128 for uint8) into a stack buffer of at
+/// most `bandBytes`, and each output is the sum along the channels of that
+/// pixel's bytes times its channel's weights (a LoopKind::Scalar loop, which
+/// LLVM vectorizes as Helium's vmladav.s8), plus the initial value and, for
+/// uint8, 128 x the channel's weight sum. The last band is shifted back to
+/// end at the last pixel (its first outputs are computed twice, the same).
+void lowerIntPointwiseBytes(LowerCtx &c, const ConvShape &s, const TensorRef &x,
+                            const TensorRef &w, const std::function<Expr(const Expr &)> &init,
+                            const TensorRef &y, const std::function<Expr(Expr, Expr)> &finish,
+                            int64_t bandBytes) {
+  KernelBuilder &b = c.b();
+  const DType acc = DType::I32;
+  const bool u8 = x.dtype() == DType::U8;
+  const int64_t channels = s.C, pixels = numElements(s.W.Out);
+  const int64_t band = std::min(pixels, std::max<int64_t>(bandBytes / channels, 1));
+  const int64_t bands = (pixels + band - 1) / band;
+  b.loop("n", s.N, [&](Expr n) {
+    b.loop("band", bands, [&](Expr bi) {
+      Expr p0 = min(bi * band, indexConst(pixels - band));
+      Local bytes = b.local("xbytes", DType::I8, band * channels);
+      b.loop("ch", channels, [&](Expr ch) {
+        b.loop("px", band, [&](Expr px) {
+          Expr v = x.loadFlat((n * channels + ch) * pixels + p0 + px);
+          if (u8)
+            v = cast(DType::I8, binary(BinOp::BitXor, v, constantInt(DType::U8, 0x80)));
+          b.set(bytes, px * channels + ch, v);
+        });
+      });
+      b.loop("m", s.M, [&](Expr m) {
+        Expr start = init ? init(m) : constantInt(acc, 0);
+        if (u8) {
+          Local wsum = b.local("wsum", constantInt(acc, 0));
+          b.loop("k", channels, [&](Expr k) {
+            b.set(wsum, wsum.get() + cast(acc, w.loadFlat(m * channels + k)));
+          }, LoopKind::Scalar);
+          start = start + constantInt(acc, 128) * wsum.get();
+        }
+        b.loop("px", band, [&](Expr px) {
+          Local sum = b.local("sum", constantInt(acc, 0));
+          b.loop("k", channels, [&](Expr k) {
+            b.set(sum, sum.get() + cast(acc, bytes.get(px * channels + k)) *
+                                       cast(acc, w.loadFlat(m * channels + k)));
+          }, LoopKind::Scalar);
+          Expr v = start + sum.get();
+          y.storeFlat((n * s.M + m) * pixels + p0 + px, finish ? finish(v, m) : v);
+        });
+      });
+    });
+  });
+}
+
 /// Whether lowerIntPointwise handles a convolution: every kernel extent and
 /// stride 1, no padding, at least a vector of pixels per image, and an
 /// input in a buffer.
@@ -614,6 +667,13 @@ void lowerIntConv(LowerCtx &c, size_t xIdx, size_t xzpIdx, size_t wIdx,
   else if (bias)
     first = [&](const Expr &m) { return cast(acc, bias->load({m})); };
   const ir::KernelPlan::IntTile *tile = c.node().Plan.Int ? &*c.node().Plan.Int : nullptr;
+  // The plan's ByteDot (plan-kernels checked: pointwise, one group, int8
+  // weights of zero point 0, one x zero point, held by `first`).
+  if (c.node().Plan.ByteDot && c.node().Plan.Depthwise && !wzp && !pairsRef && !laneRef &&
+      s.Group == 1 && x.buffer() && numElements(s.W.Out) > 0 && isIntPointwise(s, x, tile)) {
+    lowerIntPointwiseBytes(c, s, x, w, first, y, finish, c.node().Plan.Depthwise->MaxElements);
+    return;
+  }
   if (isIntPointwise(s, x, tile)) {
     MLCC_CHECK(!laneW, "lane weights planned for a pointwise convolution");
     lowerIntPointwise(c, s, x, w, wz, first, y, finish, pairsRef);

@@ -121,7 +121,7 @@ bool packWeights(ir::Graph &g) {
                        std::max(n->Inputs.size(), o.Appended));
       }
       changed = true;
-    } else if (p.ByteDot && p.ByteDotInput < 0) {
+    } else if (p.ByteDot && p.ByteDotInput < 0 && !ops::integerOperands(*n)->Conv) {
       // B as [N, K] (a folded Transpose when stored [K, N]) and its int32
       // sums along K.
       ops::IntegerOperands o = *ops::integerOperands(*n);

@@ -709,6 +709,33 @@ TEST_CASE("int8 matrix products on Helium's byte vectors equal the plain integer
     }
 }
 
+TEST_CASE("int8 pointwise convolutions on Helium's byte vectors equal the plain integer kernels",
+          "[contraction][quantization]") {
+  // The plan's ByteDot for a pointwise convolution (bands of pixels copied
+  // channels-last on the stack, one sum of bytes per output): 64 channels,
+  // 7x8 pixels in bands of 3 (a 200-byte plane bound: the last band shifted
+  // back), uint8 input with a zero point and int8 with a negative one.
+  TargetDesc helium;
+  helium.VectorBytes = 16;
+  helium.VectorRegisters = 8;
+  helium.FloatUnit = true;
+  helium.StackBytes = 200;
+  TargetDesc plain = helium;
+  helium.IntMacs.push_back(MacForm::HeliumMac);
+  for (int xtype : {2, 3}) {
+    INFO("input type " << xtype);
+    std::string model =
+        qlinearConvModel({1, 64, 7, 8}, 24, 1, 0, 1, xtype, xtype == 2 ? 9 : -3, {1, 24, 7, 8});
+    std::vector<float> in = randomValues({1, 64, 7, 8}, 8);
+    std::vector<float> want = compileAndRun(model, plain, in, nullptr);
+    std::string text;
+    std::vector<float> got = compileAndRun(model, helium, in, &text);
+    INFO(text.substr(0, 4000));
+    CHECK(text.find("xbytes") != std::string::npos);
+    checkEqualAndVarying(got, want);
+  }
+}
+
 TEST_CASE("fixed-point requantization (targets without float) is within one step of f32",
           "[quantization]") {
   // The same int8 convolution and matrix products compiled for a target
