@@ -682,6 +682,20 @@ TEST_CASE("int8 matrix products on the dot product equal the plain integer kerne
     }
 }
 
+/// A Helium-shaped target (16-byte vectors, 8 registers, a float unit, a
+/// kernel stack of `stackBytes`) and the same without Helium's
+/// multiply-accumulate across lanes.
+std::pair<TargetDesc, TargetDesc> heliumAndPlain(int64_t stackBytes) {
+  TargetDesc plain;
+  plain.VectorBytes = 16;
+  plain.VectorRegisters = 8;
+  plain.FloatUnit = true;
+  plain.StackBytes = stackBytes;
+  TargetDesc helium = plain;
+  helium.IntMacs.push_back(MacForm::HeliumMac);
+  return {helium, plain};
+}
+
 TEST_CASE("int8 matrix products on Helium's byte vectors equal the plain integer kernels",
           "[contraction][quantization]") {
   // The plan's ByteDot (signed bytes summed along K, uint8 A offset by 128
@@ -689,12 +703,7 @@ TEST_CASE("int8 matrix products on Helium's byte vectors equal the plain integer
   // transposed at compile time) and QGemm (transB), uint8 A with a zero
   // point and int8 A with a negative one, K = 37 (no whole vector at the
   // end), against the same target without Helium's multiply-accumulate.
-  TargetDesc helium;
-  helium.VectorBytes = 16;
-  helium.VectorRegisters = 8;
-  helium.FloatUnit = true;
-  TargetDesc plain = helium;
-  helium.IntMacs.push_back(MacForm::HeliumMac);
+  auto [helium, plain] = heliumAndPlain(8192);
   for (bool gemm : {false, true})
     for (int xtype : {2, 3}) {
       INFO((gemm ? "QGemm" : "QLinearMatMul") << ", input type " << xtype);
@@ -715,13 +724,7 @@ TEST_CASE("int8 pointwise convolutions on Helium's byte vectors equal the plain 
   // channels-last on the stack, one sum of bytes per output): 64 channels,
   // 7x8 pixels in bands of 3 (a 200-byte plane bound: the last band shifted
   // back), uint8 input with a zero point and int8 with a negative one.
-  TargetDesc helium;
-  helium.VectorBytes = 16;
-  helium.VectorRegisters = 8;
-  helium.FloatUnit = true;
-  helium.StackBytes = 200;
-  TargetDesc plain = helium;
-  helium.IntMacs.push_back(MacForm::HeliumMac);
+  auto [helium, plain] = heliumAndPlain(200);
   for (int xtype : {2, 3}) {
     INFO("input type " << xtype);
     std::string model =
