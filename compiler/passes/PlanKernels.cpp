@@ -338,24 +338,25 @@ bool pairedProducts(const ir::Node &n, const ops::IntegerOperands &o, const Targ
   return o.Conv ? w.size() >= 3 && w[1] >= 3 : w.size() == 2;
 }
 
-/// Whether a matrix product sums along K on vectors of signed bytes (the
-/// plan's ByteDot): a target with Helium's multiply-accumulate across
-/// lanes, constant int8 B of zero point 0, A a plain matrix not transposed
-/// (its rows contiguous along K) of 8-bit values with one zero point, and
-/// at least a vector's worth of K.
-bool byteDot(const ir::Node &n, const ops::IntegerOperands &o, const TargetDesc &t) {
-  if (o.Conv)
-    return false;
+/// Whether the int8 products of `n` can run as sums of signed bytes on the
+/// target's multiply-accumulate across lanes (Helium vmladav.s8; the plan's
+/// ByteDot): constant int8 weights of zero point 0, an 8-bit input of one
+/// zero point (input 2 of every integer op).
+bool byteOperands(const ir::Node &n, const ops::IntegerOperands &o, const TargetDesc &t) {
   if (t.VectorBytes == 0 || !t.has(MacForm::HeliumMac) || !n.hasInput(o.W) ||
-      !n.Inputs[o.W]->Const || n.inDType(o.W) != DType::I8 || !ops::zeroOrAbsent(n, o.WZeroPoint) ||
-      n.attrInt("transA", 0) != 0 || n.inShape(o.X).size() != 2 || n.inShape(o.W).size() != 2)
+      !n.Inputs[o.W]->Const || n.inDType(o.W) != DType::I8 || !ops::zeroOrAbsent(n, o.WZeroPoint))
     return false;
-  DType a = n.inDType(o.X);
-  if (a != DType::U8 && a != DType::I8)
-    return false;
-  if (n.hasInput(2) && n.Inputs[2]->Type.numel() != 1) // A's zero point
-    return false;
-  return n.inShape(o.X)[1] >= t.VectorBytes;
+  DType x = n.inDType(o.X);
+  return (x == DType::U8 || x == DType::I8) && (!n.hasInput(2) || n.Inputs[2]->Type.numel() == 1);
+}
+
+/// Whether a matrix product sums along K on vectors of signed bytes (the
+/// plan's ByteDot, byteOperands): A a plain matrix not transposed (its rows
+/// contiguous along K), B a matrix, and at least a vector's worth of K.
+bool byteDot(const ir::Node &n, const ops::IntegerOperands &o, const TargetDesc &t) {
+  return !o.Conv && byteOperands(n, o, t) && n.attrInt("transA", 0) == 0 &&
+         n.inShape(o.X).size() == 2 && n.inShape(o.W).size() == 2 &&
+         n.inShape(o.X)[1] >= t.VectorBytes;
 }
 
 /// Whether a matrix product in pairs reads A's quads as words (the plan's
@@ -392,24 +393,17 @@ bool pointwiseConv(const ir::Node &n, const Shape &w) {
 constexpr int64_t kMinByteDotVectors = 4;
 
 /// Whether a pointwise convolution sums along its channels on vectors of
-/// signed bytes (the plan's ByteDot for convolutions; see byteDot): one
-/// group, constant int8 weights of zero point 0, 8-bit input of one zero
-/// point, kMinByteDotVectors vectors of channels or more, on a target that
+/// signed bytes (the plan's ByteDot for convolutions, byteOperands): one
+/// group, kMinByteDotVectors vectors of channels or more, on a target that
 /// stages planes on the stack (the channels-last copy of a band of pixels
 /// lives there).
 bool byteDotPointwise(const ir::Node &n, const ops::IntegerOperands &o, const TargetDesc &t,
                       const ir::KernelPlan &p) {
-  if (!o.Conv || t.VectorBytes == 0 || !t.has(MacForm::HeliumMac) || !p.Depthwise ||
-      !n.hasInput(o.W) || !n.Inputs[o.W]->Const || n.inDType(o.W) != DType::I8 ||
-      !ops::zeroOrAbsent(n, o.WZeroPoint) || n.attrInt("group", 1) != 1)
+  if (!o.Conv || !p.Depthwise || n.attrInt("group", 1) != 1 || !byteOperands(n, o, t))
     return false;
   const Shape &w = n.inShape(o.W);
-  DType x = n.inDType(o.X);
-  if (w.size() != 4 || !pointwiseConv(n, w) || (x != DType::U8 && x != DType::I8))
-    return false;
-  if (n.hasInput(2) && n.Inputs[2]->Type.numel() != 1) // x's zero point (both ops)
-    return false;
-  return w[1] >= kMinByteDotVectors * t.VectorBytes && w[1] <= p.Depthwise->MaxElements;
+  return w.size() == 4 && pointwiseConv(n, w) && w[1] >= kMinByteDotVectors * t.VectorBytes &&
+         w[1] <= p.Depthwise->MaxElements;
 }
 
 /// Whether a pointwise convolution in pairs stages its input pairs (the
