@@ -52,6 +52,11 @@ struct KernelCallReport {
   int64_t ArenaLiveBytes = 0; ///< bytes of the arena buffers live during the call
   int64_t ArenaEnd = 0;    ///< highest arena offset they reach (aligned)
   std::vector<size_t> LiveBuffers; ///< indexes into ModelReport::Buffers
+  /// Schedule search (--tune, --tune-db): what the measure counts
+  /// ("host-ns"; empty: the call's plan is the cost model's), the default
+  /// plan, and the measure of a call with it and with the call's plan.
+  std::string TuneMeasure, TuneDefaultPlan;
+  double TuneDefault = 0, TuneTuned = 0;
   /// Model inputs it reads and outputs it writes (indexes).
   std::vector<size_t> InputsRead, OutputsWritten;
 };

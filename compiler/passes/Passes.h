@@ -15,6 +15,9 @@
 #include "compiler/kernel/Program.h"
 #include "compiler/kernel/Schedule.h"
 
+#include <functional>
+#include <vector>
+
 namespace mlcc::passes {
 
 struct FoldOptions {
@@ -69,7 +72,21 @@ void fuseQdq(ir::Graph &g);
 /// the integer products requantize in integers on every target (no float
 /// instruction in the model), not only on those without floating point.
 /// Returns whether it planned any.
-bool planKernels(ir::Graph &g, const TargetDesc &target, bool gpu, bool integerRequant = false);
+/// With `choose` (schedule search, --tune; not on a GPU), each node with
+/// more than one candidate plan (planCandidates) takes the one `choose`
+/// returns the index of.
+using PlanChooser =
+    std::function<size_t(const ir::Node &n, const std::vector<ir::KernelPlan> &candidates)>;
+bool planKernels(ir::Graph &g, const TargetDesc &target, bool gpu, bool integerRequant = false,
+                 const PlanChooser &choose = {});
+/// The plans schedule search measures for `n`: planKernel's first, then
+/// the other forms and register tiles the target allows (f32 contractions:
+/// Winograd or direct, pixels or rows as the tile's rows, the tiles the
+/// cost model ranks first for each; int8 convolutions on dot products:
+/// their tiles). Every one computes the same values (integer kernels
+/// exactly; f32 ones in another order of the sums).
+std::vector<ir::KernelPlan> planCandidates(const ir::Node &n, const TargetDesc &target, bool gpu,
+                                           bool integerRequant = false);
 /// The plan of one node (shapes inferred); empty: the op's own loop nest.
 ir::KernelPlan planKernel(const ir::Node &n, const TargetDesc &target, bool gpu,
                            bool integerRequant = false);

@@ -144,23 +144,37 @@ std::optional<Contraction> contractionOf(const ir::Node &n, const TargetDesc &t)
   return std::nullopt;
 }
 
+/// The Winograd block shape of `n` where it is a stride-1 3x3 f32
+/// convolution of one group with constant weights on which Winograd pays.
+std::optional<schedule::WinogradBlocks> winogradBlocks(const ir::Node &n, const TargetDesc &t) {
+  if (n.OpType != "Conv" || !constantF32Weights(n))
+    return std::nullopt;
+  const Shape &w = n.inShape(1), &y = n.Outputs[0]->Type.Dims;
+  if (w.size() == 4 && y.size() == 4 && w[2] == 3 && w[3] == 3 && n.attrInt("group", 1) == 1 &&
+      n.attrInts("strides", {1, 1}) == std::vector<int64_t>{1, 1} &&
+      n.attrInts("dilations", {1, 1}) == std::vector<int64_t>{1, 1})
+    return schedule::chooseWinogradBlocks(t, w[1], w[0], y[2], y[3]);
+  return std::nullopt;
+}
+
+/// The products of a Winograd plan: rows output channels, columns tiles
+/// (read in place).
+TileProblem winogradProducts(const ir::Node &n, const schedule::WinogradBlocks &wb) {
+  const Shape &w = n.inShape(1);
+  return TileProblem{MacKind::F32Fma, w[0], wb.Rows * wb.Pitch, w[1], true};
+}
+
+ir::KernelPlan::Winograd winogradPlan(const schedule::WinogradBlocks &wb, const TargetDesc &t) {
+  return ir::KernelPlan::Winograd{wb.Tile, wb.Rows, wb.Pitch, t.CacheLineBytes / 4};
+}
+
 /// The f32 plan of `n`: Winograd, pixel columns or packed panels.
 std::optional<ir::KernelPlan> floatPlan(const ir::Node &n, const TargetDesc &t) {
   ir::KernelPlan p;
-  if (n.OpType == "Conv" && constantF32Weights(n)) {
-    const Shape &w = n.inShape(1), &y = n.Outputs[0]->Type.Dims;
-    if (w.size() == 4 && y.size() == 4 && w[2] == 3 && w[3] == 3 &&
-        n.attrInt("group", 1) == 1 &&
-        n.attrInts("strides", {1, 1}) == std::vector<int64_t>{1, 1} &&
-        n.attrInts("dilations", {1, 1}) == std::vector<int64_t>{1, 1})
-      if (auto wb = schedule::chooseWinogradBlocks(t, w[1], w[0], y[2], y[3])) {
-        // The products: rows output channels, columns tiles (read in place).
-        TileChoice tile = schedule::chooseTile(
-            t, TileProblem{MacKind::F32Fma, w[0], wb->Rows * wb->Pitch, w[1], true});
-        p.Register = tile.plan();
-        p.Wino = ir::KernelPlan::Winograd{wb->Tile, wb->Rows, wb->Pitch, t.CacheLineBytes / 4};
-        return p;
-      }
+  if (auto wb = winogradBlocks(n, t)) {
+    p.Register = schedule::chooseTile(t, winogradProducts(n, *wb)).plan();
+    p.Wino = winogradPlan(*wb, t);
+    return p;
   }
   std::optional<Contraction> c = contractionOf(n, t);
   if (!c)
@@ -568,12 +582,120 @@ ir::KernelPlan planKernel(const ir::Node &n, const TargetDesc &t, bool gpu, bool
   return p;
 }
 
-bool planKernels(ir::Graph &g, const TargetDesc &target, bool gpu, bool integerRequant) {
+namespace {
+
+/// The register tiles of each form of a plan that schedule search measures
+/// (the model's cheapest of each form; the default plan besides).
+constexpr size_t kTilesPerForm = 4;
+
+/// The f32 plans of `n` besides its default (schedule search): each form
+/// it may take (Winograd, pixels as the tile's columns, packed panels with
+/// pixels or rows as the rows) with the kTilesPerForm tiles the model ranks
+/// first for it.
+std::vector<ir::KernelPlan> floatAlternatives(const ir::Node &n, const TargetDesc &t) {
+  std::vector<ir::KernelPlan> out;
+  if (auto wb = winogradBlocks(n, t))
+    for (const TileChoice &tile : schedule::rankTiles(t, winogradProducts(n, *wb), kTilesPerForm)) {
+      ir::KernelPlan p;
+      p.Register = tile.plan();
+      p.Wino = winogradPlan(*wb, t);
+      out.push_back(p);
+    }
+  std::optional<Contraction> c = contractionOf(n, t);
+  if (!c)
+    return out;
+  TileProblem rows{MacKind::F32Fma, c->Rows, c->Cols, c->Reduce};
+  if (c->PixelColumns) {
+    for (const TileChoice &tile : schedule::rankTiles(
+             t, TileProblem{MacKind::F32Fma, c->Rows, c->Cols, 0, true}, kTilesPerForm))
+      if (tile.Vectors * tile.Lanes <= c->Cols) {
+        ir::KernelPlan p;
+        p.Register = tile.plan();
+        p.PixelColumns = true;
+        out.push_back(p);
+      }
+    rows = TileProblem{MacKind::F32Fma, c->Cols, c->Rows, c->Reduce};
+  }
+  for (const TileChoice &tile : schedule::rankTiles(t, rows, kTilesPerForm)) {
+    ir::KernelPlan p;
+    p.Register = tile.plan();
+    out.push_back(p);
+  }
+  return out;
+}
+
+/// The dot-product tiles of `n`'s plan `d` besides its own (a dense or
+/// depthwise int8 convolution on dot products): the kTilesPerForm tiles the
+/// model ranks first for its geometry.
+std::vector<ir::KernelPlan> dotAlternatives(const ir::Node &n, const TargetDesc &t,
+                                            const ir::KernelPlan &d) {
+  std::vector<ir::KernelPlan> out;
+  std::optional<ops::IntegerOperands> o = ops::integerOperands(n);
+  if (!o || !o->Conv || d.DotAlongK)
+    return out;
+  const int64_t lanes = t.lanes(DType::I32);
+  const MacKind mac = d.DotPairs ? MacKind::Int8Madd
+                      : d.DotNarrow && longMacDots(t) ? MacKind::Int8PairSums
+                                                      : MacKind::Int8Dot;
+  if (d.Dot && d.Dot4Lanes) {
+    auto geo = ops::dotConvGeometry(ops::convShape(n, o->X, o->W), lanes, t.StackBytes);
+    if (!geo)
+      return out;
+    for (const TileChoice &tile : schedule::rankTiles(
+             t, TileProblem{mac, geo->Rows, geo->Cols, geo->Steps, false, geo->MaxVectors},
+             kTilesPerForm)) {
+      ir::KernelPlan p = d;
+      p.Dot->Rows = tile.Rows;
+      p.Dot->Vectors = tile.Vectors;
+      out.push_back(p);
+    }
+  } else if (d.Taps && d.Taps->Vectors > 0) {
+    auto geo = ops::tapQuadsGeometry(ops::convShape(n, o->X, o->W), lanes);
+    if (!geo)
+      return out;
+    for (const TileChoice &tile : schedule::rankTiles(
+             t, TileProblem{mac, geo->Rows, geo->Cols, geo->Steps, false, geo->MaxVectors},
+             kTilesPerForm)) {
+      ir::KernelPlan p = d;
+      p.Taps->Vectors = tile.Vectors;
+      out.push_back(p);
+    }
+  }
+  return out;
+}
+
+} // namespace
+
+std::vector<ir::KernelPlan> planCandidates(const ir::Node &n, const TargetDesc &t, bool gpu,
+                                           bool integerRequant) {
+  std::vector<ir::KernelPlan> out{planKernel(n, t, gpu, integerRequant)};
+  const ir::KernelPlan &d = out[0];
+  if (gpu || d.empty())
+    return out;
+  std::vector<ir::KernelPlan> more;
+  if (d.Register && !d.Dot4Lanes && !d.GateRows)
+    more = floatAlternatives(n, t);
+  else if (d.Dot4Lanes || d.Taps)
+    more = dotAlternatives(n, t, d);
+  for (ir::KernelPlan &p : more)
+    if (std::find(out.begin(), out.end(), p) == out.end())
+      out.push_back(std::move(p));
+  return out;
+}
+
+bool planKernels(ir::Graph &g, const TargetDesc &target, bool gpu, bool integerRequant,
+                 const PlanChooser &choose) {
   bool changed = false;
   for (auto &n : g.Nodes) {
     if (!n->Plan.empty())
       continue;
-    n->Plan = planKernel(*n, target, gpu, integerRequant);
+    if (choose && !gpu) {
+      std::vector<ir::KernelPlan> candidates = planCandidates(*n, target, gpu, integerRequant);
+      size_t pick = candidates.size() > 1 ? choose(*n, candidates) : 0;
+      n->Plan = candidates[std::min(pick, candidates.size() - 1)];
+    } else {
+      n->Plan = planKernel(*n, target, gpu, integerRequant);
+    }
     changed |= !n->Plan.empty();
   }
   return changed;

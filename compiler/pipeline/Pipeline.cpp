@@ -148,7 +148,8 @@ kir::Program runPipeline(ir::Graph &g, const PipelineOptions &options) {
   // hands matrix products to its library below), then the operands the
   // plans read: fixed-point requantization constants, packed weights.
   passes.run("plan-kernels", [&](ir::Graph &x) {
-    passes::planKernels(x, options.Schedule, options.Gpu, options.IntegerRequant);
+    passes::planKernels(x, options.Schedule, options.Gpu, options.IntegerRequant,
+                        options.ChoosePlan);
   });
   passes.run("fixed-point-requant", [&](ir::Graph &x) { passes::fixedPointRequant(x); });
   changed = false;

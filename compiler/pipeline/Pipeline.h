@@ -36,6 +36,9 @@ struct PipelineOptions {
   bool IntegerRequant = false;
   /// With Gpu: matrix products go to the target's library (cuBLAS).
   bool LibraryDispatch = true;
+  /// Schedule search (--tune, --tune-db): picks each node's plan among its
+  /// candidates (passes::planCandidates); none: the cost model's.
+  passes::PlanChooser ChoosePlan;
   /// Where each pass announces itself (may be null).
   Progress *Status = nullptr;
   /// The "quantize" pass (--quantize: annotate, calibrate, realize), run

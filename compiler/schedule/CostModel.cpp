@@ -168,6 +168,28 @@ bool pairSumsOverWindow(int64_t channels) {
   return quads * 4.75 / 4 < (double)channels * 27.0 / 64;
 }
 
+namespace {
+
+/// `c` with the cache blocks of its reduction, where the model blocks it:
+/// half the L1 cache for the slice of the B panel; the partial sums of all
+/// the rows when they take at most a quarter of the L2 cache (each row
+/// block reads the whole B panel again, from memory when it is this large:
+/// a 7x7 map with 512 channels in two blocks read 9.4 MB of weights twice),
+/// else a quarter of the L1 cache's worth of rows.
+TileChoice withBlocks(const TargetDesc &t, const TileProblem &p, TileChoice c) {
+  const int64_t panel = c.Vectors * c.Lanes;
+  if (p.Mac != MacKind::F32Fma || !blockReduction(t, p.Reduce, panel, c.Rows, p.Rows))
+    return c;
+  c.ReduceBlock = std::max<int64_t>(1, t.L1Bytes / 2 / (panel * 4));
+  int64_t allRows = (p.Rows + c.Rows - 1) / c.Rows * c.Rows;
+  c.RowBlock = allRows * panel * 4 <= t.L2Bytes / 4
+                   ? allRows
+                   : std::max<int64_t>(1, t.L1Bytes / 4 / (panel * 4) / c.Rows) * c.Rows;
+  return c;
+}
+
+} // namespace
+
 TileChoice chooseTile(const TargetDesc &t, const TileProblem &p) {
   const int64_t lanes = lanesOf(t, p.Mac);
   TileChoice best;
@@ -181,22 +203,23 @@ TileChoice chooseTile(const TargetDesc &t, const TileProblem &p) {
       found = true;
       best = TileChoice{lanes, nv, rw, 0, 0, cost};
     }
-  const int64_t panel = best.Vectors * lanes;
-  if (found && p.Mac == MacKind::F32Fma &&
-      blockReduction(t, p.Reduce, panel, best.Rows, p.Rows)) {
-    // Half the L1 cache for the slice of the B panel; the partial sums of
-    // all the rows when they take at most a quarter of the L2 cache (each
-    // row block reads the whole B panel again, from memory when it is this
-    // large: a 7x7 map with 512 channels in two blocks read 9.4 MB of
-    // weights twice), else a quarter of the L1 cache's worth of rows.
-    best.ReduceBlock = std::max<int64_t>(1, t.L1Bytes / 2 / (panel * 4));
-    int64_t allRows = (p.Rows + best.Rows - 1) / best.Rows * best.Rows;
-    best.RowBlock = allRows * panel * 4 <= t.L2Bytes / 4
-                        ? allRows
-                        : std::max<int64_t>(1, t.L1Bytes / 4 / (panel * 4) / best.Rows) *
-                              best.Rows;
-  }
-  return best;
+  return found ? withBlocks(t, p, best) : best;
+}
+
+std::vector<TileChoice> rankTiles(const TargetDesc &t, const TileProblem &p, size_t count) {
+  const int64_t lanes = lanesOf(t, p.Mac);
+  const TileChoice first = chooseTile(t, p);
+  std::vector<TileChoice> all;
+  for (int64_t nv = 1, nvs = maxVectors(t, p); nv <= nvs; ++nv)
+    for (int64_t rw = 1, rws = maxRows(t, p, nv); rw <= rws; ++rw)
+      if (nv != first.Vectors || rw != first.Rows)
+        all.push_back(withBlocks(t, p, TileChoice{lanes, nv, rw, 0, 0, tileCost(t, p, rw, nv)}));
+  std::stable_sort(all.begin(), all.end(),
+                   [](const TileChoice &a, const TileChoice &b) { return a.Cost < b.Cost; });
+  std::vector<TileChoice> ranked{first};
+  for (size_t i = 0; i < all.size() && ranked.size() < count; ++i)
+    ranked.push_back(all[i]);
+  return ranked;
 }
 
 namespace {

@@ -27,6 +27,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 namespace mlcc::schedule {
 
@@ -116,6 +117,12 @@ double tileCost(const TargetDesc &t, const TileProblem &p, int64_t rows, int64_t
 /// The cheapest register tile for `p` among those that fit the target's
 /// registers; ties keep the first in order of (vectors, rows).
 TileChoice chooseTile(const TargetDesc &t, const TileProblem &p);
+
+/// The `count` cheapest register tiles for `p` that fit the target's
+/// registers, chooseTile's first, then by the model's cost (ties in order
+/// of (vectors, rows)), each with its cache blocks: the tiles that
+/// schedule search (--tune) measures.
+std::vector<TileChoice> rankTiles(const TargetDesc &t, const TileProblem &p, size_t count);
 
 /// The block shape of a stride-1 3x3 convolution as Winograd's
 /// F(m x m, 3 x 3): blocks of Rows rows of output tiles, Pitch tiles wide.

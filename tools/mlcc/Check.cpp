@@ -454,12 +454,15 @@ CallBytes runCross(const CheckOptions &o, const kir::Program &p, const llvmgen::
   return got;
 }
 
-/// Whether code for `t` runs in this process: the host itself, or an x86-64
-/// level (x86-64 to x86-64-v4) that this CPU has. Anything else runs as a program under --run / QEMU, so that an
-/// instruction this CPU lacks cannot crash mlcc.
+/// Whether code for `t` runs in this process (runsInProcess) and no --run
+/// program was given.
 bool runsHere(const CheckOptions &o, const llvmgen::TargetSpec &t) {
-  if (!o.Run.empty())
-    return false;
+  return o.Run.empty() && runsInProcess(t);
+}
+
+} // namespace
+
+bool runsInProcess(const llvmgen::TargetSpec &t) {
   llvmgen::TargetSpec host = llvmgen::resolveTarget("host", "", "");
   auto arch = [](const std::string &triple) { return triple.substr(0, triple.find('-')); };
   if (arch(t.Triple) != arch(host.Triple) || t.Triple.find("linux") == std::string::npos)
@@ -480,6 +483,8 @@ bool runsHere(const CheckOptions &o, const llvmgen::TargetSpec &t) {
 #endif
   return false;
 }
+
+namespace {
 
 // --- the test-only switch -----------------------------------------------------
 

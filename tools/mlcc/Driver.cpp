@@ -5,6 +5,7 @@
 #include "compiler/output/Header.h"
 #include "compiler/output/OutputFiles.h"
 #include "compiler/output/Report.h"
+#include "tools/mlcc/Tune.h"
 #include "compiler/pipeline/Pipeline.h"
 #include "compiler/quantizer/Quantize.h"
 #include "compiler/quantizer/Samples.h"
@@ -487,6 +488,14 @@ void runDriver(const DriverOptions &o) {
   po.GraphOnly = kind == "graph";
   po.StopAfterQuantize = kind == "onnx";
   po.Status = &status;
+  PlanTuner tuner(o, target, status);
+  if (tuner.active() && (kind == "graph" || kind == "onnx"))
+    fail(ErrorKind::Usage) << "--emit " << kind
+                           << " stops before the kernels are planned: no --tune or --tune-db";
+  if (!tuner.dbPath().empty())
+    output::OutputFiles::checkWritable(tuner.dbPath());
+  tuner.search(po);
+  po.ChoosePlan = tuner.chooser();
   CompiledModel compiled = compileModel(o, target, po);
   std::unique_ptr<ir::Graph> &graph = compiled.Graph;
   kir::Program &program = compiled.Program;
@@ -595,6 +604,7 @@ void runDriver(const DriverOptions &o) {
       output::addObjectStats(r, *stats);
     output::ReportContext ctx = reportContext(o, target);
     ctx.FloatNodes = quantizer::floatFallbacks(*graph);
+    tuner.annotate(r, o.Verbose);
     if (o.Verbose)
       std::fputs(output::reportText(r, ctx).c_str(), stderr);
     output::checkBudgets(r, budgets);
@@ -603,6 +613,8 @@ void runDriver(const DriverOptions &o) {
     if (!o.ReportHtml.empty())
       out.write(o.ReportHtml, output::reportHtml(r, ctx));
   }
+  if (!tuner.dbPath().empty())
+    out.write(tuner.dbPath(), tuner.dbText());
   out.commit();
 }
 

@@ -43,6 +43,9 @@ struct DriverOptions {
   std::vector<std::string> KeepFloat; ///< --keep-float NODE
   bool TimePasses = false;
   bool Verbose = false;
+  bool Tune = false;       ///< --tune: measure the candidate plans
+  std::string TuneDb;      ///< --tune-db FILE.jsonl
+  std::string TuneBudget;  ///< --tune-budget 60s | 8 (trials)
 };
 
 /// The model after the pipeline, and the graph it was lowered from.
@@ -58,6 +61,12 @@ CompiledModel compileModel(const DriverOptions &o, const llvmgen::TargetSpec &ta
 
 /// Loads `o.Model` with its --dim and --freeze bindings.
 std::unique_ptr<ir::Graph> loadGraph(const DriverOptions &o);
+
+/// Whether code for `t` runs in this process (mlcc check, --tune): the
+/// host itself, or an x86-64 level (x86-64 to x86-64-v4) that this CPU
+/// has. Anything else runs as a program (QEMU), so that an instruction this
+/// CPU lacks cannot crash mlcc.
+bool runsInProcess(const llvmgen::TargetSpec &t);
 
 /// The exit status of an error of this kind (mlcc --help lists them).
 int exitStatus(ErrorKind kind);

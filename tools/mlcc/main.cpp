@@ -128,6 +128,18 @@ int main(int argc, char **argv) {
   app.add_option("--report-html", o.ReportHtml,
                  "Write one self-contained HTML page: the arena over the kernel "
                  "calls, the fused graph, the per-kernel table and memory plan");
+  app.add_flag("--tune", o.Tune,
+               "Schedule search: measure each kernel's candidate plans (forms, register "
+               "tiles) on this machine, in the whole model at its shapes, and keep the "
+               "fastest (the target must be one this machine runs: host, an x86-64 level "
+               "it has); with --tune-db, write what it measured there");
+  app.add_option("--tune-db", o.TuneDb,
+                 "A tuning database (JSON lines): without --tune, take each kernel's plan "
+                 "from it (no search; entries of another target, compiler version or a "
+                 "plan no longer offered are skipped, -v says so); with --tune, add to it");
+  app.add_option("--tune-budget", o.TuneBudget,
+                 "Limit --tune: seconds (60s) or candidates measured per kernel (8); "
+                 "default: every candidate");
   app.add_option("--max-arena", o.MaxArena,
                  "Fail (exit 5) when the arena exceeds BYTES (k, M, G: 1024, "
                  "1024^2, 1024^3)");

@@ -1,0 +1,438 @@
+//===- Tune.cpp - Schedule search: --tune, --tune-db, --tune-budget -------===//
+#include "tools/mlcc/Tune.h"
+
+#include "compiler/output/Header.h"
+#include "compiler/support/Error.h"
+#include "targets/llvm/HostJit.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <set>
+
+namespace mlcc {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// A kernel to tune: the nodes of one signature with the same candidates.
+struct Slot {
+  std::string Signature;
+  std::vector<ir::KernelPlan> Candidates;
+  std::vector<std::string> Nodes;
+  /// Median nanoseconds of a call, per candidate measured (NaN: not).
+  std::vector<double> Measured;
+};
+
+std::string slotKey(const std::string &signature, const std::vector<ir::KernelPlan> &c) {
+  std::string key = signature;
+  for (const ir::KernelPlan &p : c)
+    key += "\n" + p.str();
+  return key;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty())
+    return NAN;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/// The inputs every round runs on: uniform in [-1, 1] for floats, random
+/// bytes for 8-bit integers, zeros for the rest (indices, lengths: zero is
+/// in range for any of them).
+std::vector<std::vector<uint8_t>> tuningInputs(const kir::Program &p) {
+  std::mt19937 rng(12345);
+  std::vector<std::vector<uint8_t>> ins;
+  for (const kir::IoTensor &t : p.Inputs) {
+    std::vector<uint8_t> b((size_t)std::max<int64_t>(t.bytes(), 1), 0);
+    int64_t n = numElements(t.Dims);
+    if (t.Type == DType::F32) {
+      std::uniform_real_distribution<float> d(-1, 1);
+      for (int64_t i = 0; i < n; ++i) {
+        float v = d(rng);
+        std::memcpy(b.data() + 4 * i, &v, 4);
+      }
+    } else if (t.Type == DType::U8 || t.Type == DType::I8) {
+      for (auto &x : b)
+        x = (uint8_t)(rng() & 0xFF);
+    }
+    ins.push_back(std::move(b));
+  }
+  return ins;
+}
+
+/// Whether two runs' outputs agree: integers exactly, f32 within the
+/// conformance cases' tolerance (another order of the sums).
+bool sameOutputs(const kir::Program &p, const std::vector<std::vector<uint8_t>> &a,
+                 const std::vector<std::vector<uint8_t>> &b, std::string &where) {
+  for (size_t o = 0; o < p.Outputs.size(); ++o) {
+    const kir::IoTensor &t = p.Outputs[o];
+    if (t.Type != DType::F32) {
+      if (a[o] != b[o]) {
+        where = "output '" + t.Name + "' differs";
+        return false;
+      }
+      continue;
+    }
+    for (int64_t i = 0, n = numElements(t.Dims); i < n; ++i) {
+      float x, y;
+      std::memcpy(&x, a[o].data() + 4 * i, 4);
+      std::memcpy(&y, b[o].data() + 4 * i, 4);
+      if (!(std::fabs(x - y) <= 1e-4 + 1e-3 * std::fabs(y)) && !(std::isnan(x) && std::isnan(y))) {
+        where = "output '" + t.Name + "' element " + std::to_string(i) + ": " +
+                std::to_string(x) + " vs " + std::to_string(y);
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+/// A compiled round: the model in the JIT, timed call by call.
+class Runner {
+public:
+  Runner(kir::Program program, const llvmgen::TargetSpec &target,
+         const llvmgen::CodegenOptions &cg, const std::vector<std::vector<uint8_t>> &inputs)
+      : P(std::move(program)), Model(P, target, cg) {
+    for (auto &b : inputs)
+      In.push_back(b.data());
+    for (auto &o : P.Outputs)
+      Out.emplace_back((size_t)std::max<int64_t>(o.bytes(), 1));
+    for (auto &b : Out)
+      OutPtrs.push_back(b.data());
+    Start.resize(P.Calls.size());
+    Ns.resize(P.Calls.size());
+  }
+
+  const kir::Program &program() const { return P; }
+  const std::vector<std::vector<uint8_t>> &outputs() const { return Out; }
+
+  /// Seconds one plain run takes.
+  double runOnce() {
+    auto t0 = Clock::now();
+    Model.run(In, OutPtrs);
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+
+  /// One run timed call by call: nanoseconds per call.
+  const std::vector<double> &timed() {
+    std::fill(Ns.begin(), Ns.end(), 0.0);
+    Model.runWithHook(In, OutPtrs, &Runner::hook, this);
+    return Ns;
+  }
+
+private:
+  static void hook(void *context, int32_t call, const char *, int32_t phase) {
+    auto *r = static_cast<Runner *>(context);
+    auto now = Clock::now();
+    if (phase == 0)
+      r->Start[(size_t)call] = now;
+    else
+      r->Ns[(size_t)call] += std::chrono::duration<double, std::nano>(now - r->Start[(size_t)call])
+                                 .count();
+  }
+
+  kir::Program P;
+  llvmgen::HostModel Model;
+  std::vector<const void *> In;
+  std::vector<std::vector<uint8_t>> Out;
+  std::vector<void *> OutPtrs;
+  std::vector<Clock::time_point> Start;
+  std::vector<double> Ns;
+};
+
+/// Per slot, the nanoseconds of one of its calls in one timed run (the
+/// mean over its calls; NaN when none ran).
+std::vector<double> perSlot(const kir::Program &p, const std::vector<double> &ns,
+                            const std::map<std::string, size_t> &slotOfNode, size_t slots) {
+  std::vector<double> sum(slots, 0.0), count(slots, 0.0);
+  for (size_t c = 0; c < p.Calls.size(); ++c) {
+    if (p.Calls[c].Nodes.empty())
+      continue;
+    auto it = slotOfNode.find(p.Calls[c].Nodes[0].Name);
+    if (it == slotOfNode.end())
+      continue;
+    sum[it->second] += ns[c];
+    count[it->second] += 1;
+  }
+  std::vector<double> out(slots, NAN);
+  for (size_t s = 0; s < slots; ++s)
+    if (count[s] > 0)
+      out[s] = sum[s] / count[s];
+  return out;
+}
+
+/// Repeats of a timed run for a model whose run takes `seconds`: about a
+/// quarter of a second's worth, 5 to 31 (odd: a true median).
+int repeatsFor(double seconds) {
+  int n = (int)std::clamp(0.25 / std::max(seconds, 1e-6), 5.0, 31.0);
+  return n | 1;
+}
+
+/// The noise margin: a tuned plan is kept only where it takes less than
+/// this fraction of the default's time in the confirmation round.
+constexpr double kKeepBelow = 0.98;
+
+} // namespace
+
+PlanTuner::PlanTuner(const DriverOptions &o, const llvmgen::TargetSpec &target, Progress &status)
+    : O(o), Target(target), Status(status), Tune(o.Tune), DbPath(o.TuneDb) {
+  if (!o.TuneBudget.empty()) {
+    if (!Tune)
+      fail(ErrorKind::Usage) << "--tune-budget needs --tune";
+    const std::string &b = o.TuneBudget;
+    char *end = nullptr;
+    double v = std::strtod(b.c_str(), &end);
+    std::string unit = end ? std::string(end) : "";
+    if (end == b.c_str() || !(v > 0) || (unit != "" && unit != "s"))
+      fail(ErrorKind::Usage) << "--tune-budget '" << b
+                             << "': expected seconds (60s) or candidates per kernel (8)";
+    if (unit == "s")
+      BudgetSeconds = v;
+    else if (v != std::floor(v) || v < 1)
+      fail(ErrorKind::Usage) << "--tune-budget '" << b
+                             << "': a number of candidates is a whole number of at least 1";
+    else
+      BudgetTrials = (int64_t)v;
+  }
+  if (!active())
+    return;
+  if (target.Name == "cuda")
+    fail(ErrorKind::Unsupported) << "--tune and --tune-db plan CPU kernels; the CUDA target "
+                                    "has no schedule search yet";
+  if (Tune && !runsInProcess(target))
+    fail(ErrorKind::Unsupported)
+        << "--tune measures on this machine, which does not run code for --target "
+        << target.Name << " (" << target.Triple << (target.Cpu.empty() ? "" : ", " + target.Cpu)
+        << "); the instruction-count (QEMU) and llvm-mca measurers for other targets are not "
+           "built yet";
+  TargetDesc d = llvmgen::describeTarget(target);
+  TargetKey = target.Name + " " + d.Triple + " " + d.Cpu + " " + d.Features;
+  Compiler = output::mlccVersion();
+  if (!DbPath.empty())
+    Db = schedule::TuneDb::read(DbPath);
+}
+
+void PlanTuner::search(const PipelineOptions &base) {
+  if (!Tune)
+    return;
+  auto started = Clock::now();
+  llvmgen::CodegenOptions Codegen;
+  Codegen.OptLevel = O.OptLevel;
+  Codegen.SizeOpt = O.SizeOpt;
+  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - started).count(); };
+  std::vector<Slot> slots;
+  std::map<std::string, size_t> slotOfKey, slotOfNode;
+  std::set<std::string> seenNodes, ambiguous;
+  // The default round records the kernels and their candidates.
+  size_t round = 0;
+  auto compile = [&](bool record) {
+    PipelineOptions po = base;
+    po.Status = nullptr;
+    po.DumpIr.clear();
+    po.TimePasses = false;
+    po.ChoosePlan = [&](const ir::Node &n, const std::vector<ir::KernelPlan> &c) -> size_t {
+      std::string sig = schedule::kernelSignature(n);
+      std::string key = slotKey(sig, c);
+      if (record) {
+        auto it = slotOfKey.find(key);
+        if (it == slotOfKey.end()) {
+          it = slotOfKey.emplace(key, slots.size()).first;
+          slots.push_back(Slot{sig, c, {}, std::vector<double>(c.size(), NAN)});
+        }
+        slots[it->second].Nodes.push_back(n.Name);
+        if (!seenNodes.insert(n.Name).second)
+          ambiguous.insert(n.Name);
+        slotOfNode[n.Name] = it->second;
+        return 0;
+      }
+      auto it = slotOfKey.find(key);
+      if (it == slotOfKey.end())
+        return 0;
+      const Slot &s = slots[it->second];
+      if (round == SIZE_MAX) // the confirmation round: each slot's best
+        return (size_t)(std::min_element(s.Measured.begin(), s.Measured.end(),
+                                         [](double a, double b) {
+                                           return !std::isnan(a) && (std::isnan(b) || a < b);
+                                         }) -
+                        s.Measured.begin());
+      return round < c.size() ? round : 0;
+    };
+    return compileModel(O, Target, po).Program;
+  };
+  Status.step("tune: compiling the default plans");
+  kir::Program defaults = compile(true);
+  const std::vector<std::vector<uint8_t>> inputs = tuningInputs(defaults);
+  auto first = std::make_unique<Runner>(std::move(defaults), Target, Codegen, inputs);
+  for (const std::string &n : ambiguous)
+    slotOfNode.erase(n);
+  size_t rounds = 1;
+  for (const Slot &s : slots)
+    rounds = std::max(rounds, s.Candidates.size());
+  if (BudgetTrials > 0)
+    rounds = std::min(rounds, (size_t)BudgetTrials);
+  first->runOnce();
+  const int repeats = repeatsFor(first->runOnce());
+
+  auto measure = [&](Runner &r, size_t candidateOf) {
+    r.runOnce();
+    std::vector<std::vector<double>> samples(slots.size());
+    for (int k = 0; k < repeats; ++k) {
+      std::vector<double> t = perSlot(r.program(), r.timed(), slotOfNode, slots.size());
+      for (size_t s = 0; s < slots.size(); ++s)
+        if (!std::isnan(t[s]))
+          samples[s].push_back(t[s]);
+    }
+    for (size_t s = 0; s < slots.size(); ++s)
+      if (candidateOf == 0 || candidateOf < slots[s].Candidates.size())
+        slots[s].Measured[candidateOf] = median(samples[s]);
+  };
+  round = 0;
+  measure(*first, 0);
+  size_t measuredRounds = 1;
+  for (round = 1; round < rounds; ++round) {
+    if (BudgetSeconds > 0 && elapsed() > BudgetSeconds)
+      break;
+    Status.step("tune: round " + std::to_string(round + 1) + " of " + std::to_string(rounds),
+                round, rounds);
+    Runner r(compile(false), Target, Codegen, inputs);
+    r.runOnce();
+    std::string where;
+    if (!sameOutputs(r.program(), r.outputs(), first->outputs(), where)) {
+      std::fprintf(stderr,
+                   "mlcc: tune: round %zu's plans change the model's outputs (%s); its measures "
+                   "are dropped\n",
+                   round + 1, where.c_str());
+      continue;
+    }
+    measure(r, round);
+    ++measuredRounds;
+  }
+  // Confirmation: the default plans and the best ones, run alternately.
+  size_t changedSlots = 0;
+  std::vector<size_t> best(slots.size(), 0);
+  for (size_t s = 0; s < slots.size(); ++s) {
+    const std::vector<double> &m = slots[s].Measured;
+    for (size_t c = 1; c < m.size(); ++c)
+      if (!std::isnan(m[c]) && (std::isnan(m[best[s]]) || m[c] < m[best[s]]))
+        best[s] = c;
+    changedSlots += best[s] != 0;
+  }
+  std::vector<double> confirmDefault(slots.size(), NAN), confirmBest(slots.size(), NAN);
+  if (changedSlots > 0) {
+    Status.step("tune: confirming " + std::to_string(changedSlots) + " kernels' choices");
+    round = SIZE_MAX;
+    Runner tuned(compile(false), Target, Codegen, inputs);
+    tuned.runOnce();
+    std::string where;
+    if (!sameOutputs(tuned.program(), tuned.outputs(), first->outputs(), where))
+      fail(ErrorKind::Internal) << "internal error: --tune: the chosen plans change the model's "
+                                   "outputs (" << where << ")";
+    std::vector<std::vector<double>> a(slots.size()), b(slots.size());
+    first->runOnce();
+    for (int k = 0; k < repeats; ++k) {
+      std::vector<double> ta = perSlot(first->program(), first->timed(), slotOfNode, slots.size());
+      std::vector<double> tb = perSlot(tuned.program(), tuned.timed(), slotOfNode, slots.size());
+      for (size_t s = 0; s < slots.size(); ++s) {
+        if (!std::isnan(ta[s]))
+          a[s].push_back(ta[s]);
+        if (!std::isnan(tb[s]))
+          b[s].push_back(tb[s]);
+      }
+    }
+    for (size_t s = 0; s < slots.size(); ++s) {
+      confirmDefault[s] = median(a[s]);
+      confirmBest[s] = median(b[s]);
+    }
+  }
+  size_t kept = 0;
+  for (size_t s = 0; s < slots.size(); ++s) {
+    const Slot &slot = slots[s];
+    schedule::TuneEntry e;
+    e.Signature = slot.Signature;
+    e.Target = TargetKey;
+    e.Compiler = Compiler;
+    e.Measure = "host-ns";
+    e.DefaultPlan = slot.Candidates[0].str();
+    e.Candidates = (int64_t)std::count_if(slot.Measured.begin(), slot.Measured.end(),
+                                          [](double v) { return !std::isnan(v); });
+    e.Default = std::round(slot.Measured[0]);
+    e.Tuned = e.Default;
+    e.Plan = e.DefaultPlan;
+    if (std::isnan(slot.Measured[0]))
+      continue; // never timed (its calls' node names are not unique)
+    if (best[s] != 0 && !std::isnan(confirmBest[s]) && !std::isnan(confirmDefault[s])) {
+      e.Default = std::round(confirmDefault[s]);
+      if (confirmBest[s] < kKeepBelow * confirmDefault[s]) {
+        e.Plan = slot.Candidates[best[s]].str();
+        e.Tuned = std::round(confirmBest[s]);
+        ++kept;
+      } else {
+        e.Tuned = e.Default;
+      }
+    }
+    Db.put(e);
+  }
+  std::fprintf(stderr,
+               "mlcc: tune  %zu kernels of %zu signatures, %zu rounds in %.1f s: %zu tuned plans "
+               "kept, %zu within the noise margin left at the default\n",
+               slotOfNode.size(), slots.size(), measuredRounds, elapsed(), kept,
+               changedSlots - kept);
+}
+
+passes::PlanChooser PlanTuner::chooser() {
+  if (!active())
+    return {};
+  Applied.clear();
+  Skipped.clear();
+  return [this](const ir::Node &n, const std::vector<ir::KernelPlan> &c) -> size_t {
+    std::string sig = schedule::kernelSignature(n);
+    const schedule::TuneEntry *e = Db.find(sig, TargetKey, Compiler);
+    if (!e)
+      return 0;
+    for (size_t i = 0; i < c.size(); ++i)
+      if (c[i].str() == e->Plan) {
+        Applied[n.Name] = *e;
+        return i;
+      }
+    Skipped[sig] = "its plan " + e->Plan + " is not one this compiler offers for the kernel";
+    return 0;
+  };
+}
+
+void PlanTuner::annotate(output::ModelReport &r, bool verbose) const {
+  if (!active())
+    return;
+  for (output::KernelCallReport &k : r.Calls) {
+    if (k.Nodes.empty())
+      continue;
+    auto it = Applied.find(k.Nodes[0].Name);
+    if (it == Applied.end())
+      continue;
+    k.TuneMeasure = it->second.Measure;
+    k.TuneDefaultPlan = it->second.DefaultPlan;
+    k.TuneDefault = it->second.Default;
+    k.TuneTuned = it->second.Tuned;
+  }
+  if (!verbose)
+    return;
+  size_t foreign = Db.foreign(TargetKey, Compiler);
+  if (foreign)
+    std::fprintf(stderr,
+                 "mlcc: tune-db %zu entries for another target or compiler version skipped "
+                 "(this one: %s, mlcc %s)\n",
+                 foreign, Target.Name.c_str(), Compiler.c_str());
+  for (const auto &[sig, why] : Skipped)
+    std::fprintf(stderr, "mlcc: tune-db entry skipped, %s: %s\n", why.c_str(), sig.c_str());
+  std::fprintf(stderr, "mlcc: tune-db %zu kernel calls take plans from the database\n",
+               Applied.size());
+}
+
+} // namespace mlcc
