@@ -586,7 +586,7 @@ namespace {
 
 /// The register tiles of each form of a plan that schedule search measures
 /// (the model's cheapest of each form; the default plan besides).
-constexpr size_t kTilesPerForm = 4;
+constexpr size_t kTilesPerForm = 6;
 
 /// The f32 plans of `n` besides its default (schedule search): each form
 /// it may take (Winograd, pixels as the tile's columns, packed panels with

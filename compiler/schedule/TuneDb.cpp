@@ -1,7 +1,6 @@
 //===- TuneDb.cpp - Measured plans, kept between compiles ------------------===//
 #include "compiler/schedule/TuneDb.h"
 
-#include "compiler/output/Report.h"
 #include "compiler/support/Error.h"
 #include "compiler/support/Files.h"
 
@@ -129,6 +128,29 @@ private:
   size_t I = 0;
 };
 
+/// `s` as a JSON string: quotes, backslashes and control bytes escaped,
+/// every other byte as it is (so that parse reads back the same bytes).
+std::string quoted(const std::string &s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if ((unsigned char)c < 0x20 || c == 0x7F) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", (unsigned)(unsigned char)c);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
 std::string number(double v) {
   char buf[64];
   if (v == std::floor(v) && std::fabs(v) < 1e15)
@@ -208,12 +230,12 @@ TuneDb TuneDb::read(const std::string &path) {
 std::string TuneDb::text() const {
   std::ostringstream os;
   for (const auto &[key, e] : Entries)
-    os << "{\"signature\": " << output::jsonString(e.Signature)
-       << ", \"target\": " << output::jsonString(e.Target)
-       << ", \"compiler\": " << output::jsonString(e.Compiler)
-       << ", \"measure\": " << output::jsonString(e.Measure)
-       << ", \"plan\": " << output::jsonString(e.Plan)
-       << ", \"default_plan\": " << output::jsonString(e.DefaultPlan)
+    os << "{\"signature\": " << quoted(e.Signature)
+       << ", \"target\": " << quoted(e.Target)
+       << ", \"compiler\": " << quoted(e.Compiler)
+       << ", \"measure\": " << quoted(e.Measure)
+       << ", \"plan\": " << quoted(e.Plan)
+       << ", \"default_plan\": " << quoted(e.DefaultPlan)
        << ", \"default\": " << number(e.Default) << ", \"tuned\": " << number(e.Tuned)
        << ", \"candidates\": " << e.Candidates << "}\n";
   return os.str();
@@ -252,7 +274,7 @@ std::string kernelSignature(const ir::Node &n) {
     switch (a.Kind) {
     case ir::AttrKind::Int: os << a.I; break;
     case ir::AttrKind::Float: os << number(a.F); break;
-    case ir::AttrKind::String: os << output::jsonString(a.S); break;
+    case ir::AttrKind::String: os << quoted(a.S); break;
     case ir::AttrKind::Ints: os << list(a.Ints); break;
     case ir::AttrKind::Floats: os << list(a.Floats); break;
     default: os << "(" << (int)a.Kind << ")"; break;

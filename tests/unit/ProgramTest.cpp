@@ -110,12 +110,15 @@ std::string oneNodeModel(const std::string &op, const Shape &x, const Shape &w,
 }
 
 /// Compiles `model` for `target` and runs it on `x` with the interpreter.
+/// With `choose`, plan-kernels picks each node's plan with it (--tune).
 std::vector<float> compileAndRun(const std::string &model, const TargetDesc &target,
-                                 const std::vector<float> &x, std::string *kernels) {
+                                 const std::vector<float> &x, std::string *kernels,
+                                 const passes::PlanChooser &choose = {}) {
   auto g = onnx::loadModelBytes(model, "test.onnx", "", {});
   PipelineOptions po;
   po.Name = "m";
   po.Schedule = target;
+  po.ChoosePlan = choose;
   kir::Program p = runPipeline(*g, po);
   if (kernels)
     *kernels = kir::printProgram(p);
@@ -1257,5 +1260,110 @@ TEST_CASE("an unrolled LSTM cell's elementwise update is one kernel (operand pro
     double h = sigmoid(at(3)) * std::tanh(c2);
     INFO("unit " << j);
     CHECK(std::fabs(got[(size_t)j] - h * c2) < 1e-6);
+  }
+}
+
+namespace {
+
+/// Runs `model` on `target` with every candidate plan of schedule search
+/// (passes::planCandidates, one node tuned) and checks each against `ref`
+/// within float rounding of sums of `terms` products; returns the plans
+/// run.
+std::vector<std::string> everyCandidate(const std::string &model, const Shape &x,
+                                        const TargetDesc &target, const std::vector<float> &ref,
+                                        int64_t terms) {
+  std::vector<std::string> plans;
+  passes::PlanChooser record = [&](const ir::Node &, const std::vector<ir::KernelPlan> &c) {
+    for (const ir::KernelPlan &p : c)
+      plans.push_back(p.str());
+    return size_t{0};
+  };
+  compileAndRun(model, target, randomValues(x, 3), nullptr, record);
+  for (size_t i = 0; i < plans.size(); ++i) {
+    INFO("candidate " << i << ": " << plans[i]);
+    std::string chosen;
+    passes::PlanChooser pick = [&](const ir::Node &, const std::vector<ir::KernelPlan> &c) {
+      chosen = c.at(i).str();
+      return i;
+    };
+    std::vector<float> got = compileAndRun(model, target, randomValues(x, 3), nullptr, pick);
+    CHECK(chosen == plans[i]);
+    REQUIRE(got.size() == ref.size());
+    size_t bad = 0;
+    for (size_t k = 0; k < ref.size(); ++k)
+      if (std::fabs(got[k] - ref[k]) > 2e-7 * (double)terms && bad++ == 0)
+        UNSCOPED_INFO("first difference at " << k << ": " << got[k] << " vs " << ref[k]);
+    CHECK(bad == 0);
+  }
+  return plans;
+}
+
+size_t countWith(const std::vector<std::string> &plans, const std::string &text) {
+  return (size_t)std::count_if(plans.begin(), plans.end(), [&](const std::string &p) {
+    return p.find(text) != std::string::npos;
+  });
+}
+
+} // namespace
+
+TEST_CASE("every candidate plan of schedule search computes the definition", "[tune]") {
+  const TargetDesc t = avx512(32768, 524288);
+  SECTION("a 3x3 convolution: Winograd tiles and direct ones") {
+    // 64 channels and a small cache: Winograd in blocks of 2 rows of 8
+    // tiles by default (as in the Winograd test above).
+    std::string model = oneNodeModel("Conv", {1, 64, 18, 16}, {32, 64, 3, 3}, {32},
+                                     {1, 32, 18, 16}, {{"kernel_shape", 3}, {"pads", 1}});
+    std::vector<std::string> plans =
+        everyCandidate(model, {1, 64, 18, 16}, avx512(32768, 131072),
+                       referenceConv({1, 64, 18, 16}, 32, 3, 1, 1, 1), 576);
+    CHECK(plans.at(0).find("winograd") != std::string::npos);
+    CHECK(countWith(plans, "winograd") > 1);
+    CHECK(countWith(plans, "winograd") < plans.size()); // direct tiles too
+  }
+  SECTION("a pointwise convolution: pixels as columns and as rows") {
+    std::string model = oneNodeModel("Conv", {1, 24, 9, 9}, {40, 24, 1, 1}, {40}, {1, 40, 9, 9},
+                                     {{"kernel_shape", 1}});
+    std::vector<std::string> plans =
+        everyCandidate(model, {1, 24, 9, 9}, t, referenceConv({1, 24, 9, 9}, 40, 1, 0, 1, 1), 24);
+    CHECK(countWith(plans, "pixel_columns") > 0);
+    CHECK(countWith(plans, "pixel_columns") < plans.size());
+  }
+  SECTION("a strided convolution with cache blocks") {
+    // 20 x 3x3 = 180 reduction steps over a small L1: blocked tiles.
+    std::string model = oneNodeModel("Conv", {1, 20, 7, 9}, {40, 20, 3, 3}, {40}, {1, 40, 4, 5},
+                                     {{"kernel_shape", 3}, {"pads", 1}, {"strides", 2}});
+    TargetDesc small = avx512(2048, 4096);
+    std::vector<std::string> plans = everyCandidate(
+        model, {1, 20, 7, 9}, small, referenceConv({1, 20, 7, 9}, 40, 3, 1, 2, 1), 180);
+    CHECK(plans.size() > 2);
+    CHECK(countWith(plans, "blocks=") > 0);
+  }
+}
+
+TEST_CASE("every dot-product tile of schedule search equals the plain integer kernels",
+          "[tune][quantization]") {
+  // A QLinearConv on VNNI: each candidate tile against the plain kernels.
+  Shape x = {1, 20, 5, 8};
+  std::string model = qlinearConvModel(x, 40, 3, 1, 1, 2, 7, {1, 40, 5, 8});
+  std::vector<float> in = randomValues(x, 4);
+  TargetDesc plain = avx512(32768, 524288);
+  std::vector<float> want = compileAndRun(model, plain, in, nullptr);
+  TargetDesc dot = plain;
+  dot.IntMacs.push_back(MacForm::X86Vnni);
+  std::vector<std::string> plans;
+  compileAndRun(model, dot, in, nullptr,
+                [&](const ir::Node &, const std::vector<ir::KernelPlan> &c) {
+                  for (const ir::KernelPlan &p : c)
+                    plans.push_back(p.str());
+                  return size_t{0};
+                });
+  REQUIRE(plans.size() > 1);
+  for (size_t i = 0; i < plans.size(); ++i) {
+    INFO("candidate " << i << ": " << plans[i]);
+    CHECK(plans[i].find("dot_tile=") != std::string::npos);
+    std::vector<float> got =
+        compileAndRun(model, dot, in, nullptr,
+                      [&](const ir::Node &, const std::vector<ir::KernelPlan> &) { return i; });
+    checkEqualAndVarying(got, want);
   }
 }

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# Schedule search (--tune, --tune-db, --tune-budget) on the digits model:
+# the database it writes, a compile that reads it (no search, the same
+# output every time), entries of another target or a plan no longer offered
+# skipped and named by -v, a corrupt database and bad flags rejected with
+# one line and no output file.
+#
+# usage: tests/cli/tune.sh MLCC WORKDIR
+set -uo pipefail
+mlcc=$(realpath "$1")
+work=$2
+root=$(cd "$(dirname "$0")/../.." && pwd)
+digits=$root/examples/digits/digits.onnx
+rm -rf "$work" && mkdir -p "$work"
+failures=0
+fail() { echo "FAIL $1"; failures=$((failures + 1)); }
+ok() { echo "ok   $1"; }
+
+cd "$work" || exit 1
+# The search: a database with one entry per kernel signature.
+mkdir tuned
+if "$mlcc" "$digits" -o tuned/libd.a --tune --tune-db db.jsonl 2>tune.err; then
+  ok "--tune: $(grep '^mlcc: tune ' tune.err)"
+else
+  fail "--tune: status $?"; cat tune.err
+fi
+n=$(grep -c '"signature": ' db.jsonl 2>/dev/null || echo 0)
+if [[ $n -ge 2 ]] && ! grep -vq '"measure": "host-ns".*"default": [0-9]*, "tuned": [0-9]*, "candidates": [0-9]*}$' db.jsonl; then
+  ok "database: $n entries, each with its measures"
+else
+  fail "database: $n entries"; cat db.jsonl
+fi
+
+# Reading it: no search, the search's output, the same every time; the
+# report gives each tuned call's default and tuned measures.
+mkdir a b plain
+"$mlcc" "$digits" -o a/libd.a --tune-db db.jsonl --report a/r.json -v 2>a.err
+"$mlcc" "$digits" -o b/libd.a --tune-db db.jsonl 2>b.err
+"$mlcc" "$digits" -o plain/libd.a 2>/dev/null
+if cmp -s a/libd.a tuned/libd.a && cmp -s a/libd.a b/libd.a && cmp -s a/d.h tuned/d.h &&
+   ! grep -q '^mlcc: tune ' a.err &&
+   grep -q "tune-db $n kernel calls take plans from the database" a.err; then
+  ok "--tune-db: no search, byte-identical to the --tune compile and across compiles"
+else
+  fail "--tune-db"; cat a.err | head -5
+fi
+tuned_calls=$(grep -o '"tune": {"measure": "host-ns", "default_plan": "plan{[^"]*}", "default": [0-9]*, "tuned": [0-9]*}' a/r.json | wc -l)
+if [[ $tuned_calls -eq $n ]]; then
+  ok "report: $tuned_calls calls with their default and tuned measures"
+else
+  fail "report: $tuned_calls calls with a tune member (want $n)"
+fi
+
+# An entry of another target and one whose plan is no longer offered are
+# skipped, -v names them, and those kernels take the default plans.
+sed '1s/"target": "[^"]*"/"target": "cortex-m4 thumbv7em-unknown-none-eabihf cortex-m4 +dsp"/' \
+  db.jsonl >foreign.jsonl
+sed '1s/"plan": "[^"]*"/"plan": "plan{tile=99x99 lanes=16}"/' db.jsonl >stale.jsonl
+mkdir f s
+"$mlcc" "$digits" -o f/libd.a --tune-db foreign.jsonl -v 2>f.err
+"$mlcc" "$digits" -o s/libd.a --tune-db stale.jsonl -v 2>s.err
+if grep -q "tune-db 1 entries for another target or compiler version skipped" f.err; then
+  ok "foreign entry: $(grep 'another target' f.err)"
+else
+  fail "foreign entry"; head -3 f.err
+fi
+if grep -q "tune-db entry skipped, its plan plan{tile=99x99 lanes=16} is not one this compiler offers" s.err; then
+  ok "stale entry: $(grep 'entry skipped' s.err | cut -c1-120)..."
+else
+  fail "stale entry"; head -3 s.err
+fi
+# With every entry foreign, the output is the untuned compile's.
+sed 's/"compiler": "[^"]*"/"compiler": "0.0.0-other"/' db.jsonl >old.jsonl
+mkdir o
+"$mlcc" "$digits" -o o/libd.a --tune-db old.jsonl 2>/dev/null
+if cmp -s o/libd.a plain/libd.a; then
+  ok "entries of another compiler version: the untuned output"
+else
+  fail "entries of another compiler version change the output"
+fi
+
+# Bad input: one line, the status, no output file (not even the database).
+expect() {
+  local name=$1 want=$2 phrase=$3
+  shift 4
+  rm -rf out && mkdir out
+  "$mlcc" "$@" 2>err >/dev/null
+  local got=$? problem=""
+  [[ $got -eq $want ]] || problem+=" exit status $got (want $want);"
+  [[ $(wc -l <err) -eq 1 ]] || problem+=" $(wc -l <err) lines on stderr;"
+  grep -qF -- "$phrase" err || problem+=" message lacks '$phrase';"
+  [[ -z $(ls -A out) ]] || problem+=" left files: $(ls -A out);"
+  if [[ -n $problem ]]; then
+    fail "$name:$problem"; head -3 err
+  else
+    ok "$name: $(cat err)"
+  fi
+}
+{ head -n 1 db.jsonl; echo '{"signature": "Conv", "target": '; } >out-corrupt.jsonl
+expect corrupt-db 1 "out-corrupt.jsonl:2: not a tuning entry" -- \
+  "$digits" -o out/libd.a --tune-db "$work/out-corrupt.jsonl"
+cp out-corrupt.jsonl corrupt.jsonl
+expect corrupt-db-tune 1 "corrupt.jsonl:2: not a tuning entry" -- \
+  "$digits" -o out/libd.a --tune --tune-db "$work/corrupt.jsonl"
+cmp -s corrupt.jsonl out-corrupt.jsonl || fail "a failed --tune rewrote its database"
+expect budget-alone 2 "--tune-budget needs --tune" -- \
+  "$digits" -o out/libd.a --tune-budget 5
+expect budget-syntax 2 "--tune-budget 'soon': expected seconds (60s) or candidates per kernel (8)" -- \
+  "$digits" -o out/libd.a --tune --tune-budget soon
+expect tune-cross 3 "--tune measures on this machine, which does not run code for --target cortex-m4" -- \
+  "$digits" -o out/libd.a --tune --target cortex-m4
+expect tune-graph 2 "--emit graph stops before the kernels are planned" -- \
+  "$digits" -o out/g.txt --emit graph --tune-db "$work/db.jsonl"
+
+# A budget of one candidate per kernel: the default plans only.
+mkdir one
+if "$mlcc" "$digits" -o one/libd.a --tune --tune-budget 1 --tune-db one.jsonl 2>one.err &&
+   grep -q "1 rounds" one.err && cmp -s one/libd.a plain/libd.a; then
+  ok "--tune-budget 1: one round, the default plans"
+else
+  fail "--tune-budget 1"; cat one.err
+fi
+
+if [[ $failures -ne 0 ]]; then
+  echo "tune: $failures case(s) failed"
+  exit 1
+fi
+echo "tune: all cases passed"
