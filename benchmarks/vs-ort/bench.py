@@ -3,6 +3,7 @@
 
   bench.py --work DIR --models a,b --threads 1,2 --rounds R --iters N
            --peak PEAK_BINARY [--mlcc-label TEXT] [--ort-version V] [--target-ms MS]
+           [--tune [--tune-budget B]]
 
 For every model DIR/models/NAME (model.onnx, input.bin, input.shape,
 flops.json, mlcc/harness, mlcc/status, mlcc/calls, mlcc/threads) and every
@@ -13,6 +14,19 @@ takes about --target-ms per engine). The figure is the median over all
 rounds. Outputs are compared with tests/models/compare.py (max |mlcc - ort|
 <= 1e-4 * max |ort|, mlcc with T threads against ORT with T threads).
 Prints the table on stdout and the progress on stderr.
+
+--tune adds a third engine, "tuned": the harness in DIR/models/NAME/mlcc-tuned
+(mlcc --tune's library; status, calls, threads, search_s, again written by
+run), started and measured like mlcc, alternating with ORT and mlcc in the
+same rounds (the order reverses every round) and compared with ORT like mlcc.
+The table then gains tuned ms, tuned/ORT, tuned/def (tuned ms / default mlcc
+ms), search s (the tuned compile's wall seconds) and the tuned check; after
+it, per thread count, the geometric means of mlcc/ORT and ORT/mlcc, default
+and tuned, over the fp32 models where both ran (and the same over the
+NAME_qdq / NAME_int8 models on a line of their own), then per model the
+compile reading the database back (mlcc-tuned-again/compile_s against
+mlcc/compile_s, and whether its libm.a is identical: mlcc-tuned/again).
+--tune-budget only labels the table.
 """
 import argparse
 import json
@@ -120,23 +134,37 @@ def compare(mlcc_bin, ort_bin, quantized=False):
 
 
 def measure(name, d, threads, args):
-    """Returns a dict: ort_ms, mlcc_ms (None when not run), check, note."""
+    """Returns a dict: ort_ms, mlcc_ms (None when not run), check, note, and with
+    --tune tuned_ms and tuned_check."""
     res = {"ort_ms": None, "mlcc_ms": None, "check": "-", "note": ""}
     shape = read(os.path.join(d, "input.shape"))
     inp = os.path.join(d, "input.bin")
-    mdir = os.path.join(d, "mlcc")
     ort_out = os.path.join(d, f"ort{threads}.bin")
-    mlcc_out = os.path.join(d, f"mlcc{threads}.bin")
-    for p in (ort_out, mlcc_out):
+    # The mlcc engines: key, library directory, output file, harness log.
+    libs = [("mlcc", os.path.join(d, "mlcc"), os.path.join(d, f"mlcc{threads}.bin"),
+             os.path.join(d, f"harness{threads}.log"))]
+    if args.tune:
+        res.update({"tuned_ms": None, "tuned_check": "-"})
+        libs.append(("tuned", os.path.join(d, "mlcc-tuned"),
+                     os.path.join(d, f"tuned{threads}.bin"),
+                     os.path.join(d, f"harness-tuned{threads}.log")))
+    for p in [ort_out] + [out for _, _, out, _ in libs]:
         if os.path.exists(p):
             os.remove(p)
-    status = read(os.path.join(mdir, "status"), "not compiled")
-    mt = read(os.path.join(mdir, "threads"), "no")
-    run_mlcc = status == "ok" and (threads == 1 or mt == "yes")
-    if status != "ok":
-        res["note"] = f"mlcc: {status}"
-    elif not run_mlcc:
-        res["note"] = f"mlcc {threads} threads: {mt}"
+    notes = []
+    run = {}
+    for k, mdir, _, _ in libs:
+        who = "mlcc" if k == "mlcc" else "tuned"
+        status = read(os.path.join(mdir, "status"), "not compiled")
+        mt = read(os.path.join(mdir, "threads"), "no")
+        run[k] = status == "ok" and (threads == 1 or mt == "yes")
+        if status != "ok":
+            notes.append(f"{who}: {status}")
+        elif not run[k]:
+            notes.append(f"{who} {threads} threads: {mt}")
+
+    def note():
+        res["note"] = "; ".join(notes)
 
     servers = {}
     try:
@@ -147,12 +175,15 @@ def measure(name, d, threads, args):
     except (RuntimeError, OSError) as e:
         res["note"] = f"ONNX Runtime failed: {e}"
         return res
-    if run_mlcc:
+    for k, mdir, out, hlog in libs:
+        if not run[k]:
+            continue
         try:
-            servers["mlcc"] = Server([os.path.join(mdir, "harness"), str(threads), inp, "--",
-                                      mlcc_out], os.path.join(d, f"harness{threads}.log"))
+            servers[k] = Server([os.path.join(mdir, "harness"), str(threads), inp, "--", out],
+                                hlog)
         except (RuntimeError, OSError) as e:
-            res["note"] = f"mlcc harness failed: {e}"
+            notes.append(f"{'mlcc' if k == 'mlcc' else 'tuned'} harness failed: {e}")
+    note()
     samples = {k: [] for k in servers}
     iters = {}
     for k, s in servers.items():
@@ -171,13 +202,22 @@ def measure(name, d, threads, args):
             s.close()
     if samples.get("ort"):
         res["ort_ms"] = statistics.median(samples["ort"])
-    if samples.get("mlcc"):
-        res["mlcc_ms"] = statistics.median(samples["mlcc"])
-        res["check"] = compare(mlcc_out, ort_out, read(os.path.join(d, "check"), "") == "quantized")
+    quantized = read(os.path.join(d, "check"), "") == "quantized"
+    for k, _, out, _ in libs:
+        if samples.get(k):
+            res[f"{k}_ms"] = statistics.median(samples[k])
+            res["check" if k == "mlcc" else f"{k}_check"] = compare(out, ort_out, quantized)
+
+    def engine(k, label):
+        if k not in iters:
+            return f"{label} n/a"
+        check = res["check" if k == "mlcc" else f"{k}_check"]
+        return (f"{label} {fmt(res[f'{k}_ms'], '.3f')} ms ({iters[k]} x {args.rounds}) "
+                f"{check}")
+
     log(f"  {name}, {threads} thread{'s' if threads > 1 else ''}: ort "
-        f"{fmt(res['ort_ms'], '.3f')} ms ({iters['ort']} x {args.rounds}), mlcc "
-        + (f"{fmt(res['mlcc_ms'], '.3f')} ms ({iters['mlcc']} x {args.rounds}) {res['check']}"
-           if "mlcc" in iters else "n/a"))
+        f"{fmt(res['ort_ms'], '.3f')} ms ({iters['ort']} x {args.rounds}), "
+        + engine("mlcc", "mlcc") + (", " + engine("tuned", "tuned") if args.tune else ""))
     return res
 
 
@@ -207,6 +247,9 @@ def main():
     ap.add_argument("--peak", required=True)
     ap.add_argument("--mlcc-label", default="mlcc")
     ap.add_argument("--ort-version", default="?")
+    ap.add_argument("--tune", action="store_true",
+                    help="also measure DIR/models/NAME/mlcc-tuned (mlcc --tune's library)")
+    ap.add_argument("--tune-budget", default="", help="the --tune-budget it had (a label)")
     args = ap.parse_args()
     models = [m for m in args.models.split(",") if m]
     threads = [int(t) for t in args.threads.split(",") if t]
@@ -226,6 +269,12 @@ def main():
         info[m] = {"flops": fl.get("flops"), "calls": read(os.path.join(d, "mlcc", "calls"), "-"),
                    "shape": read(os.path.join(d, "input.shape")).replace(",", "x"),
                    "status": read(os.path.join(d, "mlcc", "status"), "not compiled")}
+        if args.tune:
+            info[m].update({
+                "search_s": read(os.path.join(d, "mlcc-tuned", "search_s"), ""),
+                "compile_s": read(os.path.join(d, "mlcc", "compile_s"), ""),
+                "again_s": read(os.path.join(d, "mlcc-tuned-again", "compile_s"), ""),
+                "again": read(os.path.join(d, "mlcc-tuned", "again"), "n/a (not compiled)")})
         for t in threads:
             results[m, t] = measure(m, d, t, args)
 
@@ -243,18 +292,29 @@ def main():
               "1-thread peak: other processes are using the CPUs, 2-thread figures are noisy")
     print(f"  mlcc: {args.mlcc_label}")
     print(f"  ORT: intraOpNumThreads = threads, graph optimizations all, sequential")
-    print(f"  {args.rounds} rounds alternating ORT and mlcc, "
+    print((f"  {args.rounds} rounds alternating ORT and mlcc, " if not args.tune else
+           f"  {args.rounds} rounds alternating ORT, mlcc and tuned (order reversed every round), ")
           + (f"{args.iters} inferences" if args.iters else
              f"~{args.target_ms / 1000:g} s of inferences") + " per engine per round")
     print(f"  GFLOP: 2 x MACs of Conv/Gemm/MatMul; %peak: mlcc GFLOP/s / fp32 peak at the "
           "same thread count;")
     print(f"  check: mlcc vs ORT, ok when max|mlcc-ort| <= 1e-4 max|ort| (relative error shown);"
           " calls: kernel calls (--emit kernels)")
+    if args.tune:
+        print("  tuned: mlcc --tune" + (f" --tune-budget {args.tune_budget}" if args.tune_budget
+                                          else "") + " (schedule search on this machine);"
+              " tuned/def: tuned ms / mlcc ms;")
+        print("  search s: wall seconds of the tuned compile, search included; tuned check: the"
+              " tuned library vs ORT, as check")
     if any(m.endswith(("_qdq", "_int8")) for m in models):
         print("  NAME_qdq: PyTorch's int8 QDQ export, int8 in both engines; NAME_int8: quantized by"
               " mlcc (--quantize int8),")
-        print("  ORT runs the float model (check: top-1 and max|diff| / max|ort|); neither is in"
-              " the geometric means")
+        if not args.tune:
+            print("  ORT runs the float model (check: top-1 and max|diff| / max|ort|); neither is"
+                  " in the geometric means")
+        else:
+            print("  ORT runs the float model (check: top-1 and max|diff| / max|ort|); neither is"
+                  " in the fp32 geometric means")
     print()
     print(f"{'model':<{w}}{'input':>14}{'GFLOP':>8}{'calls':>7}")
     for m in models:
@@ -262,38 +322,86 @@ def main():
         print(f"{m:<{w}}{info[m]['shape']:>14}{fmt(fl and fl / 1e9, '.3f', '?'):>8}"
               f"{info[m]['calls']:>7}")
     ratios = {}
+    both = {}  # --tune: t -> quantized? -> [(mlcc/ORT, tuned/ORT)] where both ran
     for t in threads:
         print()
         title = f"{t} thread{'s' if t > 1 else ''}"
-        print(f"{title:<{w}}{'ORT ms':>10}{'mlcc ms':>10}{'mlcc/ORT':>10}{'ORT GF/s':>10}"
-              f"{'mlcc GF/s':>11}{'%peak':>8}  check")
         ratios[t] = []
+        both[t] = {False: [], True: []}
         peak = peaks[t][0]
         notes = [results[m, t]["note"] for m in models]
         shared = notes[0] if len(models) > 1 and len(set(notes)) == 1 else ""
+        cw = max([len("check")] + [len(results[m, t]["check"]) for m in models])
+        print(f"{title:<{w}}{'ORT ms':>10}{'mlcc ms':>10}{'mlcc/ORT':>10}{'ORT GF/s':>10}"
+              f"{'mlcc GF/s':>11}{'%peak':>8}"
+              + (f"{'tuned ms':>10}{'tuned/ORT':>11}{'tuned/def':>11}{'search s':>10}"
+                 f"  {'check':<{cw}}  tuned check" if args.tune else "  check"))
         for m in models:
             r = results[m, t]
             fl = info[m]["flops"]
+            quantized = m.endswith(("_qdq", "_int8"))
             ratio = r["mlcc_ms"] / r["ort_ms"] if r["mlcc_ms"] and r["ort_ms"] else None
-            if ratio and not m.endswith(("_qdq", "_int8")):
+            if ratio and not quantized:
                 ratios[t].append(ratio)
             gf_ort = fl / r["ort_ms"] / 1e6 if fl and r["ort_ms"] else None
             gf_mlcc = fl / r["mlcc_ms"] / 1e6 if fl and r["mlcc_ms"] else None
             line = (f"{m:<{w}}{fmt(r['ort_ms'], '.3f'):>10}{fmt(r['mlcc_ms'], '.3f'):>10}"
                     f"{fmt(ratio, '.2f'):>9}{'x' if ratio else ' '}{fmt(gf_ort, '.1f'):>10}"
                     f"{fmt(gf_mlcc, '.1f'):>11}"
-                    f"{fmt(gf_mlcc and 100 * gf_mlcc / peak, '.1f'):>7}{'%' if gf_mlcc else ' '}"
-                    f"  {r['check']}")
+                    f"{fmt(gf_mlcc and 100 * gf_mlcc / peak, '.1f'):>7}{'%' if gf_mlcc else ' '}")
+            if args.tune:
+                tr = r["tuned_ms"] / r["ort_ms"] if r["tuned_ms"] and r["ort_ms"] else None
+                td = r["tuned_ms"] / r["mlcc_ms"] if r["tuned_ms"] and r["mlcc_ms"] else None
+                if ratio and tr:
+                    both[t][quantized].append((ratio, tr))
+                search = float(info[m]["search_s"]) if info[m]["search_s"] else None
+                line += (f"{fmt(r['tuned_ms'], '.3f'):>10}"
+                         f"{fmt(tr, '.2f'):>10}{'x' if tr else ' '}"
+                         f"{fmt(td, '.2f'):>10}{'x' if td else ' '}"
+                         f"{fmt(search, '.1f', '-'):>10}"
+                         f"  {r['check']:<{cw}}  {r['tuned_check']}")
+            else:
+                line += f"  {r['check']}"
             if r["note"] and not shared:
                 line += f"  ({r['note']})"
             print(line.rstrip())
         if shared:
             print(f"  ({shared})")
     print()
-    print("geometric mean of mlcc/ORT: " + ", ".join(
-        f"{t} thread{'s' if t > 1 else ''} "
-        + (f"{geomean(ratios[t]):.2f}x ({len(ratios[t])} fp32 models)" if ratios[t] else "n/a")
-        for t in threads))
+    if not args.tune:
+        print("geometric mean of mlcc/ORT: " + ", ".join(
+            f"{t} thread{'s' if t > 1 else ''} "
+            + (f"{geomean(ratios[t]):.2f}x ({len(ratios[t])} fp32 models)" if ratios[t] else "n/a")
+            for t in threads))
+        return 0  # a benchmark: mismatches and failures are in the table
+
+    # --tune: default and tuned against ORT, over the models where both ran.
+    def means(pairs, kind):
+        if not pairs:
+            return f"n/a (no {kind} model with both default and tuned times)"
+        d = geomean([a for a, _ in pairs])
+        u = geomean([b for _, b in pairs])
+        return (f"default {d:.2f}x, tuned {u:.2f}x ({len(pairs)} {kind} "
+                f"model{'s' if len(pairs) > 1 else ''}); of ORT/mlcc: default {1 / d:.2f}x, "
+                f"tuned {1 / u:.2f}x")
+
+    has_quantized = any(m.endswith(("_qdq", "_int8")) for m in models)
+    for t in threads:
+        title = f"{t} thread{'s' if t > 1 else ''}"
+        if any(not m.endswith(("_qdq", "_int8")) for m in models):
+            print(f"{title}: geometric mean of mlcc/ORT: " + means(both[t][False], "fp32"))
+        if has_quantized:
+            print(f"{title}: geometric mean of mlcc/ORT: " + means(both[t][True], "QDQ/int8"))
+    print()
+    for m in models:
+        a = float(info[m]["compile_s"]) if info[m]["compile_s"] else None
+        b = float(info[m]["again_s"]) if info[m]["again_s"] else None
+        again = info[m]["again"]
+        if again in ("identical", "differs") and b is not None:
+            print(f"{m}: compile default {fmt(a, '.1f', '?')} s, with the database {b:.1f} s"
+                  f" ({fmt(a and b / a, '.2f', '?')}x), output {again}")
+        else:
+            print(f"{m}: compile default {fmt(a, '.1f', '?')} s, with the database: {again}")
     return 0  # a benchmark: mismatches and failures are in the table
 
 

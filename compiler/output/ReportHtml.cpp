@@ -206,9 +206,14 @@ std::string reportHtml(const ModelReport &r, const ReportContext &c) {
        "of the largest call's operations.</p>\n";
   h += graphSvg(r);
 
+  // Schedule search's measures (--tune, --tune-db), where the compile had them.
+  const bool tuned = std::any_of(r.Calls.begin(), r.Calls.end(),
+                                 [](const KernelCallReport &k) { return !k.TuneMeasure.empty(); });
   h += "<h2>Kernels</h2>\n<table id=\"kernels\">\n<tr><th>call</th><th class=\"l\">kernel</th>"
-       "<th>code B</th><th>weights B</th><th>ops</th><th>arena live B</th>"
-       "<th class=\"l\">ONNX nodes</th></tr>\n";
+       "<th>code B</th><th>weights B</th><th>ops</th><th>arena live B</th>";
+  if (tuned)
+    h += "<th>default ns</th><th>tuned ns</th><th class=\"l\">default plan</th>";
+  h += "<th class=\"l\">ONNX nodes</th></tr>\n";
   for (size_t i = 0; i < r.Calls.size(); ++i) {
     const KernelCallReport &k = r.Calls[i];
     std::string code = !r.HasObject ? "-"
@@ -216,8 +221,15 @@ std::string reportHtml(const ModelReport &r, const ReportContext &c) {
                                                : std::to_string(k.CodeBytes);
     h += "<tr><td>" + std::to_string(i) + "</td><td class=\"l\">" + html(k.Kernel) + "</td><td>" +
          code + "</td><td>" + std::to_string(k.WeightBytes) + "</td><td>" +
-         std::to_string(k.Ops) + "</td><td>" + std::to_string(k.ArenaLiveBytes) +
-         "</td><td class=\"l\">" + html(nodesText(k)) + "</td></tr>\n";
+         std::to_string(k.Ops) + "</td><td>" + std::to_string(k.ArenaLiveBytes) + "</td>";
+    if (tuned)
+      h += k.TuneMeasure.empty()
+               ? std::string("<td>-</td><td>-</td><td class=\"l\"></td>")
+               : "<td>" + std::to_string((int64_t)k.TuneDefault) + "</td><td>" +
+                     std::to_string((int64_t)k.TuneTuned) + "</td><td class=\"l\">" +
+                     html(k.TuneDefaultPlan == k.Plan ? "(this one)" : k.TuneDefaultPlan) +
+                     "</td>";
+    h += "<td class=\"l\">" + html(nodesText(k)) + "</td></tr>\n";
   }
   h += "</table>\n";
 

@@ -326,6 +326,7 @@ void PlanTuner::search(const PipelineOptions &base) {
     changedSlots += best[s] != 0;
   }
   std::vector<double> confirmDefault(slots.size(), NAN), confirmBest(slots.size(), NAN);
+  double modelDefault = NAN, modelTuned = NAN;
   if (changedSlots > 0) {
     Status.step("tune: confirming " + std::to_string(changedSlots) + " kernels' choices");
     round = SIZE_MAX;
@@ -336,10 +337,21 @@ void PlanTuner::search(const PipelineOptions &base) {
       fail(ErrorKind::Internal) << "internal error: --tune: the chosen plans change the model's "
                                    "outputs (" << where << ")";
     std::vector<std::vector<double>> a(slots.size()), b(slots.size());
+    std::vector<double> totalA, totalB;
+    auto total = [](const std::vector<double> &ns) {
+      double t = 0;
+      for (double x : ns)
+        t += x;
+      return t;
+    };
     first->runOnce();
     for (int k = 0; k < repeats; ++k) {
-      std::vector<double> ta = perSlot(first->program(), first->timed(), slotOfNode, slots.size());
-      std::vector<double> tb = perSlot(tuned.program(), tuned.timed(), slotOfNode, slots.size());
+      const std::vector<double> &na = first->timed();
+      totalA.push_back(total(na));
+      std::vector<double> ta = perSlot(first->program(), na, slotOfNode, slots.size());
+      const std::vector<double> &nb = tuned.timed();
+      totalB.push_back(total(nb));
+      std::vector<double> tb = perSlot(tuned.program(), nb, slotOfNode, slots.size());
       for (size_t s = 0; s < slots.size(); ++s) {
         if (!std::isnan(ta[s]))
           a[s].push_back(ta[s]);
@@ -350,6 +362,18 @@ void PlanTuner::search(const PipelineOptions &base) {
     for (size_t s = 0; s < slots.size(); ++s) {
       confirmDefault[s] = median(a[s]);
       confirmBest[s] = median(b[s]);
+    }
+    // The whole model as well: where the chosen plans together are not
+    // faster (a plan that slows the calls around it), none is kept.
+    modelDefault = median(totalA);
+    modelTuned = median(totalB);
+    if (modelTuned > modelDefault) {
+      std::fprintf(stderr,
+                   "mlcc: tune: the chosen plans together take %.0f ns a run against the "
+                   "defaults' %.0f ns; the default plans are kept\n",
+                   modelTuned, modelDefault);
+      std::fill(confirmBest.begin(), confirmBest.end(), NAN);
+      modelTuned = modelDefault;
     }
   }
   size_t kept = 0;
@@ -382,9 +406,13 @@ void PlanTuner::search(const PipelineOptions &base) {
   }
   std::fprintf(stderr,
                "mlcc: tune  %zu kernels of %zu signatures, %zu rounds in %.1f s: %zu tuned plans "
-               "kept, %zu within the noise margin left at the default\n",
+               "kept, %zu within the noise margin left at the default",
                slotOfNode.size(), slots.size(), measuredRounds, elapsed(), kept,
                changedSlots - kept);
+  if (!std::isnan(modelDefault))
+    std::fprintf(stderr, "; the kernel calls %.3f ms a run with the default plans, %.3f ms tuned",
+                 modelDefault / 1e6, kept ? modelTuned / 1e6 : modelDefault / 1e6);
+  std::fprintf(stderr, "\n");
 }
 
 passes::PlanChooser PlanTuner::chooser() {
