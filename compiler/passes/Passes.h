@@ -83,8 +83,11 @@ bool planKernels(ir::Graph &g, const TargetDesc &target, bool gpu, bool integerR
 /// the other forms and register tiles the target allows (f32 contractions:
 /// Winograd or direct, pixels or rows as the tile's rows, the tiles the
 /// cost model ranks first for each; int8 convolutions on dot products:
-/// their tiles). Every one computes the same values (integer kernels
-/// exactly; f32 ones in another order of the sums).
+/// their tiles; integer tiles of scalars on a target without vectors;
+/// recurrent cells: the gate rows summed in registers at once; f32
+/// depthwise convolutions: the stack plane bound and the grid's rounding).
+/// Every one computes the same values (integer kernels exactly; f32 ones
+/// in another order of the sums).
 std::vector<ir::KernelPlan> planCandidates(const ir::Node &n, const TargetDesc &target, bool gpu,
                                            bool integerRequant = false);
 /// The plan of one node (shapes inferred); empty: the op's own loop nest.

@@ -420,6 +420,15 @@ bool byteDotPointwise(const ir::Node &n, const ops::IntegerOperands &o, const Ta
          w[1] <= p.Depthwise->MaxElements;
 }
 
+/// Whether a windowed dense convolution in pairs stages its input as pair
+/// words on the stack (within the plane bound: the lowering checks the
+/// image or the band of rows; see KernelPlan::WindowPairs): its plan in
+/// pairs, not staged pointwise, with a stack plane.
+bool windowPairs(const ir::Node &n, const ops::IntegerOperands &o, const ir::KernelPlan &p) {
+  return p.Pairs && !p.StagedPairs && p.Depthwise && o.Conv && n.attrInt("group", 1) == 1 &&
+         !pointwiseConv(n, n.inShape(o.W));
+}
+
 /// Whether a pointwise convolution in pairs stages its input pairs (the
 /// plan's StagedPairs): every kernel extent and stride 1, no padding, and
 /// the pairs of a tile of pixels (two int32 per channel quad and pixel)
@@ -435,6 +444,33 @@ bool stagedPairs(const ir::Node &n, const ops::IntegerOperands &o,
   return quads * 2 * tile.Vectors * tile.Lanes * 4 <= t.StackBytes / 4;
 }
 
+/// The scalar int32 tile problem of an integer node on a target without
+/// vectors: a matrix product's rows of A x columns of B; a convolution's
+/// output channels per group x its flattened pixels (pointwise) or each
+/// output row (windowed: a tile past a row's end is wasted).
+std::optional<TileProblem> scalarIntProblem(const ir::Node &n, const ops::IntegerOperands &o,
+                                            MacKind mac) {
+  if (!n.Outputs[0])
+    return std::nullopt;
+  const Shape &y = n.Outputs[0]->Type.Dims;
+  if (!o.Conv) {
+    if (y.size() != 2 || !n.hasInput(o.W) || n.inShape(o.W).size() != 2)
+      return std::nullopt;
+    const Shape &w = n.inShape(o.W);
+    return TileProblem{mac, y[0], y[1], o.TransposedW ? w[1] : w[0]};
+  }
+  const Shape &w = n.inShape(o.W);
+  if (w.size() < 3)
+    return std::nullopt;
+  int64_t groups = n.attrInt("group", 1), outputs = 1;
+  for (size_t d = 2; d < y.size(); ++d)
+    outputs *= y[d];
+  if (!pointwiseConv(n, w) && y.size() > 2)
+    outputs = y.back();
+  return TileProblem{mac, std::max<int64_t>(w[0] / groups, 1), std::max<int64_t>(outputs, 1),
+                     numElements(w) / std::max<int64_t>(w[0], 1)};
+}
+
 /// The int32 register tile of an integer convolution's pointwise and
 /// windowed paths: on a vector target 4 output channels x 16 outputs (or
 /// the i32 lanes if more: one AVX-512 vector, two AVX2 or four NEON ones),
@@ -448,18 +484,15 @@ std::optional<ir::KernelPlan::IntTile> intTile(const ir::Node &n, const ops::Int
   const bool vectors = t.VectorBytes > 0;
   const MacKind mac = paired ? MacKind::IntPair : MacKind::IntScalar;
   if (!o.Conv) {
-    // A matrix product: rows of A x columns of B, on a target without
-    // vectors (with vectors, its own loop nest vectorizes).
-    if (vectors || gpu || !n.Outputs[0] || n.Outputs[0]->Type.Dims.size() != 2 || !n.hasInput(o.W) ||
-        n.inShape(o.W).size() != 2)
+    // With vectors, a matrix product's own loop nest vectorizes.
+    std::optional<TileProblem> p = vectors || gpu ? std::nullopt : scalarIntProblem(n, o, mac);
+    if (!p)
       return std::nullopt;
-    const Shape &y = n.Outputs[0]->Type.Dims;
-    const Shape &w = n.inShape(o.W);
-    int64_t k = o.TransposedW ? w[1] : w[0];
-    TileChoice c = schedule::chooseTile(t, TileProblem{mac, y[0], y[1], k});
+    TileChoice c = schedule::chooseTile(t, *p);
     return ir::KernelPlan::IntTile{c.Rows, 1, c.Vectors, 1};
   }
-  if (vectors || !n.Outputs[0] || n.inShape(o.W).size() < 3) {
+  std::optional<TileProblem> p = vectors ? std::nullopt : scalarIntProblem(n, o, mac);
+  if (!p) {
     // Halve the outputs while the accumulators (rows x vectors), a vector
     // of inputs per vector and one spare outgrow the vector registers
     // (Helium's 8: 4 x 16 outputs took 16 accumulators and spilled, digits
@@ -471,17 +504,7 @@ std::optional<ir::KernelPlan::IntTile> intTile(const ir::Node &n, const ops::Int
       outputs /= 2;
     return ir::KernelPlan::IntTile{kIntTileRows, 1, outputs, 1};
   }
-  const Shape &w = n.inShape(o.W), &y = n.Outputs[0]->Type.Dims;
-  int64_t groups = n.attrInt("group", 1), outputs = 1;
-  for (size_t d = 2; d < y.size(); ++d)
-    outputs *= y[d];
-  // A pointwise convolution tiles its flattened pixels; a windowed one
-  // tiles each output row (a tile past a row's end is wasted).
-  if (!pointwiseConv(n, w) && y.size() > 2)
-    outputs = y.back();
-  TileChoice c = schedule::chooseTile(
-      t, TileProblem{mac, std::max<int64_t>(w[0] / groups, 1),
-                     std::max<int64_t>(outputs, 1), numElements(w) / std::max<int64_t>(w[0], 1)});
+  TileChoice c = schedule::chooseTile(t, *p);
   return ir::KernelPlan::IntTile{c.Rows, 1, c.Vectors, 1};
 }
 
@@ -526,8 +549,7 @@ ir::KernelPlan planKernel(const ir::Node &n, const TargetDesc &t, bool gpu, bool
     // A windowed dense convolution in pairs stages its input as pair words
     // on the stack (within the plane bound: the lowering checks the image
     // or the band of rows; see KernelPlan::WindowPairs).
-    p.WindowPairs = p.Pairs && !p.StagedPairs && p.Depthwise && io->Conv &&
-                    n.attrInt("group", 1) == 1 && !pointwiseConv(n, n.inShape(io->W));
+    p.WindowPairs = windowPairs(n, *io, p);
     p.ByteDot = p.ByteDot || (!gpu && byteDotPointwise(n, *io, t, p));
     // A convolution's tiles on the flattened grid stage their outputs in at
     // most a quarter of the kernel stack, and only in what a staged input
@@ -664,6 +686,29 @@ std::vector<ir::KernelPlan> dotAlternatives(const ir::Node &n, const TargetDesc 
   return out;
 }
 
+/// The scalar int32 tiles of `n`'s plan `d` besides its own (an integer
+/// convolution or matrix product on a target without vectors: a
+/// microcontroller), the kTilesPerForm the model ranks first, with the
+/// choices that depend on the tile made again.
+std::vector<ir::KernelPlan> intAlternatives(const ir::Node &n, const TargetDesc &t,
+                                            const ir::KernelPlan &d) {
+  std::vector<ir::KernelPlan> out;
+  std::optional<ops::IntegerOperands> o = ops::integerOperands(n);
+  std::optional<TileProblem> problem;
+  if (o && d.Int && t.VectorBytes == 0)
+    problem = scalarIntProblem(n, *o, d.Pairs ? MacKind::IntPair : MacKind::IntScalar);
+  if (!problem)
+    return out;
+  for (const TileChoice &tile : schedule::rankTiles(t, *problem, kTilesPerForm)) {
+    ir::KernelPlan p = d;
+    p.Int = ir::KernelPlan::IntTile{tile.Rows, 1, tile.Vectors, 1};
+    p.StagedPairs = p.Pairs && stagedPairs(n, *o, *p.Int, t);
+    p.WindowPairs = windowPairs(n, *o, p);
+    out.push_back(p);
+  }
+  return out;
+}
+
 } // namespace
 
 std::vector<ir::KernelPlan> planCandidates(const ir::Node &n, const TargetDesc &t, bool gpu,
@@ -677,6 +722,27 @@ std::vector<ir::KernelPlan> planCandidates(const ir::Node &n, const TargetDesc &
     more = floatAlternatives(n, t);
   else if (d.Dot4Lanes || d.Taps)
     more = dotAlternatives(n, t, d);
+  else if (d.Int && t.VectorBytes == 0)
+    more = intAlternatives(n, t, d);
+  // A recurrent step's gate rows in registers: half, a quarter, twice as
+  // many rows at once, or none (the sums in the scratch buffer).
+  if (d.GateRows && d.GateBlock > 0)
+    for (int64_t rows : {int64_t{0}, d.GateBlock / 2, d.GateBlock / 4, d.GateBlock * 2})
+      if (rows == 0 || rows >= 2) {
+        ir::KernelPlan p = d;
+        p.GateBlock = rows;
+        more.push_back(p);
+      }
+  // An f32 depthwise convolution: a quarter of the plane bound or no plane
+  // on the stack (windows clipped at the border), the grid rounded to twice
+  // as many elements.
+  if (d.Depthwise && !d.Int && depthwiseF32(n))
+    for (int64_t plane : {d.Depthwise->MaxElements, d.Depthwise->MaxElements / 4, int64_t{0}})
+      for (int64_t round : {d.Depthwise->GridRound, 2 * d.Depthwise->GridRound}) {
+        ir::KernelPlan p = d;
+        p.Depthwise = ir::KernelPlan::Plane{plane, round};
+        more.push_back(p);
+      }
   for (ir::KernelPlan &p : more)
     if (std::find(out.begin(), out.end(), p) == out.end())
       out.push_back(std::move(p));

@@ -107,8 +107,8 @@ expect budget-alone 2 "--tune-budget needs --tune" -- \
   "$digits" -o out/libd.a --tune-budget 5
 expect budget-syntax 2 "--tune-budget 'soon': expected seconds (60s) or candidates per kernel (8)" -- \
   "$digits" -o out/libd.a --tune --tune-budget soon
-expect tune-cross 3 "--tune measures on this machine, which does not run code for --target cortex-m4" -- \
-  "$digits" -o out/libd.a --tune --target cortex-m4
+expect tune-cross 3 "not for --target aarch64-linux (aarch64-unknown-linux-gnu" -- \
+  "$digits" -o out/libd.a --tune --target aarch64-linux
 expect tune-graph 2 "--emit graph stops before the kernels are planned" -- \
   "$digits" -o out/g.txt --emit graph --tune-db "$work/db.jsonl"
 
@@ -119,6 +119,24 @@ if "$mlcc" "$digits" -o one/libd.a --tune --tune-budget 1 --tune-db one.jsonl 2>
   ok "--tune-budget 1: one round, the default plans"
 else
   fail "--tune-budget 1"; cat one.err
+fi
+
+# The instruction-count search on a Cortex-M4 (firmware under QEMU with
+# -icount shift=0): every entry counts instructions, and a second search
+# writes the same database (deterministic: no seed, no noise).
+if command -v qemu-system-arm >/dev/null && command -v arm-none-eabi-gcc >/dev/null; then
+  mkdir m4a m4b
+  if "$mlcc" "$digits" --target cortex-m4 -o m4a/libd.a --tune --tune-db m4a.jsonl 2>m4a.err &&
+     "$mlcc" "$digits" --target cortex-m4 -o m4b/libd.a --tune --tune-db m4b.jsonl 2>m4b.err &&
+     [[ $(grep -c '"measure": "qemu-instructions"' m4a.jsonl) -ge 2 ]] &&
+     ! grep -q '"measure": "host-ns"' m4a.jsonl && cmp -s m4a.jsonl m4b.jsonl &&
+     cmp -s m4a/libd.a m4b/libd.a; then
+    ok "cortex-m4 search: $(grep '^mlcc: tune ' m4a.err | cut -c1-160); the same database twice"
+  else
+    fail "cortex-m4 search"; cat m4a.err m4b.err | head -5; diff m4a.jsonl m4b.jsonl | head -4
+  fi
+else
+  echo "skip cortex-m4 search: qemu-system-arm or arm-none-eabi-gcc is not installed"
 fi
 
 if [[ $failures -ne 0 ]]; then

@@ -1092,6 +1092,22 @@ TEST_CASE("a GRU with constant weights (gate rows summed in blocks of registers)
     std::vector<float> got = compileAndRun(m.SerializeAsString(), target, x, &text);
     INFO("linear_before_reset " << lbr << "\n" << text.substr(0, 1500));
     CHECK(text.find("alloc acc: f32[32]") != std::string::npos);
+    // Every candidate of schedule search (gate blocks of 16, 8, 64 rows or
+    // none), appended to the results checked below.
+    std::vector<std::string> plans;
+    compileAndRun(m.SerializeAsString(), target, x, nullptr,
+                  [&](const ir::Node &, const std::vector<ir::KernelPlan> &c) {
+                    for (const ir::KernelPlan &p : c)
+                      plans.push_back(p.str());
+                    return size_t{0};
+                  });
+    CHECK(plans.size() == 5);
+    std::vector<std::vector<float>> runs{got};
+    for (size_t i = 1; i < plans.size(); ++i)
+      runs.push_back(compileAndRun(m.SerializeAsString(), target, x, nullptr,
+                                   [&](const ir::Node &, const std::vector<ir::KernelPlan> &) {
+                                     return i;
+                                   }));
     // The definition (ONNX gate order z, r, h), in double.
     auto sigmoid = [](double v) { return 1.0 / (1.0 + std::exp(-v)); };
     auto W = [&](int64_t row, int64_t i) { return (double)w[(size_t)(row * I + i)]; };
@@ -1127,10 +1143,11 @@ TEST_CASE("a GRU with constant weights (gate rows summed in blocks of registers)
         for (int64_t j = 0; j < H; ++j)
           h[(size_t)j] = (1 - z[(size_t)j]) * nh[(size_t)j] + z[(size_t)j] * h[(size_t)j];
       }
-      for (int64_t j = 0; j < H; ++j) {
-        INFO("batch " << b << ", unit " << j);
-        CHECK(std::fabs(got[(size_t)(b * H + j)] - h[(size_t)j]) <= 1e-5);
-      }
+      for (size_t run = 0; run < runs.size(); ++run)
+        for (int64_t j = 0; j < H; ++j) {
+          INFO("batch " << b << ", unit " << j << ", plan " << (run ? plans[run] : "default"));
+          CHECK(std::fabs(runs[run][(size_t)(b * H + j)] - h[(size_t)j]) <= 1e-5);
+        }
     }
   }
 }
@@ -1327,6 +1344,15 @@ TEST_CASE("every candidate plan of schedule search computes the definition", "[t
         everyCandidate(model, {1, 24, 9, 9}, t, referenceConv({1, 24, 9, 9}, 40, 1, 0, 1, 1), 24);
     CHECK(countWith(plans, "pixel_columns") > 0);
     CHECK(countWith(plans, "pixel_columns") < plans.size());
+  }
+  SECTION("a depthwise convolution: stack planes and grid roundings") {
+    std::string model =
+        oneNodeModel("Conv", {1, 6, 9, 9}, {6, 1, 5, 5}, {6}, {1, 6, 5, 5},
+                     {{"kernel_shape", 5}, {"pads", 2}, {"strides", 2}, {"group", 6}});
+    std::vector<std::string> plans = everyCandidate(
+        model, {1, 6, 9, 9}, t, referenceConv({1, 6, 9, 9}, 6, 5, 2, 2, 6), 25);
+    CHECK(plans.size() == 6);
+    CHECK(countWith(plans, "plane<=0 ") == 2);
   }
   SECTION("a strided convolution with cache blocks") {
     // 20 x 3x3 = 180 reduction steps over a small L1: blocked tiles.

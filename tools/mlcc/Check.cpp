@@ -305,41 +305,7 @@ void crossTools(const CheckOptions &o, const llvmgen::TargetSpec &t,
                 std::vector<std::string> &cc, std::vector<std::string> &run) {
   cc = words(o.Cc);
   run = words(o.Run);
-  if (!cc.empty() && !run.empty())
-    return;
-  std::vector<std::string> dcc, drun;
-  const std::string &tr = t.Triple;
-  if (tr.rfind("aarch64", 0) == 0 && tr.find("linux") != std::string::npos) {
-    dcc = {"aarch64-linux-gnu-gcc", "-O1"};
-    drun = {"qemu-aarch64", "-L", "/usr/aarch64-linux-gnu"};
-  } else if (tr.rfind("riscv64", 0) == 0 && tr.find("linux") != std::string::npos) {
-    dcc = {"riscv64-linux-gnu-gcc", "-O1"};
-    drun = {"qemu-riscv64", "-cpu", "rv64,v=true", "-L", "/usr/riscv64-linux-gnu"};
-  } else if (t.Name == "cortex-m4" || t.Name == "cortex-m7") {
-    std::string fw = firmwareDir();
-    if (fw.empty())
-      fail(ErrorKind::Usage) << "mlcc check --target " << t.Name
-                             << ": the firmware startup code (examples/cmake/firmware) is not "
-                                "next to mlcc; give --cc and --run";
-    bool m4 = t.Name == "cortex-m4";
-    dcc = {"arm-none-eabi-gcc", "-O1", "-mcpu=" + t.Name, "-mthumb", "-mfloat-abi=hard",
-           m4 ? "-mfpu=fpv4-sp-d16" : "-mfpu=fpv5-d16", "--specs=rdimon.specs",
-           fw + "/cortex-m-startup.c", "-T", fw + "/arm-mps.ld", "-Wl,--gc-sections",
-           "-Wl,--no-warn-rwx-segments"};
-    drun = {"qemu-system-arm", "-M", m4 ? "mps2-an386" : "mps2-an500", "-nographic",
-            "-monitor", "none", "-serial", "none", "-semihosting-config",
-            "enable=on,target=native", "-kernel"};
-  } else if (cc.empty() || run.empty()) {
-    fail(ErrorKind::Usage) << "mlcc check --target " << t.Name
-                           << (t.Cpu.empty() ? "" : " (CPU " + t.Cpu + ")")
-                           << ": no built-in way to run this code here (it may use "
-                              "instructions this machine lacks); give --cc 'COMPILER FLAGS' "
-                              "(links a C program) and --run 'COMMAND' (runs it, e.g. under QEMU)";
-  }
-  if (cc.empty())
-    cc = dcc;
-  if (run.empty())
-    run = drun;
+  crossCommands(t, "mlcc check", cc, run);
 }
 
 /// The C harness: runs the model once on inputs.bin and writes every
@@ -482,6 +448,46 @@ bool runsInProcess(const llvmgen::TargetSpec &t) {
   }
 #endif
   return false;
+}
+
+void crossCommands(const llvmgen::TargetSpec &t, const std::string &who,
+                   std::vector<std::string> &cc, std::vector<std::string> &run) {
+  if (!cc.empty() && !run.empty())
+    return;
+  std::vector<std::string> dcc, drun;
+  const std::string &tr = t.Triple;
+  if (tr.rfind("aarch64", 0) == 0 && tr.find("linux") != std::string::npos) {
+    dcc = {"aarch64-linux-gnu-gcc", "-O1"};
+    drun = {"qemu-aarch64", "-L", "/usr/aarch64-linux-gnu"};
+  } else if (tr.rfind("riscv64", 0) == 0 && tr.find("linux") != std::string::npos) {
+    dcc = {"riscv64-linux-gnu-gcc", "-O1"};
+    drun = {"qemu-riscv64", "-cpu", "rv64,v=true", "-L", "/usr/riscv64-linux-gnu"};
+  } else if (t.Name == "cortex-m4" || t.Name == "cortex-m7") {
+    std::string fw = firmwareDir();
+    if (fw.empty())
+      fail(ErrorKind::Usage) << who << " --target " << t.Name
+                             << ": the firmware startup code (examples/cmake/firmware, or "
+                                "share/mlcc/firmware where mlcc is installed) is not next to mlcc"
+                             << (who == "mlcc check" ? "; give --cc and --run" : "");
+    bool m4 = t.Name == "cortex-m4";
+    dcc = {"arm-none-eabi-gcc", "-O1", "-mcpu=" + t.Name, "-mthumb", "-mfloat-abi=hard",
+           m4 ? "-mfpu=fpv4-sp-d16" : "-mfpu=fpv5-d16", "--specs=rdimon.specs",
+           fw + "/cortex-m-startup.c", "-T", fw + "/arm-mps.ld", "-Wl,--gc-sections",
+           "-Wl,--no-warn-rwx-segments"};
+    drun = {"qemu-system-arm", "-M", m4 ? "mps2-an386" : "mps2-an500", "-nographic",
+            "-monitor", "none", "-serial", "none", "-semihosting-config",
+            "enable=on,target=native", "-kernel"};
+  } else if (cc.empty() || run.empty()) {
+    fail(ErrorKind::Usage) << who << " --target " << t.Name
+                           << (t.Cpu.empty() ? "" : " (CPU " + t.Cpu + ")")
+                           << ": no built-in way to run this code here (it may use "
+                              "instructions this machine lacks); give --cc 'COMPILER FLAGS' "
+                              "(links a C program) and --run 'COMMAND' (runs it, e.g. under QEMU)";
+  }
+  if (cc.empty())
+    cc = dcc;
+  if (run.empty())
+    run = drun;
 }
 
 namespace {

@@ -68,6 +68,16 @@ std::unique_ptr<ir::Graph> loadGraph(const DriverOptions &o);
 /// CPU lacks cannot crash mlcc.
 bool runsInProcess(const llvmgen::TargetSpec &t);
 
+/// How a program for `t` is built and run where this machine does not run
+/// its code: the C compiler command that links a harness with the model's
+/// object (a cross gcc; for Cortex-M4/M7, arm-none-eabi-gcc with newlib's
+/// semihosting and the firmware startup code and linker script) and the
+/// command that runs it (qemu-user; qemu-system-arm on the MPS2 boards).
+/// `cc` and `run` given (mlcc check --cc/--run) are kept; a Usage error
+/// that starts with `who` when there is no way.
+void crossCommands(const llvmgen::TargetSpec &t, const std::string &who,
+                   std::vector<std::string> &cc, std::vector<std::string> &run);
+
 /// The exit status of an error of this kind (mlcc --help lists them).
 int exitStatus(ErrorKind kind);
 

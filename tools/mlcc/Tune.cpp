@@ -3,6 +3,8 @@
 
 #include "compiler/output/Header.h"
 #include "compiler/support/Error.h"
+#include "compiler/support/Process.h"
+#include "compiler/support/Files.h"
 #include "targets/llvm/HostJit.h"
 
 #include <algorithm>
@@ -13,6 +15,7 @@
 #include <memory>
 #include <random>
 #include <set>
+#include <sstream>
 
 namespace mlcc {
 
@@ -95,24 +98,43 @@ bool sameOutputs(const kir::Program &p, const std::vector<std::vector<uint8_t>> 
   return true;
 }
 
-/// A compiled round: the model in the JIT, timed call by call.
-class Runner {
+/// A compiled round: the model loaded where it runs, measured call by call.
+class Round {
 public:
-  Runner(kir::Program program, const llvmgen::TargetSpec &target,
-         const llvmgen::CodegenOptions &cg, const std::vector<std::vector<uint8_t>> &inputs)
-      : P(std::move(program)), Model(P, target, cg) {
-    for (auto &b : inputs)
-      In.push_back(b.data());
+  virtual ~Round() = default;
+  const kir::Program &program() const { return P; }
+  /// The outputs of the model on the tuning inputs.
+  const std::vector<std::vector<uint8_t>> &outputs() const { return Out; }
+  /// One measure of every call.
+  virtual std::vector<double> measure() = 0;
+  /// Runs the model once unmeasured (caches, branch predictors).
+  virtual void warm() {}
+
+protected:
+  explicit Round(kir::Program p) : P(std::move(p)) {
     for (auto &o : P.Outputs)
       Out.emplace_back((size_t)std::max<int64_t>(o.bytes(), 1));
+  }
+  kir::Program P;
+  std::vector<std::vector<uint8_t>> Out;
+};
+
+/// The host: the model in the JIT, each call timed through the hook.
+class HostRound : public Round {
+public:
+  HostRound(kir::Program program, const llvmgen::TargetSpec &target,
+            const llvmgen::CodegenOptions &cg, const std::vector<std::vector<uint8_t>> &inputs)
+      : Round(std::move(program)), Model(P, target, cg) {
+    for (auto &b : inputs)
+      In.push_back(b.data());
     for (auto &b : Out)
       OutPtrs.push_back(b.data());
     Start.resize(P.Calls.size());
     Ns.resize(P.Calls.size());
+    warm();
   }
 
-  const kir::Program &program() const { return P; }
-  const std::vector<std::vector<uint8_t>> &outputs() const { return Out; }
+  void warm() override { Model.run(In, OutPtrs); }
 
   /// Seconds one plain run takes.
   double runOnce() {
@@ -122,15 +144,15 @@ public:
   }
 
   /// One run timed call by call: nanoseconds per call.
-  const std::vector<double> &timed() {
+  std::vector<double> measure() override {
     std::fill(Ns.begin(), Ns.end(), 0.0);
-    Model.runWithHook(In, OutPtrs, &Runner::hook, this);
+    Model.runWithHook(In, OutPtrs, &HostRound::hook, this);
     return Ns;
   }
 
 private:
   static void hook(void *context, int32_t call, const char *, int32_t phase) {
-    auto *r = static_cast<Runner *>(context);
+    auto *r = static_cast<HostRound *>(context);
     auto now = Clock::now();
     if (phase == 0)
       r->Start[(size_t)call] = now;
@@ -139,14 +161,150 @@ private:
                                  .count();
   }
 
-  kir::Program P;
   llvmgen::HostModel Model;
   std::vector<const void *> In;
-  std::vector<std::vector<uint8_t>> Out;
   std::vector<void *> OutPtrs;
   std::vector<Clock::time_point> Start;
   std::vector<double> Ns;
 };
+
+/// Hooked runs a firmware round averages (SysTick counts in ticks of 40
+/// instructions: over 4 runs, a call's count is within 10).
+constexpr int kFirmwareRuns = 4;
+
+/// The firmware harness of a QEMU round: runs the model once, then
+/// kFirmwareRuns times with the on_kernel hook reading SysTick (under
+/// -icount shift=0 a tick is 1e9 / hz instructions), prints each call's
+/// ticks and writes the outputs to outputs.bin.
+std::string firmwareSource(const kir::Program &p, const std::string &name, int64_t hz) {
+  std::ostringstream s;
+  s << "/* mlcc --tune firmware harness (generated) */\n#include <stdint.h>\n#include <stdio.h>\n"
+       "#include <string.h>\n#include \"" << name << ".h\"\n\n"
+       "#define SYST_CSR (*(volatile uint32_t *)0xE000E010u)\n"
+       "#define SYST_RVR (*(volatile uint32_t *)0xE000E014u)\n"
+       "#define SYST_CVR (*(volatile uint32_t *)0xE000E018u)\n";
+  int64_t align = std::max<int64_t>(p.ArenaAlign, 64);
+  s << "static uint8_t arena[" << kir::alignedArenaBytes(p.ArenaSize, align)
+    << "] __attribute__((aligned(" << align << ")));\n";
+  for (size_t i = 0; i < p.Inputs.size(); ++i)
+    s << "static uint8_t in" << i << "[" << p.Inputs[i].bytes() + 1
+      << "] __attribute__((aligned(64)));\n";
+  for (size_t i = 0; i < p.Outputs.size(); ++i)
+    s << "static uint8_t out" << i << "[" << p.Outputs[i].bytes() + 1
+      << "] __attribute__((aligned(64)));\n";
+  s << "static void *ins[] = {";
+  for (size_t i = 0; i < p.Inputs.size(); ++i)
+    s << "in" << i << ", ";
+  s << "0};\nstatic void *outs[] = {";
+  for (size_t i = 0; i < p.Outputs.size(); ++i)
+    s << "out" << i << ", ";
+  s << "0};\nstatic const int64_t in_bytes[] = {";
+  for (auto &in : p.Inputs)
+    s << in.bytes() << ", ";
+  s << "0};\nstatic const int64_t out_bytes[] = {";
+  for (auto &out : p.Outputs)
+    s << out.bytes() << ", ";
+  s << "0};\n#define CALLS " << std::max<size_t>(p.Calls.size(), 1) << "\n"
+    << "static uint32_t start;\nstatic uint64_t ticks[CALLS];\n\n"
+       "static void on_kernel(void *context, int32_t call, const char *name, int32_t phase) {\n"
+       "  (void)context;\n  (void)name;\n"
+       "  if (phase == 0) {\n    start = SYST_CVR;\n    return;\n  }\n"
+       "  ticks[call] += (start - SYST_CVR) & 0xFFFFFFu;\n}\n\n"
+       "int main(void) {\n  FILE *f = fopen(\"inputs.bin\", \"rb\");\n  if (!f)\n    return 90;\n"
+       "  for (size_t i = 0; i < " << p.Inputs.size() << "; ++i)\n"
+       "    if (fread(ins[i], 1, (size_t)in_bytes[i], f) != (size_t)in_bytes[i])\n      return 91;\n"
+       "  fclose(f);\n  SYST_RVR = 0xFFFFFFu;\n  SYST_CVR = 0;\n  SYST_CSR = 5u;\n"
+       "  mlcc_run_options options;\n  memset(&options, 0, sizeof options);\n"
+       "  int32_t rc = " << name << "_run_with((const " << name << "_inputs *)ins, (" << name
+    << "_outputs *)outs, arena, sizeof arena, &options);\n"
+       "  options.on_kernel = on_kernel;\n"
+       "  for (int r = 0; r < " << kFirmwareRuns << " && rc == 0; ++r)\n"
+       "    rc = " << name << "_run_with((const " << name << "_inputs *)ins, (" << name
+    << "_outputs *)outs, arena, sizeof arena, &options);\n"
+       "  if (rc != 0) {\n    printf(\"status %d\\n\", (int)rc);\n    return 93;\n  }\n"
+       "  FILE *o = fopen(\"outputs.bin\", \"wb\");\n  if (!o)\n    return 92;\n"
+       "  for (size_t i = 0; i < " << p.Outputs.size() << "; ++i)\n"
+       "    fwrite(outs[i], 1, (size_t)out_bytes[i], o);\n  fclose(o);\n"
+       "  for (int c = 0; c < CALLS; ++c)\n"
+       "    printf(\"call %d %llu\\n\", c, (unsigned long long)ticks[c]);\n"
+       "  printf(\"hz " << hz << "\\n\");\n  return 0;\n}\n";
+  return s.str();
+}
+
+/// Instructions a firmware measure may be off by (SysTick ticks of 40
+/// instructions over kFirmwareRuns runs): a tuned plan must save more.
+constexpr double kFirmwareResolution = 40.0 / kFirmwareRuns;
+
+/// A microcontroller under QEMU (-icount shift=0: one instruction a
+/// nanosecond of virtual time): the model built as firmware and run once;
+/// the measure of a call is its instructions (deterministic).
+class FirmwareRound : public Round {
+public:
+  FirmwareRound(kir::Program program, const llvmgen::TargetSpec &target,
+                const llvmgen::CodegenOptions &cg, const std::vector<std::vector<uint8_t>> &inputs,
+                const std::string &model)
+      : Round(std::move(program)) {
+    std::vector<std::string> cc, run;
+    crossCommands(target, "--tune", cc, run);
+    // The MPS2 boards' SysTick runs at the processor clock, 25 MHz.
+    const int64_t hz = 25000000;
+    TempDir tmp;
+    const std::string name = "mlcc_tune";
+    kir::Program named = P;
+    named.Name = name;
+    tmp.write(name + ".o", llvmgen::compileProgram(named, target, cg, llvmgen::OutputKind::Object));
+    tmp.write(name + ".h", output::writeHeader(named, model, false));
+    tmp.write("harness.c", firmwareSource(named, name, hz));
+    std::string in;
+    for (auto &b : inputs)
+      in.append(b.begin(), b.end());
+    tmp.write("inputs.bin", in);
+    std::vector<std::string> build = cc;
+    for (const char *a : {"-std=c99", "-I.", "harness.c"})
+      build.push_back(a);
+    build.push_back(name + ".o");
+    for (const char *a : {"-lm", "-o", "tune.elf"})
+      build.push_back(a);
+    std::string log;
+    int rc = runProcess(build, &log, tmp.Path);
+    if (rc != 0)
+      fail(ErrorKind::Usage) << "--tune: building the firmware for " << target.Name << " with '"
+                             << cc[0] << "' failed (exit " << rc << "): " << log.substr(0, 1500);
+    std::vector<std::string> exec = run;
+    // Instructions counted by QEMU's virtual clock.
+    exec.insert(exec.begin() + 1, {"-icount", "shift=0"});
+    exec.push_back(tmp.Path + "/tune.elf");
+    rc = runProcess(exec, &log, tmp.Path);
+    if (rc != 0)
+      fail(ErrorKind::Internal) << "--tune: running the firmware for " << target.Name << " with '"
+                                << run[0] << "' failed (exit " << rc << "): " << log.substr(0, 1500);
+    Counts.assign(P.Calls.size(), NAN);
+    std::istringstream lines(log);
+    for (std::string word; lines >> word;) {
+      size_t c = 0;
+      unsigned long long t = 0;
+      if (word == "call" && lines >> c >> t && c < Counts.size())
+        Counts[c] = (double)t * (1e9 / (double)hz) / kFirmwareRuns;
+    }
+    std::string bytes = readFile(tmp.Path + "/outputs.bin", "the firmware's outputs");
+    size_t at = 0;
+    for (auto &o : Out) {
+      size_t n = std::min(o.size(), bytes.size() - std::min(bytes.size(), at));
+      std::copy(bytes.begin() + (long)at, bytes.begin() + (long)(at + n), o.begin());
+      at += (size_t)P.Outputs[(size_t)(&o - Out.data())].bytes();
+    }
+  }
+
+  std::vector<double> measure() override { return Counts; }
+
+private:
+  std::vector<double> Counts;
+};
+
+/// Whether --tune measures `t` as firmware under QEMU.
+bool firmwareTarget(const llvmgen::TargetSpec &t) {
+  return t.Name == "cortex-m4" || t.Name == "cortex-m7";
+}
 
 /// Per slot, the nanoseconds of one of its calls in one timed run (the
 /// mean over its calls; NaN when none ran).
@@ -207,12 +365,12 @@ PlanTuner::PlanTuner(const DriverOptions &o, const llvmgen::TargetSpec &target, 
   if (target.Name == "cuda")
     fail(ErrorKind::Unsupported) << "--tune and --tune-db plan CPU kernels; the CUDA target "
                                     "has no schedule search yet";
-  if (Tune && !runsInProcess(target))
+  if (Tune && !runsInProcess(target) && !firmwareTarget(target))
     fail(ErrorKind::Unsupported)
-        << "--tune measures on this machine, which does not run code for --target "
+        << "--tune measures on this machine (the host, x86-64 levels it has) or under QEMU "
+           "(cortex-m4, cortex-m7: instructions counted), not for --target "
         << target.Name << " (" << target.Triple << (target.Cpu.empty() ? "" : ", " + target.Cpu)
-        << "); the instruction-count (QEMU) and llvm-mca measurers for other targets are not "
-           "built yet";
+        << "); the llvm-mca estimate for other cores is not built yet";
   TargetDesc d = llvmgen::describeTarget(target);
   TargetKey = target.Name + " " + d.Triple + " " + d.Cpu + " " + d.Features;
   Compiler = output::mlccVersion();
@@ -270,7 +428,13 @@ void PlanTuner::search(const PipelineOptions &base) {
   Status.step("tune: compiling the default plans");
   kir::Program defaults = compile(true);
   const std::vector<std::vector<uint8_t>> inputs = tuningInputs(defaults);
-  auto first = std::make_unique<Runner>(std::move(defaults), Target, Codegen, inputs);
+  const bool firmware = firmwareTarget(Target);
+  auto load = [&](kir::Program p) -> std::unique_ptr<Round> {
+    if (firmware)
+      return std::make_unique<FirmwareRound>(std::move(p), Target, Codegen, inputs, O.Model);
+    return std::make_unique<HostRound>(std::move(p), Target, Codegen, inputs);
+  };
+  std::unique_ptr<Round> first = load(std::move(defaults));
   for (const std::string &n : ambiguous)
     slotOfNode.erase(n);
   size_t rounds = 1;
@@ -278,14 +442,15 @@ void PlanTuner::search(const PipelineOptions &base) {
     rounds = std::max(rounds, s.Candidates.size());
   if (BudgetTrials > 0)
     rounds = std::min(rounds, (size_t)BudgetTrials);
-  first->runOnce();
-  const int repeats = repeatsFor(first->runOnce());
+  // Deterministic counts need one measure; times the median of repeats.
+  const int repeats =
+      firmware ? 1 : repeatsFor(static_cast<HostRound &>(*first).runOnce());
 
-  auto measure = [&](Runner &r, size_t candidateOf) {
-    r.runOnce();
+  auto measure = [&](Round &r, size_t candidateOf) {
+    r.warm();
     std::vector<std::vector<double>> samples(slots.size());
     for (int k = 0; k < repeats; ++k) {
-      std::vector<double> t = perSlot(r.program(), r.timed(), slotOfNode, slots.size());
+      std::vector<double> t = perSlot(r.program(), r.measure(), slotOfNode, slots.size());
       for (size_t s = 0; s < slots.size(); ++s)
         if (!std::isnan(t[s]))
           samples[s].push_back(t[s]);
@@ -302,17 +467,16 @@ void PlanTuner::search(const PipelineOptions &base) {
       break;
     Status.step("tune: round " + std::to_string(round + 1) + " of " + std::to_string(rounds),
                 round, rounds);
-    Runner r(compile(false), Target, Codegen, inputs);
-    r.runOnce();
+    std::unique_ptr<Round> r = load(compile(false));
     std::string where;
-    if (!sameOutputs(r.program(), r.outputs(), first->outputs(), where)) {
+    if (!sameOutputs(r->program(), r->outputs(), first->outputs(), where)) {
       std::fprintf(stderr,
                    "mlcc: tune: round %zu's plans change the model's outputs (%s); its measures "
                    "are dropped\n",
                    round + 1, where.c_str());
       continue;
     }
-    measure(r, round);
+    measure(*r, round);
     ++measuredRounds;
   }
   // Confirmation: the default plans and the best ones, run alternately.
@@ -330,8 +494,8 @@ void PlanTuner::search(const PipelineOptions &base) {
   if (changedSlots > 0) {
     Status.step("tune: confirming " + std::to_string(changedSlots) + " kernels' choices");
     round = SIZE_MAX;
-    Runner tuned(compile(false), Target, Codegen, inputs);
-    tuned.runOnce();
+    std::unique_ptr<Round> tunedRound = load(compile(false));
+    Round &tuned = *tunedRound;
     std::string where;
     if (!sameOutputs(tuned.program(), tuned.outputs(), first->outputs(), where))
       fail(ErrorKind::Internal) << "internal error: --tune: the chosen plans change the model's "
@@ -344,12 +508,12 @@ void PlanTuner::search(const PipelineOptions &base) {
         t += x;
       return t;
     };
-    first->runOnce();
+    first->warm();
     for (int k = 0; k < repeats; ++k) {
-      const std::vector<double> &na = first->timed();
+      const std::vector<double> na = first->measure();
       totalA.push_back(total(na));
       std::vector<double> ta = perSlot(first->program(), na, slotOfNode, slots.size());
-      const std::vector<double> &nb = tuned.timed();
+      const std::vector<double> nb = tuned.measure();
       totalB.push_back(total(nb));
       std::vector<double> tb = perSlot(tuned.program(), nb, slotOfNode, slots.size());
       for (size_t s = 0; s < slots.size(); ++s) {
@@ -369,9 +533,9 @@ void PlanTuner::search(const PipelineOptions &base) {
     modelTuned = median(totalB);
     if (modelTuned > modelDefault) {
       std::fprintf(stderr,
-                   "mlcc: tune: the chosen plans together take %.0f ns a run against the "
-                   "defaults' %.0f ns; the default plans are kept\n",
-                   modelTuned, modelDefault);
+                   "mlcc: tune: the chosen plans together take %.0f %s a run against the "
+                   "defaults' %.0f; the default plans are kept\n",
+                   modelTuned, firmware ? "instructions" : "ns", modelDefault);
       std::fill(confirmBest.begin(), confirmBest.end(), NAN);
       modelTuned = modelDefault;
     }
@@ -383,7 +547,7 @@ void PlanTuner::search(const PipelineOptions &base) {
     e.Signature = slot.Signature;
     e.Target = TargetKey;
     e.Compiler = Compiler;
-    e.Measure = "host-ns";
+    e.Measure = firmware ? "qemu-instructions" : "host-ns";
     e.DefaultPlan = slot.Candidates[0].str();
     e.Candidates = (int64_t)std::count_if(slot.Measured.begin(), slot.Measured.end(),
                                           [](double v) { return !std::isnan(v); });
@@ -394,7 +558,8 @@ void PlanTuner::search(const PipelineOptions &base) {
       continue; // never timed (its calls' node names are not unique)
     if (best[s] != 0 && !std::isnan(confirmBest[s]) && !std::isnan(confirmDefault[s])) {
       e.Default = std::round(confirmDefault[s]);
-      if (confirmBest[s] < kKeepBelow * confirmDefault[s]) {
+      if (firmware ? confirmBest[s] < confirmDefault[s] - kFirmwareResolution
+                   : confirmBest[s] < kKeepBelow * confirmDefault[s]) {
         e.Plan = slot.Candidates[best[s]].str();
         e.Tuned = std::round(confirmBest[s]);
         ++kept;
@@ -409,9 +574,12 @@ void PlanTuner::search(const PipelineOptions &base) {
                "kept, %zu within the noise margin left at the default",
                slotOfNode.size(), slots.size(), measuredRounds, elapsed(), kept,
                changedSlots - kept);
-  if (!std::isnan(modelDefault))
-    std::fprintf(stderr, "; the kernel calls %.3f ms a run with the default plans, %.3f ms tuned",
-                 modelDefault / 1e6, kept ? modelTuned / 1e6 : modelDefault / 1e6);
+  if (!std::isnan(modelDefault) && firmware)
+    std::fprintf(stderr, "; the kernel calls %.0f instructions a run with the default plans, "
+                 "%.0f with the chosen ones", modelDefault, kept ? modelTuned : modelDefault);
+  else if (!std::isnan(modelDefault))
+    std::fprintf(stderr, "; the kernel calls %.3f ms a run with the default plans, %.3f ms with "
+                 "the chosen ones", modelDefault / 1e6, kept ? modelTuned / 1e6 : modelDefault / 1e6);
   std::fprintf(stderr, "\n");
 }
 
