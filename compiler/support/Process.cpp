@@ -1,6 +1,7 @@
 #include "compiler/support/Process.h"
 
 #include <cstdio>
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,7 +19,9 @@ int runProcess(const std::vector<std::string> &argv, std::string *output,
   int pipefd[2] = {-1, -1};
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  if (output && pipe(pipefd) == 0) {
+  // Close-on-exec: a process spawned meanwhile from another thread must
+  // not hold the pipe open (the reader would wait for it too).
+  if (output && pipe2(pipefd, O_CLOEXEC) == 0) {
     posix_spawn_file_actions_adddup2(&actions, pipefd[1], 1);
     posix_spawn_file_actions_adddup2(&actions, pipefd[1], 2);
     posix_spawn_file_actions_addclose(&actions, pipefd[0]);

@@ -12,10 +12,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <future>
 #include <memory>
 #include <random>
 #include <set>
 #include <sstream>
+#include <thread>
 
 namespace mlcc {
 
@@ -109,6 +111,8 @@ public:
   virtual std::vector<double> measure() = 0;
   /// Runs the model once unmeasured (caches, branch predictors).
   virtual void warm() {}
+  /// Waits until the round's outputs and measures are there.
+  virtual void finish() {}
 
 protected:
   explicit Round(kir::Program p) : P(std::move(p)) {
@@ -240,64 +244,90 @@ constexpr double kFirmwareResolution = 40.0 / kFirmwareRuns;
 /// the measure of a call is its instructions (deterministic).
 class FirmwareRound : public Round {
 public:
+  /// Builds the model's object here; links and runs the firmware on
+  /// another thread (finish() waits), so that the next round compiles
+  /// meanwhile.
   FirmwareRound(kir::Program program, const llvmgen::TargetSpec &target,
                 const llvmgen::CodegenOptions &cg, const std::vector<std::vector<uint8_t>> &inputs,
                 const std::string &model)
-      : Round(std::move(program)) {
+      : Round(std::move(program)), Tmp(std::make_unique<TempDir>()) {
     std::vector<std::string> cc, run;
     crossCommands(target, "--tune", cc, run);
-    // The MPS2 boards' SysTick runs at the processor clock, 25 MHz.
-    const int64_t hz = 25000000;
-    TempDir tmp;
     const std::string name = "mlcc_tune";
     kir::Program named = P;
     named.Name = name;
-    tmp.write(name + ".o", llvmgen::compileProgram(named, target, cg, llvmgen::OutputKind::Object));
-    tmp.write(name + ".h", output::writeHeader(named, model, false));
-    tmp.write("harness.c", firmwareSource(named, name, hz));
+    Tmp->write(name + ".o",
+               llvmgen::compileProgram(named, target, cg, llvmgen::OutputKind::Object));
+    Tmp->write(name + ".h", output::writeHeader(named, model, false));
+    Tmp->write("harness.c", firmwareSource(named, name, kSysTickHz));
     std::string in;
     for (auto &b : inputs)
       in.append(b.begin(), b.end());
-    tmp.write("inputs.bin", in);
+    Tmp->write("inputs.bin", in);
     std::vector<std::string> build = cc;
     for (const char *a : {"-std=c99", "-I.", "harness.c"})
       build.push_back(a);
     build.push_back(name + ".o");
     for (const char *a : {"-lm", "-o", "tune.elf"})
       build.push_back(a);
-    std::string log;
-    int rc = runProcess(build, &log, tmp.Path);
-    if (rc != 0)
-      fail(ErrorKind::Usage) << "--tune: building the firmware for " << target.Name << " with '"
-                             << cc[0] << "' failed (exit " << rc << "): " << log.substr(0, 1500);
     std::vector<std::string> exec = run;
     // Instructions counted by QEMU's virtual clock.
     exec.insert(exec.begin() + 1, {"-icount", "shift=0"});
-    exec.push_back(tmp.Path + "/tune.elf");
-    rc = runProcess(exec, &log, tmp.Path);
+    exec.push_back(Tmp->Path + "/tune.elf");
+    Job = std::async(std::launch::async,
+                     [this, build, exec, who = target.Name] { linkAndRun(build, exec, who); });
+  }
+
+  ~FirmwareRound() override {
+    if (Job.valid())
+      Job.wait();
+  }
+
+  void finish() override {
+    if (Job.valid())
+      Job.get(); // rethrows the job's error
+  }
+
+  std::vector<double> measure() override { return Counts; }
+
+private:
+  /// The MPS2 boards' SysTick runs at the processor clock, 25 MHz.
+  static constexpr int64_t kSysTickHz = 25000000;
+
+  void linkAndRun(const std::vector<std::string> &build, const std::vector<std::string> &exec,
+                  const std::string &target) {
+    std::string log;
+    int rc = runProcess(build, &log, Tmp->Path);
     if (rc != 0)
-      fail(ErrorKind::Internal) << "--tune: running the firmware for " << target.Name << " with '"
-                                << run[0] << "' failed (exit " << rc << "): " << log.substr(0, 1500);
+      fail(ErrorKind::Usage) << "--tune: building the firmware for " << target << " with '"
+                             << build[0] << "' failed (exit " << rc << "): " << log.substr(0, 1500);
+    rc = runProcess(exec, &log, Tmp->Path);
+    if (rc != 0)
+      fail(ErrorKind::Internal) << "--tune: running the firmware for " << target << " with '"
+                                << exec[0] << "' failed (exit " << rc
+                                << "): " << log.substr(0, 1500);
     Counts.assign(P.Calls.size(), NAN);
     std::istringstream lines(log);
     for (std::string word; lines >> word;) {
       size_t c = 0;
       unsigned long long t = 0;
       if (word == "call" && lines >> c >> t && c < Counts.size())
-        Counts[c] = (double)t * (1e9 / (double)hz) / kFirmwareRuns;
+        Counts[c] = (double)t * (1e9 / (double)kSysTickHz) / kFirmwareRuns;
     }
-    std::string bytes = readFile(tmp.Path + "/outputs.bin", "the firmware's outputs");
+    std::string bytes = readFile(Tmp->Path + "/outputs.bin", "the firmware's outputs");
     size_t at = 0;
-    for (auto &o : Out) {
-      size_t n = std::min(o.size(), bytes.size() - std::min(bytes.size(), at));
-      std::copy(bytes.begin() + (long)at, bytes.begin() + (long)(at + n), o.begin());
-      at += (size_t)P.Outputs[(size_t)(&o - Out.data())].bytes();
+    for (size_t o = 0; o < Out.size(); ++o) {
+      size_t n = (size_t)P.Outputs[o].bytes();
+      if (at + n > bytes.size())
+        fail(ErrorKind::Internal) << "--tune: the firmware wrote " << bytes.size()
+                                  << " output bytes, fewer than the model's outputs";
+      std::copy(bytes.begin() + (long)at, bytes.begin() + (long)(at + n), Out[o].begin());
+      at += n;
     }
   }
 
-  std::vector<double> measure() override { return Counts; }
-
-private:
+  std::unique_ptr<TempDir> Tmp;
+  std::future<void> Job;
   std::vector<double> Counts;
 };
 
@@ -435,6 +465,7 @@ void PlanTuner::search(const PipelineOptions &base) {
     return std::make_unique<HostRound>(std::move(p), Target, Codegen, inputs);
   };
   std::unique_ptr<Round> first = load(std::move(defaults));
+  first->finish();
   for (const std::string &n : ambiguous)
     slotOfNode.erase(n);
   size_t rounds = 1;
@@ -462,21 +493,37 @@ void PlanTuner::search(const PipelineOptions &base) {
   round = 0;
   measure(*first, 0);
   size_t measuredRounds = 1;
-  for (round = 1; round < rounds; ++round) {
-    if (BudgetSeconds > 0 && elapsed() > BudgetSeconds)
+  // Firmware rounds link and run on other threads while the next ones
+  // compile: as many in flight as the machine has cores. Host rounds time
+  // one at a time, on a machine otherwise idle.
+  const size_t inFlight =
+      firmware ? std::max<size_t>(1, std::thread::hardware_concurrency()) : 1;
+  std::vector<std::pair<size_t, std::unique_ptr<Round>>> batch;
+  for (size_t next = 1; next < rounds || !batch.empty();) {
+    if (next < rounds && batch.size() < inFlight &&
+        !(BudgetSeconds > 0 && elapsed() > BudgetSeconds)) {
+      round = next++;
+      Status.step("tune: round " + std::to_string(round + 1) + " of " + std::to_string(rounds),
+                  round, rounds);
+      batch.emplace_back(round, load(compile(false)));
+      if (next < rounds && batch.size() < inFlight)
+        continue;
+    }
+    if (batch.empty())
       break;
-    Status.step("tune: round " + std::to_string(round + 1) + " of " + std::to_string(rounds),
-                round, rounds);
-    std::unique_ptr<Round> r = load(compile(false));
+    const size_t thisRound = batch.front().first;
+    std::unique_ptr<Round> r = std::move(batch.front().second);
+    batch.erase(batch.begin());
+    r->finish();
     std::string where;
     if (!sameOutputs(r->program(), r->outputs(), first->outputs(), where)) {
       std::fprintf(stderr,
                    "mlcc: tune: round %zu's plans change the model's outputs (%s); its measures "
                    "are dropped\n",
-                   round + 1, where.c_str());
+                   thisRound + 1, where.c_str());
       continue;
     }
-    measure(*r, round);
+    measure(*r, thisRound);
     ++measuredRounds;
   }
   // Confirmation: the default plans and the best ones, run alternately.
@@ -496,6 +543,7 @@ void PlanTuner::search(const PipelineOptions &base) {
     round = SIZE_MAX;
     std::unique_ptr<Round> tunedRound = load(compile(false));
     Round &tuned = *tunedRound;
+    tuned.finish();
     std::string where;
     if (!sameOutputs(tuned.program(), tuned.outputs(), first->outputs(), where))
       fail(ErrorKind::Internal) << "internal error: --tune: the chosen plans change the model's "
