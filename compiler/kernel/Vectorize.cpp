@@ -225,6 +225,14 @@ private:
     std::vector<Stmt> stores;
     if (!collectStores(s.Inner, stores) || stores.empty())
       return nullptr;
+    // A body that stores vectors already is not a scalar loop: its lanes
+    // would be taken for elements (a loop zeroing a buffer a vector at a
+    // time became a strided store of one element per vector: schedule
+    // search's blocked tiles of 4 lanes on AArch64 left stack garbage in
+    // their partial sums).
+    for (auto &st : stores)
+      if (st->Value->Lanes > 1)
+        return nullptr;
     int64_t begin = s.Begin->IntValue, n = s.End->IntValue - begin;
     // The widest element decides the lanes.
     size_t widest = 1; // bytes

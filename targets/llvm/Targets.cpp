@@ -15,6 +15,7 @@
 #include <llvm/Object/ELFObjectFile.h>
 #include <llvm/Object/ObjectFile.h>
 #include <llvm/Pass.h>
+#include <llvm/IR/IRBuilder.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
@@ -360,6 +361,38 @@ void optimize(llvm::Module &m, llvm::TargetMachine &tm, const CodegenOptions &o)
   mpm.run(m, mam);
 }
 
+/// CodegenOptions::BlockCounters: a counter per basic block of every
+/// defined function, incremented at the block's top. Each counter is its
+/// own global, SYMBOL_I, so that every access to it names it in the
+/// assembly (a shared array would be reached through one base register);
+/// SYMBOL is the table of their addresses and SYMBOL_n their number.
+void countBlocks(llvm::Module &m, const std::string &symbol) {
+  llvm::LLVMContext &ctx = m.getContext();
+  llvm::Type *i64 = llvm::Type::getInt64Ty(ctx);
+  std::vector<llvm::Constant *> counters;
+  std::vector<llvm::BasicBlock *> blocks;
+  for (auto &f : m)
+    if (!f.isDeclaration())
+      for (auto &bb : f)
+        blocks.push_back(&bb);
+  for (llvm::BasicBlock *bb : blocks) {
+    auto *c = new llvm::GlobalVariable(m, i64, false, llvm::GlobalValue::ExternalLinkage,
+                                       llvm::ConstantInt::get(i64, 0),
+                                       symbol + "_" + std::to_string(counters.size()));
+    c->setVisibility(llvm::GlobalValue::HiddenVisibility);
+    c->setDSOLocal(true);
+    counters.push_back(c);
+    llvm::IRBuilder<> b(bb, bb->getFirstInsertionPt());
+    b.CreateStore(b.CreateAdd(b.CreateLoad(i64, c), llvm::ConstantInt::get(i64, 1)), c);
+  }
+  auto *ptrs = llvm::ArrayType::get(llvm::PointerType::get(ctx, 0), counters.size());
+  new llvm::GlobalVariable(m, ptrs, true, llvm::GlobalValue::ExternalLinkage,
+                           llvm::ConstantArray::get(ptrs, counters), symbol);
+  llvm::Type *i32 = llvm::Type::getInt32Ty(ctx);
+  new llvm::GlobalVariable(m, i32, true, llvm::GlobalValue::ExternalLinkage,
+                           llvm::ConstantInt::get(i32, counters.size()), symbol + "_n");
+}
+
 /// Writes `m` as `kind` for `tm`.
 std::string emitFile(llvm::Module &m, llvm::TargetMachine &tm, const TargetSpec &t,
                      OutputKind kind, const ProgressFn &onProgress) {
@@ -436,6 +469,8 @@ std::string compileProgram(const kir::Program &p, const TargetSpec &t,
   // After the loop vectorizer, which may have made vector conversions.
   if (llvm::Triple(t.Triple).isRISCV() && sti->checkFeatures("+zve32f"))
     avoidVectorRtz(*m);
+  if (!o.BlockCounters.empty())
+    countBlocks(*m, o.BlockCounters);
 
   return emitFile(*m, *tm, t, kind, o.OnProgress);
 }

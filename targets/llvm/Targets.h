@@ -51,6 +51,12 @@ using ProgressFn = std::function<void(const char *what, size_t done, size_t tota
 struct CodegenOptions {
   int OptLevel = 3; ///< 0..3
   bool SizeOpt = false; ///< -Os
+  /// Schedule search's llvm-mca estimate (mlcc --tune on a core this
+  /// machine does not run): after optimization, a 64-bit counter per basic
+  /// block of every defined function, incremented at the block's top: the
+  /// globals NAME_0, NAME_1, ... (function and block order), the table of
+  /// their addresses NAME, their number in the int32 NAME_n. Empty: none.
+  std::string BlockCounters;
   /// Called as the work goes on: ("optimizing", 0, 0), then
   /// ("code generation", functions done, functions in all). May be empty.
   ProgressFn OnProgress;

@@ -9,6 +9,8 @@
 #include "compiler/ops/Signal.h"
 #include "compiler/pipeline/Pipeline.h"
 #include "frontends/onnx/OnnxLoader.h"
+#include "targets/llvm/HostJit.h"
+#include "targets/llvm/Targets.h"
 #include "frontends/onnx/OnnxSchema.pb.h"
 
 #include <catch2/catch.hpp>
@@ -1391,5 +1393,47 @@ TEST_CASE("every dot-product tile of schedule search equals the plain integer ke
         compileAndRun(model, dot, in, nullptr,
                       [&](const ir::Node &, const std::vector<ir::KernelPlan> &) { return i; });
     checkEqualAndVarying(got, want);
+  }
+}
+
+TEST_CASE("every candidate of a NEON-shaped target, compiled by LLVM, computes the definition",
+          "[tune]") {
+  // The plans of an AArch64 Cortex-A76 (4 lanes, cache blocks for 512
+  // channels) lowered and compiled for this machine by LLVM, where stack
+  // buffers are not zeroed as the interpreter's are: a blocked tile's
+  // partial sums once started from garbage here (the kernel vectorizer
+  // turned their zeroing loop of 4-lane stores into strided stores).
+  TargetDesc t = llvmgen::describeTarget(llvmgen::resolveTarget("aarch64-linux", "cortex-a76", ""));
+  std::string model = oneNodeModel("Conv", {1, 512, 7, 7}, {16, 512, 3, 3}, {16}, {1, 16, 7, 7},
+                                   {{"kernel_shape", 3}, {"pads", 1}});
+  std::vector<float> in = randomValues({1, 512, 7, 7}, 3);
+  std::vector<float> ref = referenceConv({1, 512, 7, 7}, 16, 3, 1, 1, 1);
+  std::vector<std::string> plans;
+  auto compile = [&](const passes::PlanChooser &choose) {
+    auto g = onnx::loadModelBytes(model, "test.onnx", "", {});
+    PipelineOptions po;
+    po.Name = "m";
+    po.Schedule = t;
+    po.ChoosePlan = choose;
+    return runPipeline(*g, po);
+  };
+  compile([&](const ir::Node &, const std::vector<ir::KernelPlan> &c) {
+    for (const ir::KernelPlan &p : c)
+      plans.push_back(p.str());
+    return size_t{0};
+  });
+  CHECK(countWith(plans, "blocks=") > 0);
+  for (size_t i = 0; i < plans.size(); ++i) {
+    INFO("candidate " << i << ": " << plans[i]);
+    kir::Program p =
+        compile([&](const ir::Node &, const std::vector<ir::KernelPlan> &) { return i; });
+    llvmgen::HostModel host(p);
+    std::vector<float> out(ref.size(), NAN);
+    host.run({in.data()}, {out.data()});
+    size_t bad = 0;
+    for (size_t k = 0; k < ref.size(); ++k)
+      if (!(std::fabs(out[k] - ref[k]) <= 2e-7 * 4608) && bad++ == 0)
+        UNSCOPED_INFO("first difference at " << k << ": " << out[k] << " vs " << ref[k]);
+    CHECK(bad == 0);
   }
 }

@@ -26,6 +26,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "tools/mlcc/Check.h"
+#include "tools/mlcc/Tune.h"
 
 #include "compiler/check/Reference.h"
 #include "compiler/output/Header.h"
@@ -809,6 +810,9 @@ int runCheck(const CheckOptions &o) {
   PipelineOptions po;
   po.Name = kModelName;
   po.Status = &quiet;
+  // --tune-db: the plans a tuned library ships with.
+  PlanTuner tuner(d, target, quiet);
+  po.ChoosePlan = tuner.chooser();
   CompiledModel m = compileModel(d, target, po);
   kir::Program &p = m.Program;
   if (!o.BreakNode.empty())
@@ -1038,6 +1042,8 @@ int checkMain(int argc, char **argv) {
                  "Quantized models: an output is within tolerance when its SNR against the "
                  "float reference is at least this, in dB (default 20)");
   app.add_option("--seed", o.Seed, "Seed of the random inputs (default 1)");
+  app.add_option("--tune-db", o.D.TuneDb,
+                 "Check the library with the plans this tuning database gives (mlcc --tune-db)");
   app.add_option("--json", o.Json, "Write the table as JSON to this file");
   app.add_option("--report-html", o.Html,
                  "Write a page with the SNR of every kernel call as a chart and the table");

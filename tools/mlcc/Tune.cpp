@@ -235,6 +235,10 @@ std::string firmwareSource(const kir::Program &p, const std::string &name, int64
   return s.str();
 }
 
+/// An llvm-mca estimate is a model's: a tuned plan must save more than
+/// half a percent of the default's cycles.
+constexpr double kMcaKeepBelow = 0.995;
+
 /// Instructions a firmware measure may be off by (SysTick ticks of 40
 /// instructions over kFirmwareRuns runs): a tuned plan must save more.
 constexpr double kFirmwareResolution = 40.0 / kFirmwareRuns;
@@ -331,6 +335,281 @@ private:
   std::vector<double> Counts;
 };
 
+/// The llvm-mca estimate's symbols: the block counters the program is built
+/// with (CodegenOptions::BlockCounters).
+constexpr const char *kBlockCounters = "mlcc_tune_blocks";
+
+/// The harness of an llvm-mca round (a Linux program under qemu-user):
+/// runs the model once on inputs.bin, writes its outputs to outputs.bin and
+/// prints every basic block's count ("block I N", the nonzero ones).
+std::string countingSource(const kir::Program &p, const std::string &name) {
+  std::ostringstream s;
+  s << "/* mlcc --tune llvm-mca harness (generated) */\n#include <stdint.h>\n#include <stdio.h>\n"
+       "#include <stdlib.h>\n#include <string.h>\n#include \"" << name << ".h\"\n\n"
+       "extern uint64_t *const " << kBlockCounters << "[];\nextern const int32_t "
+    << kBlockCounters << "_n;\n";
+  int64_t align = std::max<int64_t>(p.ArenaAlign, 64);
+  s << "static uint8_t arena[" << kir::alignedArenaBytes(p.ArenaSize, align)
+    << "] __attribute__((aligned(" << align << ")));\n"
+    << "int main(void) {\n  void *ins[" << p.Inputs.size() + 1 << "], *outs["
+    << p.Outputs.size() + 1 << "];\n  FILE *f = fopen(\"inputs.bin\", \"rb\");\n"
+       "  if (!f)\n    return 90;\n";
+  for (size_t i = 0; i < p.Inputs.size(); ++i)
+    s << "  ins[" << i << "] = aligned_alloc(64, " << (p.Inputs[i].bytes() + 64) / 64 * 64
+      << ");\n  if (fread(ins[" << i << "], 1, " << p.Inputs[i].bytes() << ", f) != "
+      << p.Inputs[i].bytes() << ")\n    return 91;\n";
+  s << "  fclose(f);\n";
+  for (size_t i = 0; i < p.Outputs.size(); ++i)
+    s << "  outs[" << i << "] = aligned_alloc(64, " << (p.Outputs[i].bytes() + 64) / 64 * 64
+      << ");\n";
+  s << "  int32_t rc = " << name << "_run((const " << name << "_inputs *)ins, (" << name
+    << "_outputs *)outs, arena, sizeof arena);\n"
+       "  if (rc != 0) {\n    printf(\"status %d\\n\", (int)rc);\n    return 93;\n  }\n"
+       "  FILE *o = fopen(\"outputs.bin\", \"wb\");\n  if (!o)\n    return 92;\n";
+  for (size_t i = 0; i < p.Outputs.size(); ++i)
+    s << "  fwrite(outs[" << i << "], 1, " << p.Outputs[i].bytes() << ", o);\n";
+  s << "  fclose(o);\n  for (int32_t i = 0; i < " << kBlockCounters << "_n; ++i)\n"
+       "    if (*" << kBlockCounters << "[i])\n      printf(\"block %d %llu\\n\", (int)i, "
+       "(unsigned long long)*" << kBlockCounters << "[i]);\n  return 0;\n}\n";
+  return s.str();
+}
+
+/// A stretch of a function's assembly that runs as often as one block
+/// counter says: from a label or a counter's increment to the next.
+struct Segment {
+  std::string Function;
+  int64_t Counter = -1; ///< -1: the count of the segment before it
+  std::vector<std::string> Lines;
+};
+
+/// The segments of assembly `text` built with block counters: the
+/// counters' increments themselves (the lines that name the counters, and
+/// the add of one to the register loaded from them) left out.
+std::vector<Segment> segments(const std::string &text) {
+  std::vector<Segment> out;
+  std::istringstream in(text);
+  std::string function, loaded;
+  const std::string sym = std::string(kBlockCounters) + "_";
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty())
+      continue;
+    if (line[0] != '\t' && line[0] != ' ') {
+      // A label: a function's (not .L..., not a section's "$...") starts it.
+      size_t colon = line.find(':');
+      if (colon == std::string::npos)
+        continue;
+      std::string label = line.substr(0, colon);
+      if (label.rfind(".L", 0) != 0 && label.find(' ') == std::string::npos)
+        function = label;
+      out.push_back(Segment{function, -1, {}});
+      continue;
+    }
+    size_t first = line.find_first_not_of(" \t");
+    if (first == std::string::npos || line[first] == '.' || line[first] == '/' ||
+        line[first] == '#' || line[first] == ';' || function.empty())
+      continue;
+    std::string insn = line.substr(first);
+    size_t at = insn.find(sym);
+    if (at != std::string::npos) {
+      // The counter's index: the number its name ends with. Its load
+      // (AArch64 ldr, RISC-V ld) or x86's increment in memory is where the
+      // block starts; the address's materializations (adrp, lui, auipc),
+      // which the code generator may hoist into the block before, and the
+      // store are left out.
+      int64_t index = std::strtoll(insn.c_str() + at + sym.size(), nullptr, 10);
+      std::istringstream words(insn);
+      std::string op, reg;
+      words >> op >> reg;
+      if (!reg.empty() && reg.back() == ',')
+        reg.pop_back();
+      bool load = op.rfind("ld", 0) == 0;
+      if ((load || op.rfind("inc", 0) == 0 || insn.find("(%rip)") != std::string::npos) &&
+          (out.empty() || out.back().Counter != index))
+        out.push_back(Segment{function, index, {}});
+      if (load)
+        loaded = reg;
+      continue;
+    }
+    if (!loaded.empty() && insn.rfind("add", 0) == 0 && insn.find(loaded) != std::string::npos &&
+        (insn.size() >= 2 && insn.compare(insn.size() - 2, 2, "#1") == 0 ||
+         insn.compare(insn.size() - 2, 2, " 1") == 0)) {
+      loaded.clear();
+      continue;
+    }
+    if (out.empty())
+      out.push_back(Segment{function, -1, {}});
+    out.back().Lines.push_back(insn);
+  }
+  return out;
+}
+
+/// An application core this machine does not run (AArch64, RISC-V Linux):
+/// the model built with block counters, run once under qemu-user for how
+/// often each block runs, and each block's cycles estimated by llvm-mca for
+/// the target's CPU; a call's measure is its kernel's blocks' count x
+/// cycles (an estimate; deterministic).
+class McaRound : public Round {
+public:
+  McaRound(kir::Program program, const llvmgen::TargetSpec &target,
+           const llvmgen::CodegenOptions &cg, const std::vector<std::vector<uint8_t>> &inputs,
+           const std::string &model)
+      : Round(std::move(program)), Tmp(std::make_unique<TempDir>()) {
+    std::vector<std::string> cc, run;
+    crossCommands(target, "--tune", cc, run);
+    const std::string name = "mlcc_tune";
+    kir::Program named = P;
+    named.Name = name;
+    llvmgen::CodegenOptions counted = cg;
+    counted.OnProgress = nullptr;
+    counted.BlockCounters = kBlockCounters;
+    Tmp->write(name + ".o",
+               llvmgen::compileProgram(named, target, counted, llvmgen::OutputKind::Object));
+    Asm = llvmgen::compileProgram(named, target, counted, llvmgen::OutputKind::Assembly);
+    Tmp->write(name + ".h", output::writeHeader(named, model, false));
+    Tmp->write("harness.c", countingSource(named, name));
+    std::string in;
+    for (auto &b : inputs)
+      in.append(b.begin(), b.end());
+    Tmp->write("inputs.bin", in);
+    std::vector<std::string> build = cc;
+    for (const char *a : {"-std=c11", "-I.", "harness.c"})
+      build.push_back(a);
+    build.push_back(name + ".o");
+    for (const char *a : {"-lm", "-o", "tune"})
+      build.push_back(a);
+    std::vector<std::string> exec = run;
+    exec.push_back(Tmp->Path + "/tune");
+    std::vector<std::string> mca = {"llvm-mca-19", "-mtriple=" + target.Triple,
+                                    "-iterations=100",
+                                    "-skip-unsupported-instructions=parse-failure"};
+    if (!target.Cpu.empty())
+      mca.push_back("-mcpu=" + target.Cpu);
+    mca.push_back("blocks.s");
+    Job = std::async(std::launch::async, [this, build, exec, mca, who = target.Name] {
+      countAndEstimate(build, exec, mca, who);
+    });
+  }
+
+  ~McaRound() override {
+    if (Job.valid())
+      Job.wait();
+  }
+
+  void finish() override {
+    if (Job.valid())
+      Job.get();
+  }
+
+  std::vector<double> measure() override { return Cycles; }
+
+private:
+  void countAndEstimate(const std::vector<std::string> &build, const std::vector<std::string> &exec,
+                        const std::vector<std::string> &mca, const std::string &target) {
+    std::string log;
+    int rc = runProcess(build, &log, Tmp->Path);
+    if (rc != 0)
+      fail(ErrorKind::Usage) << "--tune: building the counting program for " << target
+                             << " with '" << build[0] << "' failed (exit " << rc
+                             << "): " << log.substr(0, 1500);
+    rc = runProcess(exec, &log, Tmp->Path);
+    if (rc != 0)
+      fail(ErrorKind::Internal) << "--tune: running the counting program for " << target
+                                << " with '" << exec[0] << "' failed (exit " << rc
+                                << "): " << log.substr(0, 1500);
+    std::map<int64_t, double> counts;
+    std::istringstream lines(log);
+    for (std::string word; lines >> word;) {
+      int64_t i = 0;
+      unsigned long long n = 0;
+      if (word == "block" && lines >> i >> n)
+        counts[i] = (double)n;
+    }
+    readOutputs();
+    // Each counted segment a region of one llvm-mca run.
+    std::vector<Segment> segs = segments(Asm);
+    std::vector<double> times(segs.size(), 0.0);
+    std::ostringstream regions;
+    std::vector<size_t> regionOf;
+    double last = 0;
+    std::string lastFunction;
+    for (size_t k = 0; k < segs.size(); ++k) {
+      if (segs[k].Function != lastFunction)
+        last = 0;
+      lastFunction = segs[k].Function;
+      if (segs[k].Counter >= 0)
+        last = counts.count(segs[k].Counter) ? counts[segs[k].Counter] : 0.0;
+      times[k] = last;
+      if (last == 0 || segs[k].Lines.empty())
+        continue;
+      regions << "# LLVM-MCA-BEGIN r" << regionOf.size() << "\n";
+      for (const std::string &l : segs[k].Lines)
+        regions << "\t" << l << "\n";
+      regions << "# LLVM-MCA-END\n";
+      regionOf.push_back(k);
+    }
+    Tmp->write("blocks.s", regions.str());
+    std::string report;
+    rc = runProcess(mca, &report, Tmp->Path);
+    if (rc != 0)
+      fail(ErrorKind::Internal) << "--tune: llvm-mca-19 failed (exit " << rc
+                                << "): " << report.substr(0, 1500);
+    // "[I] Code Region - rI" ... "Total Cycles: C" (for 100 iterations).
+    std::vector<double> cycles(regionOf.size(), 0.0);
+    std::istringstream r(report);
+    int64_t region = -1;
+    for (std::string line; std::getline(r, line);) {
+      size_t at = line.find("Code Region - r");
+      if (at != std::string::npos)
+        region = std::strtoll(line.c_str() + at + 15, nullptr, 10);
+      else if (line.rfind("Total Cycles:", 0) == 0 && region >= 0 &&
+               region < (int64_t)cycles.size())
+        cycles[(size_t)region] = std::strtod(line.c_str() + 13, nullptr) / 100.0;
+    }
+    std::map<std::string, double> perFunction;
+    for (size_t k = 0; k < regionOf.size(); ++k)
+      perFunction[segs[regionOf[k]].Function] += times[regionOf[k]] * cycles[k];
+    // A call's kernel and its outlined parts (NAME.task...), shared evenly
+    // by the calls of one kernel.
+    std::map<size_t, int64_t> callsOf;
+    for (const kir::Call &c : P.Calls)
+      ++callsOf[c.KernelIndex];
+    Cycles.assign(P.Calls.size(), 0.0);
+    for (size_t c = 0; c < P.Calls.size(); ++c) {
+      const std::string &k = P.Kernels[P.Calls[c].KernelIndex].Name;
+      double total = 0;
+      for (const auto &[fn, v] : perFunction)
+        if (fn == k || fn.rfind(k + ".", 0) == 0)
+          total += v;
+      Cycles[c] = total / (double)callsOf[P.Calls[c].KernelIndex];
+    }
+  }
+
+  void readOutputs() {
+    std::string bytes = readFile(Tmp->Path + "/outputs.bin", "the program's outputs");
+    size_t at = 0;
+    for (size_t o = 0; o < Out.size(); ++o) {
+      size_t n = (size_t)P.Outputs[o].bytes();
+      if (at + n > bytes.size())
+        fail(ErrorKind::Internal) << "--tune: the program wrote " << bytes.size()
+                                  << " output bytes, fewer than the model's outputs";
+      std::copy(bytes.begin() + (long)at, bytes.begin() + (long)(at + n), Out[o].begin());
+      at += n;
+    }
+  }
+
+  std::unique_ptr<TempDir> Tmp;
+  std::string Asm;
+  std::future<void> Job;
+  std::vector<double> Cycles;
+};
+
+/// Whether --tune estimates `t` with llvm-mca (a Linux core under qemu-user).
+bool mcaTarget(const llvmgen::TargetSpec &t) {
+  const std::string &tr = t.Triple;
+  return tr.find("linux") != std::string::npos &&
+         (tr.rfind("aarch64", 0) == 0 || tr.rfind("riscv64", 0) == 0);
+}
+
 /// Whether --tune measures `t` as firmware under QEMU.
 bool firmwareTarget(const llvmgen::TargetSpec &t) {
   return t.Name == "cortex-m4" || t.Name == "cortex-m7";
@@ -395,12 +674,13 @@ PlanTuner::PlanTuner(const DriverOptions &o, const llvmgen::TargetSpec &target, 
   if (target.Name == "cuda")
     fail(ErrorKind::Unsupported) << "--tune and --tune-db plan CPU kernels; the CUDA target "
                                     "has no schedule search yet";
-  if (Tune && !runsInProcess(target) && !firmwareTarget(target))
+  if (Tune && !runsInProcess(target) && !firmwareTarget(target) && !mcaTarget(target))
     fail(ErrorKind::Unsupported)
-        << "--tune measures on this machine (the host, x86-64 levels it has) or under QEMU "
-           "(cortex-m4, cortex-m7: instructions counted), not for --target "
+        << "--tune measures on this machine (the host, x86-64 levels it has), under QEMU "
+           "(cortex-m4, cortex-m7: instructions counted) or by llvm-mca (AArch64 and RISC-V "
+           "Linux cores), not for --target "
         << target.Name << " (" << target.Triple << (target.Cpu.empty() ? "" : ", " + target.Cpu)
-        << "); the llvm-mca estimate for other cores is not built yet";
+        << ")";
   TargetDesc d = llvmgen::describeTarget(target);
   TargetKey = target.Name + " " + d.Triple + " " + d.Cpu + " " + d.Features;
   Compiler = output::mlccVersion();
@@ -458,10 +738,19 @@ void PlanTuner::search(const PipelineOptions &base) {
   Status.step("tune: compiling the default plans");
   kir::Program defaults = compile(true);
   const std::vector<std::vector<uint8_t>> inputs = tuningInputs(defaults);
-  const bool firmware = firmwareTarget(Target);
+  // The measurer: this machine's clock, QEMU's instruction count, or
+  // llvm-mca's cycles; the last two are deterministic.
+  enum class Kind { Host, Firmware, Mca };
+  const Kind kind = runsInProcess(Target)    ? Kind::Host
+                    : firmwareTarget(Target) ? Kind::Firmware
+                                             : Kind::Mca;
+  const bool firmware = kind == Kind::Firmware, exact = kind != Kind::Host;
+  const char *unit = kind == Kind::Host ? "ns" : firmware ? "instructions" : "cycles";
   auto load = [&](kir::Program p) -> std::unique_ptr<Round> {
     if (firmware)
       return std::make_unique<FirmwareRound>(std::move(p), Target, Codegen, inputs, O.Model);
+    if (kind == Kind::Mca)
+      return std::make_unique<McaRound>(std::move(p), Target, Codegen, inputs, O.Model);
     return std::make_unique<HostRound>(std::move(p), Target, Codegen, inputs);
   };
   std::unique_ptr<Round> first = load(std::move(defaults));
@@ -475,7 +764,7 @@ void PlanTuner::search(const PipelineOptions &base) {
     rounds = std::min(rounds, (size_t)BudgetTrials);
   // Deterministic counts need one measure; times the median of repeats.
   const int repeats =
-      firmware ? 1 : repeatsFor(static_cast<HostRound &>(*first).runOnce());
+      exact ? 1 : repeatsFor(static_cast<HostRound &>(*first).runOnce());
 
   auto measure = [&](Round &r, size_t candidateOf) {
     r.warm();
@@ -497,7 +786,7 @@ void PlanTuner::search(const PipelineOptions &base) {
   // compile: as many in flight as the machine has cores. Host rounds time
   // one at a time, on a machine otherwise idle.
   const size_t inFlight =
-      firmware ? std::max<size_t>(1, std::thread::hardware_concurrency()) : 1;
+      exact ? std::max<size_t>(1, std::thread::hardware_concurrency()) : 1;
   std::vector<std::pair<size_t, std::unique_ptr<Round>>> batch;
   for (size_t next = 1; next < rounds || !batch.empty();) {
     if (next < rounds && batch.size() < inFlight &&
@@ -583,7 +872,7 @@ void PlanTuner::search(const PipelineOptions &base) {
       std::fprintf(stderr,
                    "mlcc: tune: the chosen plans together take %.0f %s a run against the "
                    "defaults' %.0f; the default plans are kept\n",
-                   modelTuned, firmware ? "instructions" : "ns", modelDefault);
+                   modelTuned, unit, modelDefault);
       std::fill(confirmBest.begin(), confirmBest.end(), NAN);
       modelTuned = modelDefault;
     }
@@ -595,7 +884,7 @@ void PlanTuner::search(const PipelineOptions &base) {
     e.Signature = slot.Signature;
     e.Target = TargetKey;
     e.Compiler = Compiler;
-    e.Measure = firmware ? "qemu-instructions" : "host-ns";
+    e.Measure = kind == Kind::Host ? "host-ns" : firmware ? "qemu-instructions" : "mca-cycles";
     e.DefaultPlan = slot.Candidates[0].str();
     e.Candidates = (int64_t)std::count_if(slot.Measured.begin(), slot.Measured.end(),
                                           [](double v) { return !std::isnan(v); });
@@ -606,8 +895,9 @@ void PlanTuner::search(const PipelineOptions &base) {
       continue; // never timed (its calls' node names are not unique)
     if (best[s] != 0 && !std::isnan(confirmBest[s]) && !std::isnan(confirmDefault[s])) {
       e.Default = std::round(confirmDefault[s]);
-      if (firmware ? confirmBest[s] < confirmDefault[s] - kFirmwareResolution
-                   : confirmBest[s] < kKeepBelow * confirmDefault[s]) {
+      if (firmware             ? confirmBest[s] < confirmDefault[s] - kFirmwareResolution
+          : kind == Kind::Mca ? confirmBest[s] < kMcaKeepBelow * confirmDefault[s]
+                              : confirmBest[s] < kKeepBelow * confirmDefault[s]) {
         e.Plan = slot.Candidates[best[s]].str();
         e.Tuned = std::round(confirmBest[s]);
         ++kept;
@@ -622,9 +912,10 @@ void PlanTuner::search(const PipelineOptions &base) {
                "kept, %zu within the noise margin left at the default",
                slotOfNode.size(), slots.size(), measuredRounds, elapsed(), kept,
                changedSlots - kept);
-  if (!std::isnan(modelDefault) && firmware)
-    std::fprintf(stderr, "; the kernel calls %.0f instructions a run with the default plans, "
-                 "%.0f with the chosen ones", modelDefault, kept ? modelTuned : modelDefault);
+  if (!std::isnan(modelDefault) && exact)
+    std::fprintf(stderr, "; the kernel calls %.0f %s a run with the default plans, %.0f with "
+                 "the chosen ones%s", modelDefault, unit, kept ? modelTuned : modelDefault,
+                 kind == Kind::Mca ? " (llvm-mca's estimate)" : "");
   else if (!std::isnan(modelDefault))
     std::fprintf(stderr, "; the kernel calls %.3f ms a run with the default plans, %.3f ms with "
                  "the chosen ones", modelDefault / 1e6, kept ? modelTuned / 1e6 : modelDefault / 1e6);
