@@ -107,8 +107,8 @@ expect budget-alone 2 "--tune-budget needs --tune" -- \
   "$digits" -o out/libd.a --tune-budget 5
 expect budget-syntax 2 "--tune-budget 'soon': expected seconds (60s) or candidates per kernel (8)" -- \
   "$digits" -o out/libd.a --tune --tune-budget soon
-expect tune-cross 3 "not for --target aarch64-linux (aarch64-unknown-linux-gnu" -- \
-  "$digits" -o out/libd.a --tune --target aarch64-linux
+expect tune-cross 3 "not for --target riscv32 (riscv32-unknown-none-elf" -- \
+  "$digits" -o out/libd.a --tune --target riscv32
 expect tune-graph 2 "--emit graph stops before the kernels are planned" -- \
   "$digits" -o out/g.txt --emit graph --tune-db "$work/db.jsonl"
 
@@ -137,6 +137,26 @@ if command -v qemu-system-arm >/dev/null && command -v arm-none-eabi-gcc >/dev/n
   fi
 else
   echo "skip cortex-m4 search: qemu-system-arm or arm-none-eabi-gcc is not installed"
+fi
+
+# The llvm-mca estimate for a core this machine does not run (AArch64
+# Cortex-A76: block counts under qemu-aarch64, each block's cycles from
+# llvm-mca): every entry in estimated cycles, the same database twice.
+if command -v qemu-aarch64 >/dev/null && command -v aarch64-linux-gnu-gcc >/dev/null &&
+   command -v llvm-mca-19 >/dev/null; then
+  mkdir a76a a76b
+  a76=(--target aarch64-linux --cpu cortex-a76 --tune --tune-budget 3)
+  if "$mlcc" "$digits" "${a76[@]}" -o a76a/libd.a --tune-db a76a.jsonl 2>a76a.err &&
+     "$mlcc" "$digits" "${a76[@]}" -o a76b/libd.a --tune-db a76b.jsonl 2>a76b.err &&
+     [[ $(grep -c '"measure": "mca-cycles"' a76a.jsonl) -ge 2 ]] &&
+     ! grep -q '"measure": "host-ns"' a76a.jsonl && cmp -s a76a.jsonl a76b.jsonl &&
+     cmp -s a76a/libd.a a76b/libd.a; then
+    ok "cortex-a76 estimate: $(grep '^mlcc: tune ' a76a.err | cut -c1-160); the same database twice"
+  else
+    fail "cortex-a76 estimate"; cat a76a.err a76b.err | head -5; diff a76a.jsonl a76b.jsonl | head -4
+  fi
+else
+  echo "skip cortex-a76 estimate: qemu-aarch64, aarch64-linux-gnu-gcc or llvm-mca-19 is not installed"
 fi
 
 if [[ $failures -ne 0 ]]; then
