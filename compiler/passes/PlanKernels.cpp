@@ -48,6 +48,7 @@
 #include "compiler/schedule/CostModel.h"
 
 #include <algorithm>
+#include <functional>
 
 namespace mlcc::passes {
 
@@ -659,30 +660,28 @@ std::vector<ir::KernelPlan> dotAlternatives(const ir::Node &n, const TargetDesc 
   const MacKind mac = d.DotPairs ? MacKind::Int8Madd
                       : d.DotNarrow && longMacDots(t) ? MacKind::Int8PairSums
                                                       : MacKind::Int8Dot;
-  if (d.Dot && d.Dot4Lanes) {
-    auto geo = ops::dotConvGeometry(ops::convShape(n, o->X, o->W), lanes, t.StackBytes);
+  // The tiles the model ranks first for a geometry; each as a plan.
+  auto tiles = [&](const auto &geo, const std::function<void(ir::KernelPlan &,
+                                                              const TileChoice &)> &set) {
     if (!geo)
-      return out;
+      return;
     for (const TileChoice &tile : schedule::rankTiles(
              t, TileProblem{mac, geo->Rows, geo->Cols, geo->Steps, false, geo->MaxVectors},
              kTilesPerForm)) {
       ir::KernelPlan p = d;
-      p.Dot->Rows = tile.Rows;
-      p.Dot->Vectors = tile.Vectors;
+      set(p, tile);
       out.push_back(p);
     }
-  } else if (d.Taps && d.Taps->Vectors > 0) {
-    auto geo = ops::tapQuadsGeometry(ops::convShape(n, o->X, o->W), lanes);
-    if (!geo)
-      return out;
-    for (const TileChoice &tile : schedule::rankTiles(
-             t, TileProblem{mac, geo->Rows, geo->Cols, geo->Steps, false, geo->MaxVectors},
-             kTilesPerForm)) {
-      ir::KernelPlan p = d;
-      p.Taps->Vectors = tile.Vectors;
-      out.push_back(p);
-    }
-  }
+  };
+  if (d.Dot && d.Dot4Lanes)
+    tiles(ops::dotConvGeometry(ops::convShape(n, o->X, o->W), lanes, t.StackBytes),
+          [](ir::KernelPlan &p, const TileChoice &tile) {
+            p.Dot->Rows = tile.Rows;
+            p.Dot->Vectors = tile.Vectors;
+          });
+  else if (d.Taps && d.Taps->Vectors > 0)
+    tiles(ops::tapQuadsGeometry(ops::convShape(n, o->X, o->W), lanes),
+          [](ir::KernelPlan &p, const TileChoice &tile) { p.Taps->Vectors = tile.Vectors; });
   return out;
 }
 

@@ -121,40 +121,36 @@ else
   fail "--tune-budget 1"; cat one.err
 fi
 
-# The instruction-count search on a Cortex-M4 (firmware under QEMU with
-# -icount shift=0): every entry counts instructions, and a second search
-# writes the same database (deterministic: no seed, no noise).
-if command -v qemu-system-arm >/dev/null && command -v arm-none-eabi-gcc >/dev/null; then
-  mkdir m4a m4b
-  if "$mlcc" "$digits" --target cortex-m4 -o m4a/libd.a --tune --tune-db m4a.jsonl 2>m4a.err &&
-     "$mlcc" "$digits" --target cortex-m4 -o m4b/libd.a --tune --tune-db m4b.jsonl 2>m4b.err &&
-     [[ $(grep -c '"measure": "qemu-instructions"' m4a.jsonl) -ge 2 ]] &&
-     ! grep -q '"measure": "host-ns"' m4a.jsonl && cmp -s m4a.jsonl m4b.jsonl &&
-     cmp -s m4a/libd.a m4b/libd.a; then
-    ok "cortex-m4 search: $(grep '^mlcc: tune ' m4a.err | cut -c1-160); the same database twice"
+# reproducible NAME DB-MEASURE ARGS...: two searches with ARGS write the
+# same database, every entry measured in DB-MEASURE, and the same library.
+reproducible() {
+  local name=$1 measure=$2
+  shift 2
+  mkdir "$name-a" "$name-b"
+  if "$mlcc" "$digits" "$@" -o "$name-a/libd.a" --tune-db "$name-a.jsonl" 2>"$name-a.err" &&
+     "$mlcc" "$digits" "$@" -o "$name-b/libd.a" --tune-db "$name-b.jsonl" 2>"$name-b.err" &&
+     [[ $(grep -c "\"measure\": \"$measure\"" "$name-a.jsonl") -ge 2 ]] &&
+     ! grep -q '"measure": "host-ns"' "$name-a.jsonl" && cmp -s "$name-a.jsonl" "$name-b.jsonl" &&
+     cmp -s "$name-a/libd.a" "$name-b/libd.a"; then
+    ok "$name: $(grep '^mlcc: tune ' "$name-a.err" | cut -c1-160); the same database twice"
   else
-    fail "cortex-m4 search"; cat m4a.err m4b.err | head -5; diff m4a.jsonl m4b.jsonl | head -4
+    fail "$name"; cat "$name-a.err" "$name-b.err" | head -5
+    diff "$name-a.jsonl" "$name-b.jsonl" | head -4
   fi
+}
+# The instruction-count search on a Cortex-M4 (firmware under QEMU with
+# -icount shift=0) and the llvm-mca estimate for a core this machine does
+# not run (AArch64 Cortex-A76: block counts under qemu-aarch64, each
+# block's cycles from llvm-mca): deterministic, no seed, no noise.
+if command -v qemu-system-arm >/dev/null && command -v arm-none-eabi-gcc >/dev/null; then
+  reproducible cortex-m4-search qemu-instructions --target cortex-m4 --tune
 else
   echo "skip cortex-m4 search: qemu-system-arm or arm-none-eabi-gcc is not installed"
 fi
-
-# The llvm-mca estimate for a core this machine does not run (AArch64
-# Cortex-A76: block counts under qemu-aarch64, each block's cycles from
-# llvm-mca): every entry in estimated cycles, the same database twice.
 if command -v qemu-aarch64 >/dev/null && command -v aarch64-linux-gnu-gcc >/dev/null &&
    command -v llvm-mca-19 >/dev/null; then
-  mkdir a76a a76b
-  a76=(--target aarch64-linux --cpu cortex-a76 --tune --tune-budget 3)
-  if "$mlcc" "$digits" "${a76[@]}" -o a76a/libd.a --tune-db a76a.jsonl 2>a76a.err &&
-     "$mlcc" "$digits" "${a76[@]}" -o a76b/libd.a --tune-db a76b.jsonl 2>a76b.err &&
-     [[ $(grep -c '"measure": "mca-cycles"' a76a.jsonl) -ge 2 ]] &&
-     ! grep -q '"measure": "host-ns"' a76a.jsonl && cmp -s a76a.jsonl a76b.jsonl &&
-     cmp -s a76a/libd.a a76b/libd.a; then
-    ok "cortex-a76 estimate: $(grep '^mlcc: tune ' a76a.err | cut -c1-160); the same database twice"
-  else
-    fail "cortex-a76 estimate"; cat a76a.err a76b.err | head -5; diff a76a.jsonl a76b.jsonl | head -4
-  fi
+  reproducible cortex-a76-estimate mca-cycles --target aarch64-linux --cpu cortex-a76 --tune \
+    --tune-budget 3
 else
   echo "skip cortex-a76 estimate: qemu-aarch64, aarch64-linux-gnu-gcc or llvm-mca-19 is not installed"
 fi

@@ -332,37 +332,15 @@ std::string harnessSource(const kir::Program &p) {
     }
   if (!count)
     s << "  {-1, 0, 0, 0},\n";
-  int64_t align = std::max<int64_t>(p.ArenaAlign, 64);
-  s << "};\nstatic const int32_t num_regions = " << count << ";\n"
-    << "static uint8_t arena[" << kir::alignedArenaBytes(p.ArenaSize, align)
-    << "] __attribute__((aligned(" << align << ")));\n";
-  for (size_t i = 0; i < p.Inputs.size(); ++i)
-    s << "static uint8_t in" << i << "[" << p.Inputs[i].bytes() + 1
-      << "] __attribute__((aligned(64)));\n";
-  for (size_t i = 0; i < p.Outputs.size(); ++i)
-    s << "static uint8_t out" << i << "[" << p.Outputs[i].bytes() + 1
-      << "] __attribute__((aligned(64)));\n";
-  s << "static void *ins[] = {";
-  for (size_t i = 0; i < p.Inputs.size(); ++i)
-    s << "in" << i << ", ";
-  s << "0};\nstatic void *outs[] = {";
-  for (size_t i = 0; i < p.Outputs.size(); ++i)
-    s << "out" << i << ", ";
-  s << "0};\nstatic const int64_t in_bytes[] = {";
-  for (auto &in : p.Inputs)
-    s << in.bytes() << ", ";
-  s << "0};\n\nstatic FILE *dump;\nstatic int32_t next_region;\n\n"
+  s << "};\nstatic const int32_t num_regions = " << count << ";\n" << harnessBuffers(p);
+  s << "\nstatic FILE *dump;\nstatic int32_t next_region;\n\n"
        "static void after_call(void *context, int32_t call, const char *name, int32_t phase) {\n"
        "  (void)context;\n  (void)name;\n  if (phase != 1)\n    return;\n"
        "  while (next_region < num_regions && regions[next_region].call == call) {\n"
        "    const struct region *r = &regions[next_region++];\n"
        "    const uint8_t *p = r->output ? (const uint8_t *)outs[r->where] : arena + r->where;\n"
        "    fwrite(p, 1, (size_t)r->bytes, dump);\n  }\n}\n\n"
-       "int main(void) {\n  FILE *f = fopen(\"inputs.bin\", \"rb\");\n"
-       "  if (!f)\n    return 90;\n"
-       "  for (size_t i = 0; i < " << p.Inputs.size() << "; ++i)\n"
-       "    if (fread(ins[i], 1, (size_t)in_bytes[i], f) != (size_t)in_bytes[i])\n"
-       "      return 91;\n  fclose(f);\n"
+       "int main(void) {\n" << harnessReadInputs(p) <<
        "  dump = fopen(\"calls.bin\", \"wb\");\n  if (!dump)\n    return 92;\n"
        "  mlcc_run_options options;\n  memset(&options, 0, sizeof options);\n"
        "  options.on_kernel = after_call;\n"
@@ -449,6 +427,42 @@ bool runsInProcess(const llvmgen::TargetSpec &t) {
   }
 #endif
   return false;
+}
+
+std::string harnessBuffers(const kir::Program &p) {
+  std::ostringstream s;
+  int64_t align = std::max<int64_t>(p.ArenaAlign, 64);
+  s << "static uint8_t arena[" << kir::alignedArenaBytes(p.ArenaSize, align)
+    << "] __attribute__((aligned(" << align << ")));\n";
+  for (size_t i = 0; i < p.Inputs.size(); ++i)
+    s << "static uint8_t in" << i << "[" << p.Inputs[i].bytes() + 1
+      << "] __attribute__((aligned(64)));\n";
+  for (size_t i = 0; i < p.Outputs.size(); ++i)
+    s << "static uint8_t out" << i << "[" << p.Outputs[i].bytes() + 1
+      << "] __attribute__((aligned(64)));\n";
+  s << "static void *ins[] = {";
+  for (size_t i = 0; i < p.Inputs.size(); ++i)
+    s << "in" << i << ", ";
+  s << "0};\nstatic void *outs[] = {";
+  for (size_t i = 0; i < p.Outputs.size(); ++i)
+    s << "out" << i << ", ";
+  s << "0};\nstatic const int64_t in_bytes[] = {";
+  for (auto &in : p.Inputs)
+    s << in.bytes() << ", ";
+  s << "0};\nstatic const int64_t out_bytes[] = {";
+  for (auto &out : p.Outputs)
+    s << out.bytes() << ", ";
+  s << "0};\n";
+  return s.str();
+}
+
+std::string harnessReadInputs(const kir::Program &p) {
+  std::ostringstream s;
+  s << "  FILE *f = fopen(\"inputs.bin\", \"rb\");\n  if (!f)\n    return 90;\n"
+       "  for (size_t i = 0; i < " << p.Inputs.size() << "; ++i)\n"
+       "    if (fread(ins[i], 1, (size_t)in_bytes[i], f) != (size_t)in_bytes[i])\n"
+       "      return 91;\n  fclose(f);\n";
+  return s.str();
 }
 
 void crossCommands(const llvmgen::TargetSpec &t, const std::string &who,

@@ -78,6 +78,14 @@ bool runsInProcess(const llvmgen::TargetSpec &t);
 void crossCommands(const llvmgen::TargetSpec &t, const std::string &who,
                    std::vector<std::string> &cc, std::vector<std::string> &run);
 
+/// The C declarations of a harness that runs program `p` (mlcc check,
+/// --tune): a static arena, the input and output buffers, the pointer
+/// tables `ins` and `outs` and their sizes `in_bytes` and `out_bytes`.
+std::string harnessBuffers(const kir::Program &p);
+/// C statements that fill `ins` from the file inputs.bin (the program
+/// returns 90 or 91 when it cannot).
+std::string harnessReadInputs(const kir::Program &p);
+
 /// The exit status of an error of this kind (mlcc --help lists them).
 int exitStatus(ErrorKind kind);
 

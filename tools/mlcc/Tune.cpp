@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <future>
 #include <memory>
 #include <random>
@@ -172,117 +173,14 @@ private:
   std::vector<double> Ns;
 };
 
-/// Hooked runs a firmware round averages (SysTick counts in ticks of 40
-/// instructions: over 4 runs, a call's count is within 10).
-constexpr int kFirmwareRuns = 4;
-
-/// The firmware harness of a QEMU round: runs the model once, then
-/// kFirmwareRuns times with the on_kernel hook reading SysTick (under
-/// -icount shift=0 a tick is 1e9 / hz instructions), prints each call's
-/// ticks and writes the outputs to outputs.bin.
-std::string firmwareSource(const kir::Program &p, const std::string &name, int64_t hz) {
-  std::ostringstream s;
-  s << "/* mlcc --tune firmware harness (generated) */\n#include <stdint.h>\n#include <stdio.h>\n"
-       "#include <string.h>\n#include \"" << name << ".h\"\n\n"
-       "#define SYST_CSR (*(volatile uint32_t *)0xE000E010u)\n"
-       "#define SYST_RVR (*(volatile uint32_t *)0xE000E014u)\n"
-       "#define SYST_CVR (*(volatile uint32_t *)0xE000E018u)\n";
-  int64_t align = std::max<int64_t>(p.ArenaAlign, 64);
-  s << "static uint8_t arena[" << kir::alignedArenaBytes(p.ArenaSize, align)
-    << "] __attribute__((aligned(" << align << ")));\n";
-  for (size_t i = 0; i < p.Inputs.size(); ++i)
-    s << "static uint8_t in" << i << "[" << p.Inputs[i].bytes() + 1
-      << "] __attribute__((aligned(64)));\n";
-  for (size_t i = 0; i < p.Outputs.size(); ++i)
-    s << "static uint8_t out" << i << "[" << p.Outputs[i].bytes() + 1
-      << "] __attribute__((aligned(64)));\n";
-  s << "static void *ins[] = {";
-  for (size_t i = 0; i < p.Inputs.size(); ++i)
-    s << "in" << i << ", ";
-  s << "0};\nstatic void *outs[] = {";
-  for (size_t i = 0; i < p.Outputs.size(); ++i)
-    s << "out" << i << ", ";
-  s << "0};\nstatic const int64_t in_bytes[] = {";
-  for (auto &in : p.Inputs)
-    s << in.bytes() << ", ";
-  s << "0};\nstatic const int64_t out_bytes[] = {";
-  for (auto &out : p.Outputs)
-    s << out.bytes() << ", ";
-  s << "0};\n#define CALLS " << std::max<size_t>(p.Calls.size(), 1) << "\n"
-    << "static uint32_t start;\nstatic uint64_t ticks[CALLS];\n\n"
-       "static void on_kernel(void *context, int32_t call, const char *name, int32_t phase) {\n"
-       "  (void)context;\n  (void)name;\n"
-       "  if (phase == 0) {\n    start = SYST_CVR;\n    return;\n  }\n"
-       "  ticks[call] += (start - SYST_CVR) & 0xFFFFFFu;\n}\n\n"
-       "int main(void) {\n  FILE *f = fopen(\"inputs.bin\", \"rb\");\n  if (!f)\n    return 90;\n"
-       "  for (size_t i = 0; i < " << p.Inputs.size() << "; ++i)\n"
-       "    if (fread(ins[i], 1, (size_t)in_bytes[i], f) != (size_t)in_bytes[i])\n      return 91;\n"
-       "  fclose(f);\n  SYST_RVR = 0xFFFFFFu;\n  SYST_CVR = 0;\n  SYST_CSR = 5u;\n"
-       "  mlcc_run_options options;\n  memset(&options, 0, sizeof options);\n"
-       "  int32_t rc = " << name << "_run_with((const " << name << "_inputs *)ins, (" << name
-    << "_outputs *)outs, arena, sizeof arena, &options);\n"
-       "  options.on_kernel = on_kernel;\n"
-       "  for (int r = 0; r < " << kFirmwareRuns << " && rc == 0; ++r)\n"
-       "    rc = " << name << "_run_with((const " << name << "_inputs *)ins, (" << name
-    << "_outputs *)outs, arena, sizeof arena, &options);\n"
-       "  if (rc != 0) {\n    printf(\"status %d\\n\", (int)rc);\n    return 93;\n  }\n"
-       "  FILE *o = fopen(\"outputs.bin\", \"wb\");\n  if (!o)\n    return 92;\n"
-       "  for (size_t i = 0; i < " << p.Outputs.size() << "; ++i)\n"
-       "    fwrite(outs[i], 1, (size_t)out_bytes[i], o);\n  fclose(o);\n"
-       "  for (int c = 0; c < CALLS; ++c)\n"
-       "    printf(\"call %d %llu\\n\", c, (unsigned long long)ticks[c]);\n"
-       "  printf(\"hz " << hz << "\\n\");\n  return 0;\n}\n";
-  return s.str();
-}
-
-/// An llvm-mca estimate is a model's: a tuned plan must save more than
-/// half a percent of the default's cycles.
-constexpr double kMcaKeepBelow = 0.995;
-
-/// Instructions a firmware measure may be off by (SysTick ticks of 40
-/// instructions over kFirmwareRuns runs): a tuned plan must save more.
-constexpr double kFirmwareResolution = 40.0 / kFirmwareRuns;
-
-/// A microcontroller under QEMU (-icount shift=0: one instruction a
-/// nanosecond of virtual time): the model built as firmware and run once;
-/// the measure of a call is its instructions (deterministic).
-class FirmwareRound : public Round {
+/// A round run as a program of the target (firmware under QEMU, a Linux
+/// program under qemu-user): the model's object and header, a harness that
+/// reads inputs.bin and writes outputs.bin, built with the target's C
+/// compiler and run; the build and the run happen on another thread
+/// (finish() waits), so that the next round compiles meanwhile.
+class ProgramRound : public Round {
 public:
-  /// Builds the model's object here; links and runs the firmware on
-  /// another thread (finish() waits), so that the next round compiles
-  /// meanwhile.
-  FirmwareRound(kir::Program program, const llvmgen::TargetSpec &target,
-                const llvmgen::CodegenOptions &cg, const std::vector<std::vector<uint8_t>> &inputs,
-                const std::string &model)
-      : Round(std::move(program)), Tmp(std::make_unique<TempDir>()) {
-    std::vector<std::string> cc, run;
-    crossCommands(target, "--tune", cc, run);
-    const std::string name = "mlcc_tune";
-    kir::Program named = P;
-    named.Name = name;
-    Tmp->write(name + ".o",
-               llvmgen::compileProgram(named, target, cg, llvmgen::OutputKind::Object));
-    Tmp->write(name + ".h", output::writeHeader(named, model, false));
-    Tmp->write("harness.c", firmwareSource(named, name, kSysTickHz));
-    std::string in;
-    for (auto &b : inputs)
-      in.append(b.begin(), b.end());
-    Tmp->write("inputs.bin", in);
-    std::vector<std::string> build = cc;
-    for (const char *a : {"-std=c99", "-I.", "harness.c"})
-      build.push_back(a);
-    build.push_back(name + ".o");
-    for (const char *a : {"-lm", "-o", "tune.elf"})
-      build.push_back(a);
-    std::vector<std::string> exec = run;
-    // Instructions counted by QEMU's virtual clock.
-    exec.insert(exec.begin() + 1, {"-icount", "shift=0"});
-    exec.push_back(Tmp->Path + "/tune.elf");
-    Job = std::async(std::launch::async,
-                     [this, build, exec, who = target.Name] { linkAndRun(build, exec, who); });
-  }
-
-  ~FirmwareRound() override {
+  ~ProgramRound() override {
     if (Job.valid())
       Job.wait();
   }
@@ -292,87 +190,165 @@ public:
       Job.get(); // rethrows the job's error
   }
 
-  std::vector<double> measure() override { return Counts; }
+  std::vector<double> measure() override { return Measures; }
+
+protected:
+  static constexpr const char *kName = "mlcc_tune";
+
+  /// Writes the files; `harness` makes the harness's source from the
+  /// renamed program, `runFlags` go after the run command's program name.
+  ProgramRound(kir::Program program, const llvmgen::TargetSpec &target,
+               const llvmgen::CodegenOptions &cg, const std::vector<std::vector<uint8_t>> &inputs,
+               const std::string &model,
+               const std::function<std::string(const kir::Program &)> &harness,
+               const std::vector<std::string> &runFlags)
+      : Round(std::move(program)), Tmp(std::make_unique<TempDir>()), Target(target.Name) {
+    std::vector<std::string> cc, run;
+    crossCommands(target, "--tune", cc, run);
+    kir::Program named = P;
+    named.Name = kName;
+    Tmp->write(std::string(kName) + ".o",
+               llvmgen::compileProgram(named, target, cg, llvmgen::OutputKind::Object));
+    if (!cg.BlockCounters.empty())
+      Asm = llvmgen::compileProgram(named, target, cg, llvmgen::OutputKind::Assembly);
+    Tmp->write(std::string(kName) + ".h", output::writeHeader(named, model, false));
+    Tmp->write("harness.c", harness(named));
+    std::string in;
+    for (auto &b : inputs)
+      in.append(b.begin(), b.end());
+    Tmp->write("inputs.bin", in);
+    Build = cc;
+    for (const char *a : {"-std=gnu11", "-I.", "harness.c"})
+      Build.push_back(a);
+    Build.push_back(std::string(kName) + ".o");
+    for (const char *a : {"-lm", "-o", "tune.elf"})
+      Build.push_back(a);
+    Run = run;
+    Run.insert(Run.begin() + 1, runFlags.begin(), runFlags.end());
+    Run.push_back(Tmp->Path + "/tune.elf");
+  }
+
+  /// Starts the build and the run; `parse` reads the run's output (after
+  /// outputs.bin is read into Out) and sets Measures.
+  void start(std::function<void(const std::string &log)> parse) {
+    Job = std::async(std::launch::async, [this, parse] {
+      std::string log;
+      int rc = runProcess(Build, &log, Tmp->Path);
+      if (rc != 0)
+        fail(ErrorKind::Usage) << "--tune: building the program for " << Target << " with '"
+                               << Build[0] << "' failed (exit " << rc
+                               << "): " << log.substr(0, 1500);
+      rc = runProcess(Run, &log, Tmp->Path);
+      if (rc != 0)
+        fail(ErrorKind::Internal) << "--tune: running the program for " << Target << " with '"
+                                  << Run[0] << "' failed (exit " << rc
+                                  << "): " << log.substr(0, 1500);
+      std::string bytes = readFile(Tmp->Path + "/outputs.bin", "the program's outputs");
+      size_t at = 0;
+      for (size_t o = 0; o < Out.size(); ++o) {
+        size_t n = (size_t)P.Outputs[o].bytes();
+        if (at + n > bytes.size())
+          fail(ErrorKind::Internal) << "--tune: the program wrote " << bytes.size()
+                                    << " output bytes, fewer than the model's outputs";
+        std::copy(bytes.begin() + (long)at, bytes.begin() + (long)(at + n), Out[o].begin());
+        at += n;
+      }
+      parse(log);
+    });
+  }
+
+  std::unique_ptr<TempDir> Tmp;
+  std::string Target, Asm;
+  std::vector<std::string> Build, Run;
+  std::vector<double> Measures;
+
+private:
+  std::future<void> Job;
+};
+
+/// The harness's end: the outputs to outputs.bin (92 when it cannot).
+std::string harnessWriteOutputs(const kir::Program &p) {
+  std::ostringstream s;
+  s << "  FILE *o = fopen(\"outputs.bin\", \"wb\");\n  if (!o)\n    return 92;\n"
+       "  for (size_t i = 0; i < " << p.Outputs.size() << "; ++i)\n"
+       "    fwrite(outs[i], 1, (size_t)out_bytes[i], o);\n  fclose(o);\n";
+  return s.str();
+}
+
+/// Hooked runs a firmware round averages (SysTick counts in ticks of 40
+/// instructions: over 4 runs, a call's count is within 10).
+constexpr int kFirmwareRuns = 4;
+
+/// Instructions a firmware measure may be off by (SysTick ticks of 40
+/// instructions over kFirmwareRuns runs): a tuned plan must save more.
+constexpr double kFirmwareResolution = 40.0 / kFirmwareRuns;
+
+/// An llvm-mca estimate is a model's: a tuned plan must save more than
+/// half a percent of the default's cycles.
+constexpr double kMcaKeepBelow = 0.995;
+
+/// A microcontroller under QEMU (-icount shift=0: one instruction a
+/// nanosecond of virtual time): the model built as firmware whose harness
+/// runs it once, then kFirmwareRuns times with the on_kernel hook reading
+/// SysTick, and prints each call's ticks; a call's measure is its
+/// instructions (deterministic).
+class FirmwareRound : public ProgramRound {
+public:
+  FirmwareRound(kir::Program program, const llvmgen::TargetSpec &target,
+                const llvmgen::CodegenOptions &cg, const std::vector<std::vector<uint8_t>> &inputs,
+                const std::string &model)
+      : ProgramRound(std::move(program), target, cg, inputs, model, source,
+                     {"-icount", "shift=0"}) {
+    start([this](const std::string &log) {
+      Measures.assign(P.Calls.size(), NAN);
+      std::istringstream lines(log);
+      for (std::string word; lines >> word;) {
+        size_t c = 0;
+        unsigned long long t = 0;
+        if (word == "call" && lines >> c >> t && c < Measures.size())
+          Measures[c] = (double)t * (1e9 / (double)kSysTickHz) / kFirmwareRuns;
+      }
+    });
+  }
 
 private:
   /// The MPS2 boards' SysTick runs at the processor clock, 25 MHz.
   static constexpr int64_t kSysTickHz = 25000000;
 
-  void linkAndRun(const std::vector<std::string> &build, const std::vector<std::string> &exec,
-                  const std::string &target) {
-    std::string log;
-    int rc = runProcess(build, &log, Tmp->Path);
-    if (rc != 0)
-      fail(ErrorKind::Usage) << "--tune: building the firmware for " << target << " with '"
-                             << build[0] << "' failed (exit " << rc << "): " << log.substr(0, 1500);
-    rc = runProcess(exec, &log, Tmp->Path);
-    if (rc != 0)
-      fail(ErrorKind::Internal) << "--tune: running the firmware for " << target << " with '"
-                                << exec[0] << "' failed (exit " << rc
-                                << "): " << log.substr(0, 1500);
-    Counts.assign(P.Calls.size(), NAN);
-    std::istringstream lines(log);
-    for (std::string word; lines >> word;) {
-      size_t c = 0;
-      unsigned long long t = 0;
-      if (word == "call" && lines >> c >> t && c < Counts.size())
-        Counts[c] = (double)t * (1e9 / (double)kSysTickHz) / kFirmwareRuns;
-    }
-    std::string bytes = readFile(Tmp->Path + "/outputs.bin", "the firmware's outputs");
-    size_t at = 0;
-    for (size_t o = 0; o < Out.size(); ++o) {
-      size_t n = (size_t)P.Outputs[o].bytes();
-      if (at + n > bytes.size())
-        fail(ErrorKind::Internal) << "--tune: the firmware wrote " << bytes.size()
-                                  << " output bytes, fewer than the model's outputs";
-      std::copy(bytes.begin() + (long)at, bytes.begin() + (long)(at + n), Out[o].begin());
-      at += n;
-    }
+  static std::string source(const kir::Program &p) {
+    std::ostringstream s;
+    const std::string &name = p.Name;
+    s << "/* mlcc --tune firmware harness (generated) */\n#include <stdint.h>\n#include <stdio.h>\n"
+         "#include <string.h>\n#include \"" << name << ".h\"\n\n"
+         "#define SYST_CSR (*(volatile uint32_t *)0xE000E010u)\n"
+         "#define SYST_RVR (*(volatile uint32_t *)0xE000E014u)\n"
+         "#define SYST_CVR (*(volatile uint32_t *)0xE000E018u)\n"
+      << harnessBuffers(p) << "#define CALLS " << std::max<size_t>(p.Calls.size(), 1) << "\n"
+      << "static uint32_t start;\nstatic uint64_t ticks[CALLS];\n\n"
+         "static void on_kernel(void *context, int32_t call, const char *name, int32_t phase) {\n"
+         "  (void)context;\n  (void)name;\n"
+         "  if (phase == 0) {\n    start = SYST_CVR;\n    return;\n  }\n"
+         "  ticks[call] += (start - SYST_CVR) & 0xFFFFFFu;\n}\n\n"
+         "int main(void) {\n" << harnessReadInputs(p) <<
+         "  SYST_RVR = 0xFFFFFFu;\n  SYST_CVR = 0;\n  SYST_CSR = 5u;\n"
+         "  mlcc_run_options options;\n  memset(&options, 0, sizeof options);\n"
+         "  int32_t rc = " << name << "_run_with((const " << name << "_inputs *)ins, (" << name
+      << "_outputs *)outs, arena, sizeof arena, &options);\n"
+         "  options.on_kernel = on_kernel;\n"
+         "  for (int r = 0; r < " << kFirmwareRuns << " && rc == 0; ++r)\n"
+         "    rc = " << name << "_run_with((const " << name << "_inputs *)ins, (" << name
+      << "_outputs *)outs, arena, sizeof arena, &options);\n"
+         "  if (rc != 0) {\n    printf(\"status %d\\n\", (int)rc);\n    return 93;\n  }\n"
+      << harnessWriteOutputs(p)
+      << "  for (int c = 0; c < CALLS; ++c)\n"
+         "    printf(\"call %d %llu\\n\", c, (unsigned long long)ticks[c]);\n  return 0;\n}\n";
+    return s.str();
   }
-
-  std::unique_ptr<TempDir> Tmp;
-  std::future<void> Job;
-  std::vector<double> Counts;
 };
 
 /// The llvm-mca estimate's symbols: the block counters the program is built
 /// with (CodegenOptions::BlockCounters).
 constexpr const char *kBlockCounters = "mlcc_tune_blocks";
-
-/// The harness of an llvm-mca round (a Linux program under qemu-user):
-/// runs the model once on inputs.bin, writes its outputs to outputs.bin and
-/// prints every basic block's count ("block I N", the nonzero ones).
-std::string countingSource(const kir::Program &p, const std::string &name) {
-  std::ostringstream s;
-  s << "/* mlcc --tune llvm-mca harness (generated) */\n#include <stdint.h>\n#include <stdio.h>\n"
-       "#include <stdlib.h>\n#include <string.h>\n#include \"" << name << ".h\"\n\n"
-       "extern uint64_t *const " << kBlockCounters << "[];\nextern const int32_t "
-    << kBlockCounters << "_n;\n";
-  int64_t align = std::max<int64_t>(p.ArenaAlign, 64);
-  s << "static uint8_t arena[" << kir::alignedArenaBytes(p.ArenaSize, align)
-    << "] __attribute__((aligned(" << align << ")));\n"
-    << "int main(void) {\n  void *ins[" << p.Inputs.size() + 1 << "], *outs["
-    << p.Outputs.size() + 1 << "];\n  FILE *f = fopen(\"inputs.bin\", \"rb\");\n"
-       "  if (!f)\n    return 90;\n";
-  for (size_t i = 0; i < p.Inputs.size(); ++i)
-    s << "  ins[" << i << "] = aligned_alloc(64, " << (p.Inputs[i].bytes() + 64) / 64 * 64
-      << ");\n  if (fread(ins[" << i << "], 1, " << p.Inputs[i].bytes() << ", f) != "
-      << p.Inputs[i].bytes() << ")\n    return 91;\n";
-  s << "  fclose(f);\n";
-  for (size_t i = 0; i < p.Outputs.size(); ++i)
-    s << "  outs[" << i << "] = aligned_alloc(64, " << (p.Outputs[i].bytes() + 64) / 64 * 64
-      << ");\n";
-  s << "  int32_t rc = " << name << "_run((const " << name << "_inputs *)ins, (" << name
-    << "_outputs *)outs, arena, sizeof arena);\n"
-       "  if (rc != 0) {\n    printf(\"status %d\\n\", (int)rc);\n    return 93;\n  }\n"
-       "  FILE *o = fopen(\"outputs.bin\", \"wb\");\n  if (!o)\n    return 92;\n";
-  for (size_t i = 0; i < p.Outputs.size(); ++i)
-    s << "  fwrite(outs[" << i << "], 1, " << p.Outputs[i].bytes() << ", o);\n";
-  s << "  fclose(o);\n  for (int32_t i = 0; i < " << kBlockCounters << "_n; ++i)\n"
-       "    if (*" << kBlockCounters << "[i])\n      printf(\"block %d %llu\\n\", (int)i, "
-       "(unsigned long long)*" << kBlockCounters << "[i]);\n  return 0;\n}\n";
-  return s.str();
-}
 
 /// A stretch of a function's assembly that runs as often as one block
 /// counter says: from a label or a counter's increment to the next.
@@ -448,74 +424,46 @@ std::vector<Segment> segments(const std::string &text) {
 /// often each block runs, and each block's cycles estimated by llvm-mca for
 /// the target's CPU; a call's measure is its kernel's blocks' count x
 /// cycles (an estimate; deterministic).
-class McaRound : public Round {
+class McaRound : public ProgramRound {
 public:
   McaRound(kir::Program program, const llvmgen::TargetSpec &target,
            const llvmgen::CodegenOptions &cg, const std::vector<std::vector<uint8_t>> &inputs,
            const std::string &model)
-      : Round(std::move(program)), Tmp(std::make_unique<TempDir>()) {
-    std::vector<std::string> cc, run;
-    crossCommands(target, "--tune", cc, run);
-    const std::string name = "mlcc_tune";
-    kir::Program named = P;
-    named.Name = name;
-    llvmgen::CodegenOptions counted = cg;
-    counted.OnProgress = nullptr;
-    counted.BlockCounters = kBlockCounters;
-    Tmp->write(name + ".o",
-               llvmgen::compileProgram(named, target, counted, llvmgen::OutputKind::Object));
-    Asm = llvmgen::compileProgram(named, target, counted, llvmgen::OutputKind::Assembly);
-    Tmp->write(name + ".h", output::writeHeader(named, model, false));
-    Tmp->write("harness.c", countingSource(named, name));
-    std::string in;
-    for (auto &b : inputs)
-      in.append(b.begin(), b.end());
-    Tmp->write("inputs.bin", in);
-    std::vector<std::string> build = cc;
-    for (const char *a : {"-std=c11", "-I.", "harness.c"})
-      build.push_back(a);
-    build.push_back(name + ".o");
-    for (const char *a : {"-lm", "-o", "tune"})
-      build.push_back(a);
-    std::vector<std::string> exec = run;
-    exec.push_back(Tmp->Path + "/tune");
-    std::vector<std::string> mca = {"llvm-mca-19", "-mtriple=" + target.Triple,
-                                    "-iterations=100",
-                                    "-skip-unsupported-instructions=parse-failure"};
+      : ProgramRound(std::move(program), target, counted(cg), inputs, model, source, {}) {
+    Mca = {"llvm-mca-19", "-mtriple=" + target.Triple, "-iterations=100",
+           "-skip-unsupported-instructions=parse-failure"};
     if (!target.Cpu.empty())
-      mca.push_back("-mcpu=" + target.Cpu);
-    mca.push_back("blocks.s");
-    Job = std::async(std::launch::async, [this, build, exec, mca, who = target.Name] {
-      countAndEstimate(build, exec, mca, who);
-    });
+      Mca.push_back("-mcpu=" + target.Cpu);
+    Mca.push_back("blocks.s");
+    start([this](const std::string &log) { estimate(log); });
   }
-
-  ~McaRound() override {
-    if (Job.valid())
-      Job.wait();
-  }
-
-  void finish() override {
-    if (Job.valid())
-      Job.get();
-  }
-
-  std::vector<double> measure() override { return Cycles; }
 
 private:
-  void countAndEstimate(const std::vector<std::string> &build, const std::vector<std::string> &exec,
-                        const std::vector<std::string> &mca, const std::string &target) {
-    std::string log;
-    int rc = runProcess(build, &log, Tmp->Path);
-    if (rc != 0)
-      fail(ErrorKind::Usage) << "--tune: building the counting program for " << target
-                             << " with '" << build[0] << "' failed (exit " << rc
-                             << "): " << log.substr(0, 1500);
-    rc = runProcess(exec, &log, Tmp->Path);
-    if (rc != 0)
-      fail(ErrorKind::Internal) << "--tune: running the counting program for " << target
-                                << " with '" << exec[0] << "' failed (exit " << rc
-                                << "): " << log.substr(0, 1500);
+  static llvmgen::CodegenOptions counted(llvmgen::CodegenOptions cg) {
+    cg.OnProgress = nullptr;
+    cg.BlockCounters = kBlockCounters;
+    return cg;
+  }
+
+  /// Runs the model once and prints every basic block's count ("block I
+  /// N", the nonzero ones).
+  static std::string source(const kir::Program &p) {
+    std::ostringstream s;
+    const std::string &name = p.Name;
+    s << "/* mlcc --tune llvm-mca harness (generated) */\n#include <stdint.h>\n#include <stdio.h>\n"
+         "#include <string.h>\n#include \"" << name << ".h\"\n\n"
+         "extern uint64_t *const " << kBlockCounters << "[];\nextern const int32_t "
+      << kBlockCounters << "_n;\n" << harnessBuffers(p) << "\nint main(void) {\n"
+      << harnessReadInputs(p) << "  int32_t rc = " << name << "_run((const " << name
+      << "_inputs *)ins, (" << name << "_outputs *)outs, arena, sizeof arena);\n"
+         "  if (rc != 0) {\n    printf(\"status %d\\n\", (int)rc);\n    return 93;\n  }\n"
+      << harnessWriteOutputs(p) << "  for (int32_t i = 0; i < " << kBlockCounters << "_n; ++i)\n"
+         "    if (*" << kBlockCounters << "[i])\n      printf(\"block %d %llu\\n\", (int)i, "
+         "(unsigned long long)*" << kBlockCounters << "[i]);\n  return 0;\n}\n";
+    return s.str();
+  }
+
+  void estimate(const std::string &log) {
     std::map<int64_t, double> counts;
     std::istringstream lines(log);
     for (std::string word; lines >> word;) {
@@ -524,7 +472,6 @@ private:
       if (word == "block" && lines >> i >> n)
         counts[i] = (double)n;
     }
-    readOutputs();
     // Each counted segment a region of one llvm-mca run.
     std::vector<Segment> segs = segments(Asm);
     std::vector<double> times(segs.size(), 0.0);
@@ -549,7 +496,7 @@ private:
     }
     Tmp->write("blocks.s", regions.str());
     std::string report;
-    rc = runProcess(mca, &report, Tmp->Path);
+    int rc = runProcess(Mca, &report, Tmp->Path);
     if (rc != 0)
       fail(ErrorKind::Internal) << "--tune: llvm-mca-19 failed (exit " << rc
                                 << "): " << report.substr(0, 1500);
@@ -573,34 +520,18 @@ private:
     std::map<size_t, int64_t> callsOf;
     for (const kir::Call &c : P.Calls)
       ++callsOf[c.KernelIndex];
-    Cycles.assign(P.Calls.size(), 0.0);
+    Measures.assign(P.Calls.size(), 0.0);
     for (size_t c = 0; c < P.Calls.size(); ++c) {
       const std::string &k = P.Kernels[P.Calls[c].KernelIndex].Name;
       double total = 0;
       for (const auto &[fn, v] : perFunction)
         if (fn == k || fn.rfind(k + ".", 0) == 0)
           total += v;
-      Cycles[c] = total / (double)callsOf[P.Calls[c].KernelIndex];
+      Measures[c] = total / (double)callsOf[P.Calls[c].KernelIndex];
     }
   }
 
-  void readOutputs() {
-    std::string bytes = readFile(Tmp->Path + "/outputs.bin", "the program's outputs");
-    size_t at = 0;
-    for (size_t o = 0; o < Out.size(); ++o) {
-      size_t n = (size_t)P.Outputs[o].bytes();
-      if (at + n > bytes.size())
-        fail(ErrorKind::Internal) << "--tune: the program wrote " << bytes.size()
-                                  << " output bytes, fewer than the model's outputs";
-      std::copy(bytes.begin() + (long)at, bytes.begin() + (long)(at + n), Out[o].begin());
-      at += n;
-    }
-  }
-
-  std::unique_ptr<TempDir> Tmp;
-  std::string Asm;
-  std::future<void> Job;
-  std::vector<double> Cycles;
+  std::vector<std::string> Mca;
 };
 
 /// Whether --tune estimates `t` with llvm-mca (a Linux core under qemu-user).
