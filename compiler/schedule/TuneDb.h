@@ -33,7 +33,9 @@ namespace mlcc::schedule {
 struct TuneEntry {
   std::string Signature, Target, Compiler;
   /// What the figures count: "host-ns" (median nanoseconds of a call on
-  /// the compiling machine).
+  /// the compiling machine), "qemu-instructions" (a call's instructions on
+  /// a microcontroller under QEMU), "mca-cycles" (llvm-mca's estimate of a
+  /// call's cycles on the target CPU).
   std::string Measure;
   std::string Plan, DefaultPlan; ///< ir::KernelPlan::str()
   double Default = 0, Tuned = 0; ///< the measure of each plan

@@ -31,7 +31,8 @@ struct Slot {
   std::string Signature;
   std::vector<ir::KernelPlan> Candidates;
   std::vector<std::string> Nodes;
-  /// Median nanoseconds of a call, per candidate measured (NaN: not).
+  /// The measure of a call (host: the median nanoseconds), per candidate
+  /// measured (NaN: not).
   std::vector<double> Measured;
 };
 

@@ -5,16 +5,19 @@
 // fastest; --tune-db FILE keeps what it measured (schedule::TuneDb) so that
 // later compiles read it instead of searching.
 //
-// The measurer is the compiling machine (targets that run in this process:
-// the host, an x86-64 level it has). A round compiles the whole model with
-// one candidate for every kernel at once (the first round the default
-// plans), loads it with the JIT, checks its outputs against the first
-// round's and times each kernel call through NAME_run_with's hook, at the
-// model's real shapes: warm-up runs, then the median of repeats. Kernels of
-// one signature are tuned once. A confirmation round runs the default and
-// the chosen plans alternately and keeps a kernel's choice only where it
-// beats the default there by more than the noise margin, so the machine's
-// noise does not pick the winner.
+// A round compiles the whole model with one candidate for every kernel at
+// once (the first round the default plans), runs it, checks its outputs
+// against the first round's and measures each kernel call at the model's
+// real shapes. The measurer depends on the target: this machine (the host,
+// an x86-64 level it has: the JIT, each call timed through NAME_run_with's
+// hook, the median of repeats after a warm-up); a Cortex-M4/M7 (firmware
+// under QEMU with -icount shift=0, SysTick read in the hook: instructions);
+// an AArch64 or RISC-V Linux core (block counts under qemu-user times
+// llvm-mca's cycles per block: an estimate). Kernels of one signature are
+// tuned once. A confirmation round runs the default and the chosen plans
+// side by side and keeps a kernel's choice only where it beats the default
+// there beyond the measurer's noise (host: 2%), so the machine's noise
+// does not pick the winner.
 //
 // The final compile takes its plans from the database (the one just
 // searched, or the file), the same way with and without --tune: a compile
