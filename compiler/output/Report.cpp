@@ -221,8 +221,8 @@ std::string reportJson(const ModelReport &r, const ReportContext &c) {
     if (!k.TuneMeasure.empty())
       j += ", \"tune\": {\"measure\": " + jsonString(k.TuneMeasure) +
            ", \"default_plan\": " + jsonString(k.TuneDefaultPlan) +
-           ", \"default\": " + std::to_string((int64_t)k.TuneDefault) +
-           ", \"tuned\": " + std::to_string((int64_t)k.TuneTuned) + "}";
+           ", \"default\": " + num((int64_t)k.TuneDefault) +
+           ", \"tuned\": " + num((int64_t)k.TuneTuned) + "}";
     if (r.HasObject)
       j += ", \"code_bytes\": " + num(k.CodeBytes);
     if (k.SharesCodeWith >= 0)

@@ -232,6 +232,15 @@ bool hasDotProducts(const TargetDesc &t) {
          t.has(MacForm::ArmMatMul) || longMacDots(t);
 }
 
+/// The form of a target's int8 dot products (hasDotProducts) that its
+/// tiles are costed on: x86 pmaddwd pairs where VNNI is missing, AArch64
+/// pair sums without dotprod, else one instruction per quad.
+MacKind dotMac(const TargetDesc &t) {
+  if (!t.has(MacForm::X86Vnni) && t.has(MacForm::X86Madd16))
+    return MacKind::Int8Madd;
+  return longMacDots(t) ? MacKind::Int8PairSums : MacKind::Int8Dot;
+}
+
 /// Whether `n`'s weights are constant int8 that never hold -128 (mlcc's
 /// quantizer writes [-127, 127]): the plan's DotNarrow.
 bool narrowWeights(const ir::Node &n, const ops::IntegerOperands &o) {
@@ -258,7 +267,7 @@ std::optional<ir::KernelPlan> dotPlan(const ir::Node &n, const ops::IntegerOpera
   if (longMac && (!narrow || (o.Conv && (n.attrInt("group", 1) > 1 ||
                                          !schedule::pairSumsOverWindow(n.inShape(o.W)[1])))))
     return std::nullopt;
-  const MacKind mac = madd ? MacKind::Int8Madd : longMac ? MacKind::Int8PairSums : MacKind::Int8Dot;
+  const MacKind mac = dotMac(t);
   ir::KernelPlan p;
   const bool constInt8W = n.hasInput(o.W) && n.Inputs[o.W]->Const && n.inDType(o.W) == DType::I8;
   if (!o.Conv) {
@@ -657,9 +666,7 @@ std::vector<ir::KernelPlan> dotAlternatives(const ir::Node &n, const TargetDesc 
   if (!o || !o->Conv || d.DotAlongK)
     return out;
   const int64_t lanes = t.lanes(DType::I32);
-  const MacKind mac = d.DotPairs ? MacKind::Int8Madd
-                      : d.DotNarrow && longMacDots(t) ? MacKind::Int8PairSums
-                                                      : MacKind::Int8Dot;
+  const MacKind mac = dotMac(t);
   // The tiles the model ranks first for a geometry; each as a plan.
   auto tiles = [&](const auto &geo, const std::function<void(ir::KernelPlan &,
                                                               const TileChoice &)> &set) {

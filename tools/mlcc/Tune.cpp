@@ -197,7 +197,8 @@ protected:
   static constexpr const char *kName = "mlcc_tune";
 
   /// Writes the files; `harness` makes the harness's source from the
-  /// renamed program, `runFlags` go after the run command's program name.
+  /// program (renamed kName), `runFlags` go after the run command's
+  /// program name.
   ProgramRound(kir::Program program, const llvmgen::TargetSpec &target,
                const llvmgen::CodegenOptions &cg, const std::vector<std::vector<uint8_t>> &inputs,
                const std::string &model,
@@ -206,14 +207,20 @@ protected:
       : Round(std::move(program)), Tmp(std::make_unique<TempDir>()), Target(target.Name) {
     std::vector<std::string> cc, run;
     crossCommands(target, "--tune", cc, run);
-    kir::Program named = P;
-    named.Name = kName;
-    Tmp->write(std::string(kName) + ".o",
-               llvmgen::compileProgram(named, target, cg, llvmgen::OutputKind::Object));
-    if (!cg.BlockCounters.empty())
-      Asm = llvmgen::compileProgram(named, target, cg, llvmgen::OutputKind::Assembly);
-    Tmp->write(std::string(kName) + ".h", output::writeHeader(named, model, false));
-    Tmp->write("harness.c", harness(named));
+    // The round's program is its own: renamed in place (no copy of its
+    // weights). With block counters the code is built as assembly, which
+    // the llvm-mca estimate reads and the C compiler assembles: the code
+    // counted is the code analysed, generated once.
+    P.Name = kName;
+    const bool assembly = !cg.BlockCounters.empty();
+    Object = std::string(kName) + (assembly ? ".s" : ".o");
+    std::string code = llvmgen::compileProgram(
+        P, target, cg, assembly ? llvmgen::OutputKind::Assembly : llvmgen::OutputKind::Object);
+    Tmp->write(Object, code);
+    if (assembly)
+      Asm = std::move(code);
+    Tmp->write(std::string(kName) + ".h", output::writeHeader(P, model, false));
+    Tmp->write("harness.c", harness(P));
     std::string in;
     for (auto &b : inputs)
       in.append(b.begin(), b.end());
@@ -221,7 +228,7 @@ protected:
     Build = cc;
     for (const char *a : {"-std=gnu11", "-I.", "harness.c"})
       Build.push_back(a);
-    Build.push_back(std::string(kName) + ".o");
+    Build.push_back(Object);
     for (const char *a : {"-lm", "-o", "tune.elf"})
       Build.push_back(a);
     Run = run;
@@ -259,7 +266,7 @@ protected:
   }
 
   std::unique_ptr<TempDir> Tmp;
-  std::string Target, Asm;
+  std::string Target, Asm, Object;
   std::vector<std::string> Build, Run;
   std::vector<double> Measures;
 
