@@ -523,6 +523,10 @@ std::string KernelPlan::str() const {
     if (Register->ReduceBlock)
       field("blocks=" + std::to_string(Register->ReduceBlock) + "x" +
             std::to_string(Register->RowBlock));
+    if (Register->RowsOuter)
+      field("rows_outer");
+    if (Register->Unroll > 1)
+      field("unroll=" + std::to_string(Register->Unroll));
   }
   if (PackedInput >= 0)
     field("packed=" + std::to_string(PackedInput));

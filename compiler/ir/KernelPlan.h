@@ -25,6 +25,14 @@ struct KernelPlan {
   struct Tile {
     int64_t Lanes = 1, Panel = 1, Rows = 1;
     int64_t ReduceBlock = 0, RowBlock = 0; ///< cache blocking; 0: none
+    /// Loop order without cache blocks: the row tiles outermost, every
+    /// panel of B for one tile of A (false: the panels outermost, every
+    /// row tile for one panel). Schedule search's knob.
+    bool RowsOuter = false;
+    /// Steps of the outermost reduction axis written out per iteration of
+    /// its loop (a remainder loop after), without cache blocks. Schedule
+    /// search's knob; 1: one.
+    int64_t Unroll = 1;
     bool operator==(const Tile &) const = default;
   };
   std::optional<Tile> Register;

@@ -289,6 +289,7 @@ void lowerTiledContraction(LowerCtx &c, const TiledContraction &t) {
   MLCC_CHECK(direct ? t.Cols >= VM : t.PackedB.numel() >= panels * kred * VM,
              "B operand of " << t.Cols << " columns for panels of " << VM);
   const int64_t rowTiles = (t.Rows + RW - 1) / RW;
+  const int64_t U = std::max<int64_t>(1, t.Tile.Unroll);
 
   // Cache blocking: the outermost reduction axis runs in blocks of `bc`
   // slices, and the row tiles of a block of `tilesPerBlock` tiles keep their
@@ -317,7 +318,17 @@ void lowerTiledContraction(LowerCtx &c, const TiledContraction &t) {
           k[d] = kd;
           rec(d + 1);
         };
-        if (d == 0)
+        if (d == 0 && U > 1 && kBegin->isConst() && kEnd->isConst() &&
+            kEnd->IntValue - kBegin->IntValue >= U) {
+          // U steps per iteration, then the steps left over.
+          const int64_t k0 = kBegin->IntValue, steps = kEnd->IntValue - k0;
+          b.loop("k0", steps / U, [&](Expr ku) {
+            for (int64_t u = 0; u < U; ++u)
+              body(ku * U + (k0 + u));
+          });
+          if (steps % U)
+            b.loop("k0", indexConst(k0 + steps / U * U), kEnd, body);
+        } else if (d == 0)
           b.loop("k0", kBegin, kEnd, body);
         else
           b.loop("k" + std::to_string(d), t.Reduce[d], body);
@@ -384,26 +395,40 @@ void lowerTiledContraction(LowerCtx &c, const TiledContraction &t) {
   bool parallelPanels = t.Parallel && panels > 1 && (panels >= 16 || rowUnits < 8);
   bool parallelRows = t.Parallel && !parallelPanels && rowUnits > 1;
   LoopKind rowKind = parallelRows ? LoopKind::Parallel : LoopKind::Serial;
+  // The first column of panel p: panel-aligned in a packed B (the last
+  // panel's padding is computed, not stored), shifted back to overlap when
+  // direct.
+  auto firstCol = [&](const Expr &p) {
+    return direct ? min(p * VM, indexConst(t.Cols - VM)) : p * VM;
+  };
+  // One row tile of one panel, summed over the whole reduction.
+  auto wholeTile = [&](const Expr &p, const Expr &rt) {
+    Expr c0 = firstCol(p), r0 = firstRow(rt);
+    Local acc = b.local("acc", t.Acc, RW * VM);
+    for (int64_t r = 0; r < RW; ++r)
+      for (int64_t v = 0; v < NV; ++v)
+        b.store(acc.Buf, accAt(r, v), broadcast(constant(t.Acc, 0), (int)L));
+    reduce(acc, p, c0, r0, indexConst(0), indexConst(outer));
+    // Spill the tile (constant offsets keep acc in registers), then store
+    // the columns that exist.
+    Local tile = b.local("tile", t.Acc, RW * VM);
+    for (int64_t r = 0; r < RW; ++r)
+      for (int64_t v = 0; v < NV; ++v)
+        b.store(tile.Buf, accAt(r, v), vload(acc.Buf, accAt(r, v), (int)L));
+    storeTile(p, c0, r0, [&](const Expr &r, const Expr &j) { return tile.get(r * VM + j); });
+  };
+  if (!blocked && t.Tile.RowsOuter && rowTiles > 1 && panels > 1) {
+    // The row tiles outermost (in parallel when there are several): each
+    // tile of A stays in cache while every panel of B passes.
+    b.loop("rt", rowTiles, [&](Expr rt) {
+      b.loop("p", panels, [&](Expr p) { wholeTile(p, rt); });
+    }, t.Parallel && rowTiles > 1 ? LoopKind::Parallel : LoopKind::Serial);
+    return;
+  }
   b.loop("p", panels, [&](Expr p) {
-    // The first column: panel-aligned in a packed B (the last panel's
-    // padding is computed, not stored), shifted back to overlap when direct.
-    Expr c0 = direct ? min(p * VM, indexConst(t.Cols - VM)) : p * VM;
+    Expr c0 = firstCol(p);
     if (!blocked) {
-      b.loop("rt", rowTiles, [&](Expr rt) {
-        Expr r0 = firstRow(rt);
-        Local acc = b.local("acc", t.Acc, RW * VM);
-        for (int64_t r = 0; r < RW; ++r)
-          for (int64_t v = 0; v < NV; ++v)
-            b.store(acc.Buf, accAt(r, v), broadcast(constant(t.Acc, 0), (int)L));
-        reduce(acc, p, c0, r0, indexConst(0), indexConst(outer));
-        // Spill the tile (constant offsets keep acc in registers), then
-        // store the columns that exist.
-        Local tile = b.local("tile", t.Acc, RW * VM);
-        for (int64_t r = 0; r < RW; ++r)
-          for (int64_t v = 0; v < NV; ++v)
-            b.store(tile.Buf, accAt(r, v), vload(acc.Buf, accAt(r, v), (int)L));
-        storeTile(p, c0, r0, [&](const Expr &r, const Expr &j) { return tile.get(r * VM + j); });
-      }, rowKind);
+      b.loop("rt", rowTiles, [&](Expr rt) { wholeTile(p, rt); }, rowKind);
       return;
     }
     b.loop("rb", rowBlocks, [&](Expr rb) {

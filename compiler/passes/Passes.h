@@ -86,10 +86,17 @@ bool planKernels(ir::Graph &g, const TargetDesc &target, bool gpu, bool integerR
 /// their tiles; integer tiles of scalars on a target without vectors;
 /// recurrent cells: the gate rows summed in registers at once; f32
 /// depthwise convolutions: the stack plane bound and the grid's rounding).
+/// Every register tile without cache blocks comes again with each loop
+/// knob set (KernelPlan::Tile: the row tiles outermost, the reduction
+/// unrolled by 2 or 4, both), and an int8 convolution on VNNI with its
+/// other multiply-accumulate form (pmaddwd pairs).
 /// Every one computes the same values (integer kernels exactly; f32 ones
 /// in another order of the sums).
 std::vector<ir::KernelPlan> planCandidates(const ir::Node &n, const TargetDesc &target, bool gpu,
                                            bool integerRequant = false);
+/// `p` with its loop knobs at their defaults: the form and tile that
+/// schedule search measures first, the knobs then on the best of those.
+ir::KernelPlan withoutKnobs(ir::KernelPlan p);
 /// The plan of one node (shapes inferred); empty: the op's own loop nest.
 ir::KernelPlan planKernel(const ir::Node &n, const TargetDesc &target, bool gpu,
                            bool integerRequant = false);

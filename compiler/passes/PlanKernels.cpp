@@ -666,10 +666,10 @@ std::vector<ir::KernelPlan> dotAlternatives(const ir::Node &n, const TargetDesc 
   if (!o || !o->Conv || d.DotAlongK)
     return out;
   const int64_t lanes = t.lanes(DType::I32);
-  const MacKind mac = dotMac(t);
-  // The tiles the model ranks first for a geometry; each as a plan.
-  auto tiles = [&](const auto &geo, const std::function<void(ir::KernelPlan &,
-                                                              const TileChoice &)> &set) {
+  // The tiles the model ranks first for a geometry and a multiply-
+  // accumulate form; each as a plan.
+  auto tiles = [&](const auto &geo, MacKind mac,
+                   const std::function<void(ir::KernelPlan &, const TileChoice &)> &set) {
     if (!geo)
       return;
     for (const TileChoice &tile : schedule::rankTiles(
@@ -680,15 +680,24 @@ std::vector<ir::KernelPlan> dotAlternatives(const ir::Node &n, const TargetDesc 
       out.push_back(p);
     }
   };
-  if (d.Dot && d.Dot4Lanes)
-    tiles(ops::dotConvGeometry(ops::convShape(n, o->X, o->W), lanes, t.StackBytes),
-          [](ir::KernelPlan &p, const TileChoice &tile) {
-            p.Dot->Rows = tile.Rows;
-            p.Dot->Vectors = tile.Vectors;
-          });
-  else if (d.Taps && d.Taps->Vectors > 0)
-    tiles(ops::tapQuadsGeometry(ops::convShape(n, o->X, o->W), lanes),
+  if (d.Dot && d.Dot4Lanes) {
+    auto geo = ops::dotConvGeometry(ops::convShape(n, o->X, o->W), lanes, t.StackBytes);
+    auto setTile = [](ir::KernelPlan &p, const TileChoice &tile) {
+      p.Dot->Rows = tile.Rows;
+      p.Dot->Vectors = tile.Vectors;
+    };
+    tiles(geo, dotMac(t), setTile);
+    // VNNI's quads, or the 16-bit pairs of pmaddwd where the target has
+    // both: the other multiply-accumulate form, with its own tiles.
+    if (!d.DotPairs && !d.DotSigned && t.has(MacForm::X86Vnni) && t.has(MacForm::X86Madd16))
+      tiles(geo, MacKind::Int8Madd, [&](ir::KernelPlan &p, const TileChoice &tile) {
+        setTile(p, tile);
+        p.DotPairs = true;
+      });
+  } else if (d.Taps && d.Taps->Vectors > 0) {
+    tiles(ops::tapQuadsGeometry(ops::convShape(n, o->X, o->W), lanes), dotMac(t),
           [](ir::KernelPlan &p, const TileChoice &tile) { p.Taps->Vectors = tile.Vectors; });
+  }
   return out;
 }
 
@@ -752,7 +761,30 @@ std::vector<ir::KernelPlan> planCandidates(const ir::Node &n, const TargetDesc &
   for (ir::KernelPlan &p : more)
     if (std::find(out.begin(), out.end(), p) == out.end())
       out.push_back(std::move(p));
+  // The loop knobs of every register tile without cache blocks: the row
+  // tiles outermost, the reduction unrolled.
+  const size_t forms = out.size();
+  for (size_t i = 0; i < forms; ++i) {
+    if (!out[i].Register || out[i].Register->ReduceBlock || out[i].Dot4Lanes || out[i].GateRows)
+      continue;
+    for (auto [rowsOuter, unroll] : std::initializer_list<std::pair<bool, int64_t>>{
+             {true, 1}, {false, 2}, {false, 4}, {true, 2}}) {
+      ir::KernelPlan p = out[i];
+      p.Register->RowsOuter = rowsOuter;
+      p.Register->Unroll = unroll;
+      if (std::find(out.begin(), out.end(), p) == out.end())
+        out.push_back(std::move(p));
+    }
+  }
   return out;
+}
+
+ir::KernelPlan withoutKnobs(ir::KernelPlan p) {
+  if (p.Register) {
+    p.Register->RowsOuter = false;
+    p.Register->Unroll = 1;
+  }
+  return p;
 }
 
 bool planKernels(ir::Graph &g, const TargetDesc &target, bool gpu, bool integerRequant,

@@ -1346,6 +1346,27 @@ TEST_CASE("every candidate plan of schedule search computes the definition", "[t
         everyCandidate(model, {1, 24, 9, 9}, t, referenceConv({1, 24, 9, 9}, 40, 1, 0, 1, 1), 24);
     CHECK(countWith(plans, "pixel_columns") > 0);
     CHECK(countWith(plans, "pixel_columns") < plans.size());
+    // The loop knobs: the row tiles outermost, the reduction unrolled
+    // (24 steps: by 2, and by 4 with no remainder).
+    CHECK(countWith(plans, "rows_outer") > 0);
+    CHECK(countWith(plans, "unroll=2") > 0);
+    CHECK(countWith(plans, "unroll=4") > 0);
+  }
+  SECTION("a matrix product: a reduction unrolled with a remainder") {
+    // K = 27: unrolled by 2 and 4, a remainder of 1 and 3 steps.
+    std::string model = oneNodeModel("Gemm", {20, 27}, {27, 48}, {48}, {20, 48}, {});
+    std::vector<float> a = randomValues({20, 27}, 3), w = randomValues({27, 48}, 1),
+                       bias = randomValues({48}, 2), ref(20 * 48);
+    for (int64_t i = 0; i < 20; ++i)
+      for (int64_t j = 0; j < 48; ++j) {
+        double sum = bias[(size_t)j];
+        for (int64_t k = 0; k < 27; ++k)
+          sum += (double)a[(size_t)(i * 27 + k)] * w[(size_t)(k * 48 + j)];
+        ref[(size_t)(i * 48 + j)] = (float)std::max(sum, 0.0); // the Relu after
+      }
+    std::vector<std::string> plans = everyCandidate(model, {20, 27}, t, ref, 27);
+    CHECK(countWith(plans, "unroll=4") > 0);
+    CHECK(countWith(plans, "rows_outer") > 0);
   }
   SECTION("a depthwise convolution: stack planes and grid roundings") {
     std::string model =
@@ -1378,6 +1399,7 @@ TEST_CASE("every dot-product tile of schedule search equals the plain integer ke
   std::vector<float> want = compileAndRun(model, plain, in, nullptr);
   TargetDesc dot = plain;
   dot.IntMacs.push_back(MacForm::X86Vnni);
+  dot.IntMacs.push_back(MacForm::X86Madd16);
   std::vector<std::string> plans;
   compileAndRun(model, dot, in, nullptr,
                 [&](const ir::Node &, const std::vector<ir::KernelPlan> &c) {
@@ -1386,6 +1408,9 @@ TEST_CASE("every dot-product tile of schedule search equals the plain integer ke
                   return size_t{0};
                 });
   REQUIRE(plans.size() > 1);
+  // VNNI's quads and, where the target has both, pmaddwd's pairs.
+  CHECK(countWith(plans, " pairs") > 0);
+  CHECK(countWith(plans, " pairs") < plans.size());
   for (size_t i = 0; i < plans.size(); ++i) {
     INFO("candidate " << i << ": " << plans[i]);
     CHECK(plans[i].find("dot_tile=") != std::string::npos);

@@ -34,7 +34,12 @@ struct Slot {
   /// The measure of a call (host: the median nanoseconds), per candidate
   /// measured (NaN: not).
   std::vector<double> Measured;
+  /// The candidate each round measures (kNone: none, the default compiled
+  /// again): the forms and tiles first, then the loop knobs of the best.
+  std::vector<size_t> Order;
 };
+
+constexpr size_t kNone = SIZE_MAX;
 
 std::string slotKey(const std::string &signature, const std::vector<ir::KernelPlan> &c) {
   std::string key = signature;
@@ -652,7 +657,11 @@ void PlanTuner::search(const PipelineOptions &base) {
         auto it = slotOfKey.find(key);
         if (it == slotOfKey.end()) {
           it = slotOfKey.emplace(key, slots.size()).first;
-          slots.push_back(Slot{sig, c, {}, std::vector<double>(c.size(), NAN)});
+          Slot s{sig, c, {}, std::vector<double>(c.size(), NAN), {0}};
+          for (size_t i = 1; i < c.size(); ++i)
+            if (passes::withoutKnobs(c[i]) == c[i])
+              s.Order.push_back(i);
+          slots.push_back(std::move(s));
         }
         slots[it->second].Nodes.push_back(n.Name);
         if (!seenNodes.insert(n.Name).second)
@@ -664,13 +673,13 @@ void PlanTuner::search(const PipelineOptions &base) {
       if (it == slotOfKey.end())
         return 0;
       const Slot &s = slots[it->second];
-      if (round == SIZE_MAX) // the confirmation round: each slot's best
+      if (round == kNone) // the confirmation round: each slot's best
         return (size_t)(std::min_element(s.Measured.begin(), s.Measured.end(),
                                          [](double a, double b) {
                                            return !std::isnan(a) && (std::isnan(b) || a < b);
                                          }) -
                         s.Measured.begin());
-      return round < c.size() ? round : 0;
+      return round < s.Order.size() && s.Order[round] != kNone ? s.Order[round] : 0;
     };
     return compileModel(O, Target, po).Program;
   };
@@ -696,16 +705,19 @@ void PlanTuner::search(const PipelineOptions &base) {
   first->finish();
   for (const std::string &n : ambiguous)
     slotOfNode.erase(n);
-  size_t rounds = 1;
-  for (const Slot &s : slots)
-    rounds = std::max(rounds, s.Candidates.size());
-  if (BudgetTrials > 0)
-    rounds = std::min(rounds, (size_t)BudgetTrials);
+  // Rounds until every slot's order is measured, within the budget of
+  // candidates per kernel.
+  auto roundsNeeded = [&] {
+    size_t n = 1;
+    for (const Slot &s : slots)
+      n = std::max(n, s.Order.size());
+    return BudgetTrials > 0 ? std::min(n, (size_t)BudgetTrials) : n;
+  };
   // Deterministic counts need one measure; times the median of repeats.
   const int repeats =
       exact ? 1 : repeatsFor(static_cast<HostRound &>(*first).runOnce());
 
-  auto measure = [&](Round &r, size_t candidateOf) {
+  auto measure = [&](Round &r, size_t inRound) {
     r.warm();
     std::vector<std::vector<double>> samples(slots.size());
     for (int k = 0; k < repeats; ++k) {
@@ -715,8 +727,8 @@ void PlanTuner::search(const PipelineOptions &base) {
           samples[s].push_back(t[s]);
     }
     for (size_t s = 0; s < slots.size(); ++s)
-      if (candidateOf == 0 || candidateOf < slots[s].Candidates.size())
-        slots[s].Measured[candidateOf] = median(samples[s]);
+      if (inRound < slots[s].Order.size() && slots[s].Order[inRound] != kNone)
+        slots[s].Measured[slots[s].Order[inRound]] = median(samples[s]);
   };
   round = 0;
   measure(*first, 0);
@@ -727,48 +739,67 @@ void PlanTuner::search(const PipelineOptions &base) {
   const size_t inFlight =
       exact ? std::max<size_t>(1, std::thread::hardware_concurrency()) : 1;
   std::vector<std::pair<size_t, std::unique_ptr<Round>>> batch;
-  for (size_t next = 1; next < rounds || !batch.empty();) {
-    if (next < rounds && batch.size() < inFlight &&
-        !(BudgetSeconds > 0 && elapsed() > BudgetSeconds)) {
-      round = next++;
-      Status.step("tune: round " + std::to_string(round + 1) + " of " + std::to_string(rounds),
-                  round, rounds);
-      batch.emplace_back(round, load(compile(false)));
-      if (next < rounds && batch.size() < inFlight)
+  auto runRounds = [&](size_t next, size_t rounds) {
+    while (next < rounds || !batch.empty()) {
+      if (next < rounds && batch.size() < inFlight &&
+          !(BudgetSeconds > 0 && elapsed() > BudgetSeconds)) {
+        round = next++;
+        Status.step("tune: round " + std::to_string(round + 1) + " of " + std::to_string(rounds),
+                    round, rounds);
+        batch.emplace_back(round, load(compile(false)));
+        if (next < rounds && batch.size() < inFlight)
+          continue;
+      }
+      if (batch.empty())
+        break;
+      const size_t thisRound = batch.front().first;
+      std::unique_ptr<Round> r = std::move(batch.front().second);
+      batch.erase(batch.begin());
+      r->finish();
+      std::string where;
+      if (!sameOutputs(r->program(), r->outputs(), first->outputs(), where)) {
+        std::fprintf(stderr,
+                     "mlcc: tune: round %zu's plans change the model's outputs (%s); its measures "
+                     "are dropped\n",
+                     thisRound + 1, where.c_str());
         continue;
+      }
+      measure(*r, thisRound);
+      ++measuredRounds;
     }
-    if (batch.empty())
-      break;
-    const size_t thisRound = batch.front().first;
-    std::unique_ptr<Round> r = std::move(batch.front().second);
-    batch.erase(batch.begin());
-    r->finish();
-    std::string where;
-    if (!sameOutputs(r->program(), r->outputs(), first->outputs(), where)) {
-      std::fprintf(stderr,
-                   "mlcc: tune: round %zu's plans change the model's outputs (%s); its measures "
-                   "are dropped\n",
-                   thisRound + 1, where.c_str());
-      continue;
-    }
-    measure(*r, thisRound);
-    ++measuredRounds;
+  };
+  // The index of each slot's best measured candidate.
+  auto bestOf = [](const Slot &slot) {
+    size_t b = 0;
+    for (size_t c = 1; c < slot.Measured.size(); ++c)
+      if (!std::isnan(slot.Measured[c]) &&
+          (std::isnan(slot.Measured[b]) || slot.Measured[c] < slot.Measured[b]))
+        b = c;
+    return b;
+  };
+  // The forms and tiles, then the loop knobs of each slot's best of them.
+  const size_t formRounds = roundsNeeded();
+  runRounds(1, formRounds);
+  for (Slot &slot : slots) {
+    const ir::KernelPlan base = passes::withoutKnobs(slot.Candidates[bestOf(slot)]);
+    slot.Order.resize(formRounds, kNone);
+    for (size_t c = 0; c < slot.Candidates.size(); ++c)
+      if (std::isnan(slot.Measured[c]) && passes::withoutKnobs(slot.Candidates[c]) == base)
+        slot.Order.push_back(c);
   }
+  runRounds(formRounds, roundsNeeded());
   // Confirmation: the default plans and the best ones, run alternately.
   size_t changedSlots = 0;
   std::vector<size_t> best(slots.size(), 0);
   for (size_t s = 0; s < slots.size(); ++s) {
-    const std::vector<double> &m = slots[s].Measured;
-    for (size_t c = 1; c < m.size(); ++c)
-      if (!std::isnan(m[c]) && (std::isnan(m[best[s]]) || m[c] < m[best[s]]))
-        best[s] = c;
+    best[s] = bestOf(slots[s]);
     changedSlots += best[s] != 0;
   }
   std::vector<double> confirmDefault(slots.size(), NAN), confirmBest(slots.size(), NAN);
   double modelDefault = NAN, modelTuned = NAN;
   if (changedSlots > 0) {
     Status.step("tune: confirming " + std::to_string(changedSlots) + " kernels' choices");
-    round = SIZE_MAX;
+    round = kNone;
     std::unique_ptr<Round> tunedRound = load(compile(false));
     Round &tuned = *tunedRound;
     tuned.finish();

@@ -1,9 +1,12 @@
 //===- Tune.h - Schedule search: --tune, --tune-db, --tune-budget ---------===//
 //
 // mlcc --tune measures the candidate plans of every kernel that has more
-// than one (passes::planCandidates: forms and register tiles) and keeps the
-// fastest; --tune-db FILE keeps what it measured (schedule::TuneDb) so that
-// later compiles read it instead of searching.
+// than one (passes::planCandidates: forms, register tiles, multiply-
+// accumulate forms, loop knobs) and keeps the fastest; --tune-db FILE keeps
+// what it measured (schedule::TuneDb) so that later compiles read it
+// instead of searching. The search is by coordinates: the forms and tiles
+// first, then the loop knobs (loop order, unrolling) of each kernel's best
+// of those.
 //
 // A round compiles the whole model with one candidate for every kernel at
 // once (the first round the default plans), runs it, checks its outputs
