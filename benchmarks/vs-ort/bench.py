@@ -18,9 +18,10 @@ Prints the table on stdout and the progress on stderr.
 --tune adds a third engine, "tuned": the harness in DIR/models/NAME/mlcc-tuned
 (mlcc --tune's library; status, calls, threads, search_s, again written by
 run), started and measured like mlcc, alternating with ORT and mlcc in the
-same rounds (the order reverses every round) and compared with ORT like mlcc.
+same rounds (the order reverses every round) and compared with ORT like mlcc;
+and a fourth, the default library's harness again in a process of its own.
 The table then gains tuned ms, tuned/ORT, tuned/def (tuned ms / default mlcc
-ms), search s (the tuned compile's wall seconds) and the tuned check; after
+ms), noise (the default again / mlcc: two identical libraries), search s (the tuned compile's wall seconds) and the tuned check; after
 it, per thread count, the geometric means of mlcc/ORT and ORT/mlcc, default
 and tuned, over the fp32 models where both ran (and the same over the
 NAME_qdq / NAME_int8 models on a line of their own), then per model the
@@ -148,13 +149,18 @@ def measure(name, d, threads, args):
         libs.append(("tuned", os.path.join(d, "mlcc-tuned"),
                      os.path.join(d, f"tuned{threads}.bin"),
                      os.path.join(d, f"harness-tuned{threads}.log")))
+        # The default library once more, in a process of its own: the
+        # run's noise between two identical libraries (the noise column).
+        res.update({"again_ms": None, "again_check": "-"})
+        libs.append(("again", os.path.join(d, "mlcc"), os.path.join(d, f"again{threads}.bin"),
+                     os.path.join(d, f"harness-again{threads}.log")))
     for p in [ort_out] + [out for _, _, out, _ in libs]:
         if os.path.exists(p):
             os.remove(p)
     notes = []
     run = {}
     for k, mdir, _, _ in libs:
-        who = "mlcc" if k == "mlcc" else "tuned"
+        who = k
         status = read(os.path.join(mdir, "status"), "not compiled")
         mt = read(os.path.join(mdir, "threads"), "no")
         run[k] = status == "ok" and (threads == 1 or mt == "yes")
@@ -182,7 +188,7 @@ def measure(name, d, threads, args):
             servers[k] = Server([os.path.join(mdir, "harness"), str(threads), inp, "--", out],
                                 hlog)
         except (RuntimeError, OSError) as e:
-            notes.append(f"{'mlcc' if k == 'mlcc' else 'tuned'} harness failed: {e}")
+            notes.append(f"{k} harness failed: {e}")
     note()
     samples = {k: [] for k in servers}
     iters = {}
@@ -217,7 +223,9 @@ def measure(name, d, threads, args):
 
     log(f"  {name}, {threads} thread{'s' if threads > 1 else ''}: ort "
         f"{fmt(res['ort_ms'], '.3f')} ms ({iters['ort']} x {args.rounds}), "
-        + engine("mlcc", "mlcc") + (", " + engine("tuned", "tuned") if args.tune else ""))
+        + engine("mlcc", "mlcc")
+        + (", " + engine("tuned", "tuned") + ", " + engine("again", "default again")
+           if args.tune else ""))
     return res
 
 
@@ -293,7 +301,8 @@ def main():
     print(f"  mlcc: {args.mlcc_label}")
     print(f"  ORT: intraOpNumThreads = threads, graph optimizations all, sequential")
     print((f"  {args.rounds} rounds alternating ORT and mlcc, " if not args.tune else
-           f"  {args.rounds} rounds alternating ORT, mlcc and tuned (order reversed every round), ")
+           f"  {args.rounds} rounds alternating ORT, mlcc, tuned and the default again (order "
+           "reversed every round), ")
           + (f"{args.iters} inferences" if args.iters else
              f"~{args.target_ms / 1000:g} s of inferences") + " per engine per round")
     print(f"  GFLOP: 2 x MACs of Conv/Gemm/MatMul; %peak: mlcc GFLOP/s / fp32 peak at the "
@@ -304,6 +313,8 @@ def main():
         print("  tuned: mlcc --tune" + (f" --tune-budget {args.tune_budget}" if args.tune_budget
                                           else "") + " (schedule search on this machine);"
               " tuned/def: tuned ms / mlcc ms;")
+        print("  noise: the default library run again in a process of its own, its ms / mlcc ms"
+              " (two identical libraries: the run's noise)")
         print("  search s: wall seconds of the tuned compile, search included; tuned check: the"
               " tuned library vs ORT, as check")
     if any(m.endswith(("_qdq", "_int8")) for m in models):
@@ -334,7 +345,7 @@ def main():
         cw = max([len("check")] + [len(results[m, t]["check"]) for m in models])
         print(f"{title:<{w}}{'ORT ms':>10}{'mlcc ms':>10}{'mlcc/ORT':>10}{'ORT GF/s':>10}"
               f"{'mlcc GF/s':>11}{'%peak':>8}"
-              + (f"{'tuned ms':>10}{'tuned/ORT':>11}{'tuned/def':>11}{'search s':>10}"
+              + (f"{'tuned ms':>10}{'tuned/ORT':>11}{'tuned/def':>11}{'noise':>8}{'search s':>10}"
                  f"  {'check':<{cw}}  tuned check" if args.tune else "  check"))
         for m in models:
             r = results[m, t]
@@ -352,12 +363,14 @@ def main():
             if args.tune:
                 tr = r["tuned_ms"] / r["ort_ms"] if r["tuned_ms"] and r["ort_ms"] else None
                 td = r["tuned_ms"] / r["mlcc_ms"] if r["tuned_ms"] and r["mlcc_ms"] else None
+                noise = r["again_ms"] / r["mlcc_ms"] if r["again_ms"] and r["mlcc_ms"] else None
                 if ratio and tr:
                     both[t][quantized].append((ratio, tr))
                 search = float(info[m]["search_s"]) if info[m]["search_s"] else None
                 line += (f"{fmt(r['tuned_ms'], '.3f'):>10}"
                          f"{fmt(tr, '.2f'):>10}{'x' if tr else ' '}"
                          f"{fmt(td, '.2f'):>10}{'x' if td else ' '}"
+                         f"{fmt(noise, '.2f'):>7}{'x' if noise else ' '}"
                          f"{fmt(search, '.1f', '-'):>10}"
                          f"  {r['check']:<{cw}}  {r['tuned_check']}")
             else:

@@ -643,6 +643,9 @@ void PlanTuner::search(const PipelineOptions &base) {
   std::vector<Slot> slots;
   std::map<std::string, size_t> slotOfKey, slotOfNode;
   std::set<std::string> seenNodes, ambiguous;
+  // The candidate of each slot that confirmation rounds (round kNone)
+  // compile.
+  std::vector<size_t> choice;
   // The default round records the kernels and their candidates.
   size_t round = 0;
   auto compile = [&](bool record) {
@@ -673,12 +676,8 @@ void PlanTuner::search(const PipelineOptions &base) {
       if (it == slotOfKey.end())
         return 0;
       const Slot &s = slots[it->second];
-      if (round == kNone) // the confirmation round: each slot's best
-        return (size_t)(std::min_element(s.Measured.begin(), s.Measured.end(),
-                                         [](double a, double b) {
-                                           return !std::isnan(a) && (std::isnan(b) || a < b);
-                                         }) -
-                        s.Measured.begin());
+      if (round == kNone)
+        return choice.at(it->second);
       return round < s.Order.size() && s.Order[round] != kNone ? s.Order[round] : 0;
     };
     return compileModel(O, Target, po).Program;
@@ -795,16 +794,19 @@ void PlanTuner::search(const PipelineOptions &base) {
     best[s] = bestOf(slots[s]);
     changedSlots += best[s] != 0;
   }
-  std::vector<double> confirmDefault(slots.size(), NAN), confirmBest(slots.size(), NAN);
-  double modelDefault = NAN, modelTuned = NAN;
-  if (changedSlots > 0) {
-    Status.step("tune: confirming " + std::to_string(changedSlots) + " kernels' choices");
+  // A confirmation round: the default plans and `choice` compiled, run
+  // alternately; each slot's median and the whole model's.
+  struct Confirmed {
+    std::vector<double> Default, Chosen;
+    double ModelDefault = NAN, ModelChosen = NAN;
+  };
+  auto confirm = [&](size_t kernels) {
+    Status.step("tune: confirming " + std::to_string(kernels) + " kernels' choices");
     round = kNone;
-    std::unique_ptr<Round> tunedRound = load(compile(false));
-    Round &tuned = *tunedRound;
-    tuned.finish();
+    std::unique_ptr<Round> chosen = load(compile(false));
+    chosen->finish();
     std::string where;
-    if (!sameOutputs(tuned.program(), tuned.outputs(), first->outputs(), where))
+    if (!sameOutputs(chosen->program(), chosen->outputs(), first->outputs(), where))
       fail(ErrorKind::Internal) << "internal error: --tune: the chosen plans change the model's "
                                    "outputs (" << where << ")";
     std::vector<std::vector<double>> a(slots.size()), b(slots.size());
@@ -820,9 +822,9 @@ void PlanTuner::search(const PipelineOptions &base) {
       const std::vector<double> na = first->measure();
       totalA.push_back(total(na));
       std::vector<double> ta = perSlot(first->program(), na, slotOfNode, slots.size());
-      const std::vector<double> nb = tuned.measure();
+      const std::vector<double> nb = chosen->measure();
       totalB.push_back(total(nb));
-      std::vector<double> tb = perSlot(tuned.program(), nb, slotOfNode, slots.size());
+      std::vector<double> tb = perSlot(chosen->program(), nb, slotOfNode, slots.size());
       for (size_t s = 0; s < slots.size(); ++s) {
         if (!std::isnan(ta[s]))
           a[s].push_back(ta[s]);
@@ -830,24 +832,58 @@ void PlanTuner::search(const PipelineOptions &base) {
           b[s].push_back(tb[s]);
       }
     }
+    Confirmed c;
     for (size_t s = 0; s < slots.size(); ++s) {
-      confirmDefault[s] = median(a[s]);
-      confirmBest[s] = median(b[s]);
+      c.Default.push_back(median(a[s]));
+      c.Chosen.push_back(median(b[s]));
     }
-    // The whole model as well: where the chosen plans together are not
-    // faster (a plan that slows the calls around it), none is kept.
-    modelDefault = median(totalA);
-    modelTuned = median(totalB);
-    if (modelTuned > modelDefault) {
-      std::fprintf(stderr,
-                   "mlcc: tune: the chosen plans together take %.0f %s a run against the "
-                   "defaults' %.0f; the default plans are kept\n",
-                   modelTuned, unit, modelDefault);
-      std::fill(confirmBest.begin(), confirmBest.end(), NAN);
-      modelTuned = modelDefault;
-    }
-  }
+    c.ModelDefault = median(totalA);
+    c.ModelChosen = median(totalB);
+    return c;
+  };
+  // Whether a chosen plan's measure beats the default's beyond the
+  // measurer's noise.
+  auto beats = [&](double chosen, double def) {
+    return firmware            ? chosen < def - kFirmwareResolution
+           : kind == Kind::Mca ? chosen < kMcaKeepBelow * def
+                               : chosen < kKeepBelow * def;
+  };
+  std::vector<double> confirmDefault(slots.size(), NAN), confirmBest(slots.size(), NAN);
+  double modelDefault = NAN, modelTuned = NAN;
+  choice = best;
   size_t kept = 0;
+  if (changedSlots > 0) {
+    Confirmed c = confirm(changedSlots);
+    confirmDefault = c.Default;
+    confirmBest = c.Chosen;
+    modelDefault = c.ModelDefault;
+    modelTuned = c.ModelChosen;
+    for (size_t s = 0; s < slots.size(); ++s) {
+      if (choice[s] != 0 && !(!std::isnan(c.Chosen[s]) && !std::isnan(c.Default[s]) &&
+                              beats(c.Chosen[s], c.Default[s])))
+        choice[s] = 0;
+      kept += choice[s] != 0;
+    }
+    // The plans kept, together, against the defaults once more where some
+    // choices went back to the default: the whole model must be faster
+    // with exactly the plans kept (a plan can slow the calls around it),
+    // or none is kept.
+    if (kept > 0 && kept < changedSlots) {
+      Confirmed k = confirm(kept);
+      modelDefault = k.ModelDefault;
+      modelTuned = k.ModelChosen;
+    }
+    if (kept > 0 && modelTuned > modelDefault) {
+      std::fprintf(stderr,
+                   "mlcc: tune: the %zu plans kept together take %.0f %s a run against the "
+                   "defaults' %.0f; the default plans are kept\n",
+                   kept, modelTuned, unit, modelDefault);
+      std::fill(choice.begin(), choice.end(), 0);
+      kept = 0;
+    }
+    if (kept == 0)
+      modelTuned = modelDefault;
+  }
   for (size_t s = 0; s < slots.size(); ++s) {
     const Slot &slot = slots[s];
     schedule::TuneEntry e;
@@ -863,17 +899,13 @@ void PlanTuner::search(const PipelineOptions &base) {
     e.Plan = e.DefaultPlan;
     if (std::isnan(slot.Measured[0]))
       continue; // never timed (its calls' node names are not unique)
-    if (best[s] != 0 && !std::isnan(confirmBest[s]) && !std::isnan(confirmDefault[s])) {
+    if (best[s] != 0 && !std::isnan(confirmDefault[s])) {
       e.Default = std::round(confirmDefault[s]);
-      if (firmware             ? confirmBest[s] < confirmDefault[s] - kFirmwareResolution
-          : kind == Kind::Mca ? confirmBest[s] < kMcaKeepBelow * confirmDefault[s]
-                              : confirmBest[s] < kKeepBelow * confirmDefault[s]) {
-        e.Plan = slot.Candidates[best[s]].str();
-        e.Tuned = std::round(confirmBest[s]);
-        ++kept;
-      } else {
-        e.Tuned = e.Default;
-      }
+      e.Tuned = e.Default;
+    }
+    if (choice[s] != 0) {
+      e.Plan = slot.Candidates[choice[s]].str();
+      e.Tuned = std::round(confirmBest[s]);
     }
     Db.put(e);
   }
