@@ -758,6 +758,18 @@ std::vector<ir::KernelPlan> planCandidates(const ir::Node &n, const TargetDesc &
         p.Depthwise = ir::KernelPlan::Plane{plane, round};
         more.push_back(p);
       }
+  // The other multiply-accumulate forms: the plan the cost model makes
+  // for this target without one of its integer forms (VNNI's quads ->
+  // pmaddwd's pairs, Arm's sdot -> smlal, the Cortex-M smlad pairs ->
+  // one product at a time). It runs on this target: it uses a subset of
+  // its instructions.
+  for (size_t f = 0; f < t.IntMacs.size(); ++f) {
+    TargetDesc without = t;
+    without.IntMacs.erase(without.IntMacs.begin() + (std::ptrdiff_t)f);
+    ir::KernelPlan p = planKernel(n, without, gpu, integerRequant);
+    if (!p.empty())
+      more.push_back(std::move(p));
+  }
   for (ir::KernelPlan &p : more)
     if (std::find(out.begin(), out.end(), p) == out.end())
       out.push_back(std::move(p));
