@@ -875,7 +875,7 @@ void PlanTuner::search(const PipelineOptions &base) {
     }
     if (kept > 0 && modelTuned > modelDefault) {
       std::fprintf(stderr,
-                   "mlcc: tune: the %zu plans kept together take %.0f %s a run against the "
+                   "mlcc: tune: the plans kept (%zu) together take %.0f %s a run against the "
                    "defaults' %.0f; the default plans are kept\n",
                    kept, modelTuned, unit, modelDefault);
       std::fill(choice.begin(), choice.end(), 0);
