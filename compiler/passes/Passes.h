@@ -88,10 +88,10 @@ bool planKernels(ir::Graph &g, const TargetDesc &target, bool gpu, bool integerR
 /// depthwise convolutions: the stack plane bound and the grid's rounding).
 /// Every register tile without cache blocks comes again with each loop
 /// knob set (KernelPlan::Tile: the row tiles outermost, the reduction
-/// unrolled by 2 or 4, both); an int8 convolution on VNNI comes with the
-/// tiles of its other multiply-accumulate form (pmaddwd pairs), and every
-/// node with the plan the target would get without each of its integer
-/// multiply-accumulate forms (sdot -> smlal, smlad -> one product).
+/// unrolled by 2 or 4, both); and every node comes with the plan the
+/// target would get without each of its integer multiply-accumulate forms
+/// (VNNI -> pmaddwd, sdot -> smlal, smlad -> one product), with that
+/// form's tiles.
 /// Every one computes the same values (integer kernels exactly; f32 ones
 /// in another order of the sums).
 std::vector<ir::KernelPlan> planCandidates(const ir::Node &n, const TargetDesc &target, bool gpu,

@@ -666,10 +666,10 @@ std::vector<ir::KernelPlan> dotAlternatives(const ir::Node &n, const TargetDesc 
   if (!o || !o->Conv || d.DotAlongK)
     return out;
   const int64_t lanes = t.lanes(DType::I32);
-  // The tiles the model ranks first for a geometry and a multiply-
-  // accumulate form; each as a plan.
-  auto tiles = [&](const auto &geo, MacKind mac,
-                   const std::function<void(ir::KernelPlan &, const TileChoice &)> &set) {
+  const MacKind mac = dotMac(t);
+  // The tiles the model ranks first for a geometry; each as a plan.
+  auto tiles = [&](const auto &geo, const std::function<void(ir::KernelPlan &,
+                                                              const TileChoice &)> &set) {
     if (!geo)
       return;
     for (const TileChoice &tile : schedule::rankTiles(
@@ -680,24 +680,15 @@ std::vector<ir::KernelPlan> dotAlternatives(const ir::Node &n, const TargetDesc 
       out.push_back(p);
     }
   };
-  if (d.Dot && d.Dot4Lanes) {
-    auto geo = ops::dotConvGeometry(ops::convShape(n, o->X, o->W), lanes, t.StackBytes);
-    auto setTile = [](ir::KernelPlan &p, const TileChoice &tile) {
-      p.Dot->Rows = tile.Rows;
-      p.Dot->Vectors = tile.Vectors;
-    };
-    tiles(geo, dotMac(t), setTile);
-    // VNNI's quads, or the 16-bit pairs of pmaddwd where the target has
-    // both: the other multiply-accumulate form, with its own tiles.
-    if (!d.DotPairs && !d.DotSigned && t.has(MacForm::X86Vnni) && t.has(MacForm::X86Madd16))
-      tiles(geo, MacKind::Int8Madd, [&](ir::KernelPlan &p, const TileChoice &tile) {
-        setTile(p, tile);
-        p.DotPairs = true;
-      });
-  } else if (d.Taps && d.Taps->Vectors > 0) {
-    tiles(ops::tapQuadsGeometry(ops::convShape(n, o->X, o->W), lanes), dotMac(t),
+  if (d.Dot && d.Dot4Lanes)
+    tiles(ops::dotConvGeometry(ops::convShape(n, o->X, o->W), lanes, t.StackBytes),
+          [](ir::KernelPlan &p, const TileChoice &tile) {
+            p.Dot->Rows = tile.Rows;
+            p.Dot->Vectors = tile.Vectors;
+          });
+  else if (d.Taps && d.Taps->Vectors > 0)
+    tiles(ops::tapQuadsGeometry(ops::convShape(n, o->X, o->W), lanes),
           [](ir::KernelPlan &p, const TileChoice &tile) { p.Taps->Vectors = tile.Vectors; });
-  }
   return out;
 }
 
@@ -761,14 +752,21 @@ std::vector<ir::KernelPlan> planCandidates(const ir::Node &n, const TargetDesc &
   // The other multiply-accumulate forms: the plan the cost model makes
   // for this target without one of its integer forms (VNNI's quads ->
   // pmaddwd's pairs, Arm's sdot -> smlal, the Cortex-M smlad pairs ->
-  // one product at a time). It runs on this target: it uses a subset of
-  // its instructions.
+  // one product at a time), with the tiles the cost model ranks first for
+  // that form. It runs on this target: it uses a subset of its
+  // instructions.
   for (size_t f = 0; f < t.IntMacs.size(); ++f) {
     TargetDesc without = t;
     without.IntMacs.erase(without.IntMacs.begin() + (std::ptrdiff_t)f);
     ir::KernelPlan p = planKernel(n, without, gpu, integerRequant);
-    if (!p.empty())
-      more.push_back(std::move(p));
+    if (p.empty() || p == d)
+      continue;
+    std::vector<ir::KernelPlan> tiles = p.Dot4Lanes || p.Taps ? dotAlternatives(n, without, p)
+                                        : p.Int && without.VectorBytes == 0
+                                            ? intAlternatives(n, without, p)
+                                            : std::vector<ir::KernelPlan>{};
+    more.push_back(std::move(p));
+    more.insert(more.end(), tiles.begin(), tiles.end());
   }
   for (ir::KernelPlan &p : more)
     if (std::find(out.begin(), out.end(), p) == out.end())
