@@ -16,10 +16,18 @@ failures=0
 fail() { echo "FAIL $1"; failures=$((failures + 1)); }
 ok() { echo "ok   $1"; }
 
+# ir_within FILE: the search's summary line in FILE says the kept plans add
+# at most 10% to the model's kernel IR (the compile-cost guard).
+ir_within() {
+  local share
+  share=$(grep '^mlcc: tune ' "$1" | grep -o '[-+][0-9.]*% kernel IR' | tr -d '+%' | cut -d' ' -f1)
+  [[ -n $share ]] && awk -v s="$share" 'BEGIN { exit !(s <= 10) }'
+}
+
 cd "$work" || exit 1
 # The search: a database with one entry per kernel signature.
 mkdir tuned
-if "$mlcc" "$digits" -o tuned/libd.a --tune --tune-db db.jsonl 2>tune.err; then
+if "$mlcc" "$digits" -o tuned/libd.a --tune --tune-db db.jsonl 2>tune.err && ir_within tune.err; then
   ok "--tune: $(grep '^mlcc: tune ' tune.err)"
 else
   fail "--tune: status $?"; cat tune.err
@@ -131,7 +139,7 @@ reproducible() {
      "$mlcc" "$digits" "$@" -o "$name-b/libd.a" --tune-db "$name-b.jsonl" 2>"$name-b.err" &&
      [[ $(grep -c "\"measure\": \"$measure\"" "$name-a.jsonl") -ge 2 ]] &&
      ! grep -q '"measure": "host-ns"' "$name-a.jsonl" && cmp -s "$name-a.jsonl" "$name-b.jsonl" &&
-     cmp -s "$name-a/libd.a" "$name-b/libd.a" &&
+     cmp -s "$name-a/libd.a" "$name-b/libd.a" && ir_within "$name-a.err" &&
      # Every candidate computes what the default does: no round dropped.
      ! grep -q "change the model's outputs" "$name-a.err"; then
     ok "$name: $(grep '^mlcc: tune ' "$name-a.err" | cut -c1-160); the same database twice"

@@ -1,6 +1,7 @@
 //===- Tune.cpp - Schedule search: --tune, --tune-db, --tune-budget -------===//
 #include "tools/mlcc/Tune.h"
 
+#include "compiler/kernel/Mutator.h"
 #include "compiler/output/Header.h"
 #include "compiler/support/Error.h"
 #include "compiler/support/Process.h"
@@ -34,6 +35,9 @@ struct Slot {
   /// The measure of a call (host: the median nanoseconds), per candidate
   /// measured (NaN: not).
   std::vector<double> Measured;
+  /// The kernel IR its calls' kernels hold, per candidate measured (NaN:
+  /// not): what LLVM compiles for it, the compile cost's proxy.
+  std::vector<double> Size;
   /// The candidate each round measures (kNone: none, the default compiled
   /// again): the forms and tiles first, then the loop knobs of the best.
   std::vector<size_t> Order;
@@ -580,6 +584,47 @@ std::vector<double> perSlot(const kir::Program &p, const std::vector<double> &ns
   return out;
 }
 
+/// The nodes of a kernel's IR (statements and expressions, each counted
+/// where it appears): a deterministic proxy for the time LLVM takes to
+/// compile it.
+double irSize(const kir::Kernel &k) {
+  double n = 0;
+  kir::visitStmts(k.Body, [&](const kir::Stmt &) { n += 1; });
+  kir::visitExprs(k.Body, [&](const kir::Expr &) { n += 1; });
+  return n;
+}
+
+/// Per slot, the kernel IR of the distinct kernels its calls run (NaN when
+/// none ran); with `total`, that of every kernel in the program.
+std::vector<double> slotSizes(const kir::Program &p, const std::map<std::string, size_t> &slotOfNode,
+                              size_t slots, double *total = nullptr) {
+  std::vector<double> sizes(p.Kernels.size());
+  for (size_t k = 0; k < p.Kernels.size(); ++k)
+    sizes[k] = irSize(p.Kernels[k]);
+  if (total) {
+    *total = 0;
+    for (double v : sizes)
+      *total += v;
+  }
+  std::vector<std::set<size_t>> kernels(slots);
+  for (const kir::Call &c : p.Calls) {
+    if (c.Nodes.empty())
+      continue;
+    auto it = slotOfNode.find(c.Nodes[0].Name);
+    if (it != slotOfNode.end())
+      kernels[it->second].insert(c.KernelIndex);
+  }
+  std::vector<double> out(slots, NAN);
+  for (size_t s = 0; s < slots; ++s) {
+    if (kernels[s].empty())
+      continue;
+    out[s] = 0;
+    for (size_t k : kernels[s])
+      out[s] += sizes[k];
+  }
+  return out;
+}
+
 /// Repeats of a timed run for a model whose run takes `seconds`: about a
 /// quarter of a second's worth, 5 to 31 (odd: a true median).
 int repeatsFor(double seconds) {
@@ -590,6 +635,12 @@ int repeatsFor(double seconds) {
 /// The noise margin: a tuned plan is kept only where it takes less than
 /// this fraction of the default's time in the confirmation round.
 constexpr double kKeepBelow = 0.98;
+
+/// The compile-cost guard: the kernel IR that the kept plans add to the
+/// default plans' may be at most this fraction of the model's kernel IR,
+/// so that a compile reading the database stays close to an untuned one's
+/// time (LLVM's time grows more slowly than the IR it compiles).
+constexpr double kMaxAddedIr = 0.10;
 
 } // namespace
 
@@ -660,7 +711,8 @@ void PlanTuner::search(const PipelineOptions &base) {
         auto it = slotOfKey.find(key);
         if (it == slotOfKey.end()) {
           it = slotOfKey.emplace(key, slots.size()).first;
-          Slot s{sig, c, {}, std::vector<double>(c.size(), NAN), {0}};
+          Slot s{sig, c, {}, std::vector<double>(c.size(), NAN),
+                 std::vector<double>(c.size(), NAN), {0}};
           for (size_t i = 1; i < c.size(); ++i)
             if (passes::withoutKnobs(c[i]) == c[i])
               s.Order.push_back(i);
@@ -725,12 +777,22 @@ void PlanTuner::search(const PipelineOptions &base) {
         if (!std::isnan(t[s]))
           samples[s].push_back(t[s]);
     }
+    const std::vector<double> sizes = slotSizes(r.program(), slotOfNode, slots.size());
     for (size_t s = 0; s < slots.size(); ++s)
-      if (inRound < slots[s].Order.size() && slots[s].Order[inRound] != kNone)
+      if (inRound < slots[s].Order.size() && slots[s].Order[inRound] != kNone) {
         slots[s].Measured[slots[s].Order[inRound]] = median(samples[s]);
+        slots[s].Size[slots[s].Order[inRound]] = sizes[s];
+      }
   };
   round = 0;
   measure(*first, 0);
+  // The default program's kernel IR, and the calls of each slot in a run.
+  double defaultIr = 0;
+  slotSizes(first->program(), slotOfNode, slots.size(), &defaultIr);
+  std::vector<double> callsOf(slots.size(), 0.0);
+  for (const kir::Call &c : first->program().Calls)
+    if (!c.Nodes.empty() && slotOfNode.count(c.Nodes[0].Name))
+      callsOf[slotOfNode.at(c.Nodes[0].Name)] += 1;
   size_t measuredRounds = 1;
   // Firmware rounds link and run on other threads while the next ones
   // compile: as many in flight as the machine has cores. Host rounds time
@@ -849,7 +911,7 @@ void PlanTuner::search(const PipelineOptions &base) {
                                : chosen < kKeepBelow * def;
   };
   std::vector<double> confirmDefault(slots.size(), NAN), confirmBest(slots.size(), NAN);
-  double modelDefault = NAN, modelTuned = NAN;
+  double modelDefault = NAN, modelTuned = NAN, addedIrShare = 0;
   choice = best;
   size_t kept = 0;
   if (changedSlots > 0) {
@@ -864,6 +926,37 @@ void PlanTuner::search(const PipelineOptions &base) {
         choice[s] = 0;
       kept += choice[s] != 0;
     }
+    // The compile-cost guard: the kept plans may add at most kMaxAddedIr
+    // of the model's kernel IR. Plans that add none stay; the others are
+    // taken by their gain per node added, best first, each while it fits.
+    auto addedIr = [&](size_t s) { return slots[s].Size[choice[s]] - slots[s].Size[0]; };
+    double added = 0;
+    std::vector<std::pair<double, size_t>> growing;
+    for (size_t s = 0; s < slots.size(); ++s) {
+      if (choice[s] == 0)
+        continue;
+      if (addedIr(s) > 0)
+        growing.emplace_back(-(c.Default[s] - c.Chosen[s]) * callsOf[s] / addedIr(s), s);
+      else
+        added += addedIr(s);
+    }
+    std::sort(growing.begin(), growing.end());
+    size_t costly = 0;
+    for (const auto &[rate, s] : growing) {
+      if (added + addedIr(s) <= kMaxAddedIr * defaultIr) {
+        added += addedIr(s);
+        continue;
+      }
+      choice[s] = 0;
+      --kept;
+      ++costly;
+    }
+    if (costly > 0)
+      std::fprintf(stderr,
+                   "mlcc: tune: %zu faster plans left at the default: they would add more than "
+                   "%.0f%% to the kernel IR that LLVM compiles\n",
+                   costly, kMaxAddedIr * 100);
+    addedIrShare = defaultIr > 0 ? added / defaultIr : 0;
     // The plans kept, together, against the defaults once more where some
     // choices went back to the default: the whole model must be faster
     // with exactly the plans kept (a plan can slow the calls around it),
@@ -881,8 +974,10 @@ void PlanTuner::search(const PipelineOptions &base) {
       std::fill(choice.begin(), choice.end(), 0);
       kept = 0;
     }
-    if (kept == 0)
+    if (kept == 0) {
       modelTuned = modelDefault;
+      addedIrShare = 0;
+    }
   }
   for (size_t s = 0; s < slots.size(); ++s) {
     const Slot &slot = slots[s];
@@ -911,9 +1006,9 @@ void PlanTuner::search(const PipelineOptions &base) {
   }
   std::fprintf(stderr,
                "mlcc: tune  %zu kernels of %zu signatures, %zu rounds in %.1f s: %zu tuned plans "
-               "kept, %zu within the noise margin left at the default",
+               "kept (%+.1f%% kernel IR), %zu left at the default",
                slotOfNode.size(), slots.size(), measuredRounds, elapsed(), kept,
-               changedSlots - kept);
+               addedIrShare * 100, changedSlots - kept);
   if (!std::isnan(modelDefault) && exact)
     std::fprintf(stderr, "; the kernel calls %.0f %s a run with the default plans, %.0f with "
                  "the chosen ones%s", modelDefault, unit, kept ? modelTuned : modelDefault,
