@@ -168,6 +168,13 @@ bool collectStores(const Stmt &s, std::vector<Stmt> &out) {
   return true;
 }
 
+/// Whether `e` loads from a buffer (a value known only at run time).
+bool readsMemory(const Expr &e) {
+  bool loads = false;
+  visitExprs(e, [&](const Expr &x) { loads |= x->Kind == ExprKind::Load; });
+  return loads;
+}
+
 class Vectorizer : public Mutator {
 public:
   explicit Vectorizer(const TargetDesc &t) : T(t) {}
@@ -220,7 +227,12 @@ private:
   Stmt tryVectorize(const StmtNode &s, int maxLanes = 0) {
     if (s.Loop != LoopKind::Serial)
       return nullptr;
-    if (!s.Begin->isConst() || !s.End->isConst())
+    // Constant bounds, or bounds read at run time (a dimension known only
+    // then): a vector loop over the whole vectors the run's trip count
+    // holds, and the remainder. Bounds computed from outer loops (clipped
+    // windows) stay scalar.
+    const bool fixed = s.Begin->isConst() && s.End->isConst();
+    if (!fixed && !(readsMemory(s.Begin) || readsMemory(s.End)))
       return nullptr;
     std::vector<Stmt> stores;
     if (!collectStores(s.Inner, stores) || stores.empty())
@@ -233,7 +245,9 @@ private:
     for (auto &st : stores)
       if (st->Value->Lanes > 1)
         return nullptr;
-    int64_t begin = s.Begin->IntValue, n = s.End->IntValue - begin;
+    // The trip count: n when fixed; else only known at run time.
+    const int64_t begin = fixed ? s.Begin->IntValue : 0;
+    const int64_t n = fixed ? s.End->IntValue - begin : INT64_MAX;
     // The widest element decides the lanes.
     size_t widest = 1; // bytes
     for (auto &st : stores) {
@@ -294,7 +308,7 @@ private:
         if (other != st && other->Buf == st->Buf) {
           auto d = constantDifference(st->Index, other->Index);
           hazard |= reduced[si] || !d || strideOf(other->Index, s.LoopVar) != stride ||
-                    (*d % *stride == 0 && std::abs(*d) < n * *stride);
+                    (*d % *stride == 0 && (!fixed || std::abs(*d) < n * *stride));
         }
       }
       if (hazard)
@@ -305,9 +319,11 @@ private:
       values.push_back(reduced[si] ? reduced[si] : stores[si]->Value);
     if (!wideLoadsGrouped(values, s.LoopVar))
       return nullptr;
-    int64_t main = n / lanes * lanes;
+    const int64_t main = fixed ? n / lanes * lanes : 0;
+    // The whole vectors of the run (fixed: main / lanes).
+    Expr vectors = fixed ? indexConst(main / lanes) : (s.End - s.Begin) / indexConst(lanes);
     Var vo = newVar(s.LoopVar->Name + "v");
-    Expr base = indexConst(begin) + varRef(vo) * lanes;
+    Expr base = (fixed ? indexConst(begin) : s.Begin) + varRef(vo) * lanes;
     std::vector<Stmt> init, vecBody, combine;
     std::vector<Buffer> partials;
     for (size_t si = 0; si < stores.size(); ++si) {
@@ -344,10 +360,11 @@ private:
     for (auto &t : lv.Temps)
       body = alloc(t, body);
     std::vector<Stmt> out = init;
-    out.push_back(forLoop(vo, indexConst(0), indexConst(main / lanes), body));
+    out.push_back(forLoop(vo, indexConst(0), vectors, body));
     out.insert(out.end(), combine.begin(), combine.end());
-    if (main < n) {
-      Stmt rest = forLoop(s.LoopVar, indexConst(begin + main), s.End, s.Inner);
+    if (!fixed || main < n) {
+      Expr restBegin = fixed ? indexConst(begin + main) : s.Begin + vectors * lanes;
+      Stmt rest = forLoop(s.LoopVar, restBegin, s.End, s.Inner);
       Stmt narrower = tryVectorize(*rest, lanes / 2);
       out.push_back(narrower ? narrower : rest);
     }

@@ -238,6 +238,45 @@ TEST_CASE("vectorize: reductions into a scalar combine their lanes", "[schedule]
   CHECK(std::fabs(a[1] - c[1]) <= 1e-5f * 450.0f); // sum: reassociated
 }
 
+TEST_CASE("vectorize: a trip count read at run time takes whole vectors and a remainder",
+          "[schedule]") {
+  // y[i] = 2 x[i] + 1 for i < n and the sum of x[0..n), n read from a
+  // parameter (a dimension known only at run time, at most 64).
+  const int64_t cap = 64;
+  KernelBuilder b("runtime_n");
+  Buffer dims = b.param("dims", DType::Index, 1);
+  Buffer x = b.param("x", DType::F32, cap), y = b.param("y", DType::F32, cap + 1);
+  Expr n = load(dims, indexConst(0));
+  b.loop("i", indexConst(0), n, [&](Expr i) { b.store(y, i, load(x, i) * 2.0 + 1.0); });
+  Local sum = b.local("sum", constant(DType::F32, 0));
+  b.loop("i", indexConst(0), n, [&](Expr i) { b.set(sum, sum.get() + load(x, i)); });
+  b.store(y, indexConst(cap), sum.get());
+  Kernel k = b.finish();
+  Kernel v = vectorize(k, avx2());
+  REQUIRE(hasVectors(v.Body));
+  std::vector<float> in(cap);
+  for (int64_t i = 0; i < cap; ++i)
+    in[(size_t)i] = std::cos((float)i) * 3.0f;
+  for (int64_t count : {0, 1, 7, 8, 9, 23, 37, 64}) {
+    std::vector<int64_t> d = {count};
+    std::vector<float> a(cap + 1, -5.0f), c(cap + 1, -5.0f);
+    interpret(k, {d.data(), in.data(), a.data()});
+    interpret(v, {d.data(), in.data(), c.data()});
+    INFO("n = " << count);
+    for (int64_t i = 0; i < cap; ++i)
+      CHECK(a[(size_t)i] == c[(size_t)i]); // the n computed, the rest untouched
+    CHECK(std::fabs(a[cap] - c[cap]) <= 1e-5f * 200.0f); // sum: reassociated
+  }
+  // A loop whose bounds come from an outer loop (a clipped window) stays
+  // scalar.
+  KernelBuilder t("triangle");
+  Buffer tx = t.param("x", DType::F32, cap), ty = t.param("y", DType::F32, cap * cap);
+  t.loop("r", cap, [&](Expr r) {
+    t.loop("i", indexConst(0), r, [&](Expr i) { t.store(ty, r * cap + i, load(tx, i)); });
+  });
+  CHECK_FALSE(hasVectors(vectorize(t.finish(), avx2()).Body));
+}
+
 TEST_CASE("vectorized exp stays within a few ulp of libm", "[schedule]") {
   const int64_t n = 4096;
   KernelBuilder b("exp");
