@@ -20,7 +20,7 @@ ok() { echo "ok   $1"; }
 # at most 10% to the model's kernel IR (the compile-cost guard).
 ir_within() {
   local share
-  share=$(grep '^mlcc: tune ' "$1" | grep -o '[-+][0-9.]*% kernel IR' | tr -d '+%' | cut -d' ' -f1)
+  share=$(grep '^mlcc: tune ' "$1" | grep -o '[-+][0-9.]*% of [0-9]* kernel IR' | tr -d '+%' | cut -d' ' -f1)
   [[ -n $share ]] && awk -v s="$share" 'BEGIN { exit !(s <= 10) }'
 }
 

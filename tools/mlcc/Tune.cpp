@@ -1006,9 +1006,9 @@ void PlanTuner::search(const PipelineOptions &base) {
   }
   std::fprintf(stderr,
                "mlcc: tune  %zu kernels of %zu signatures, %zu rounds in %.1f s: %zu tuned plans "
-               "kept (%+.1f%% kernel IR), %zu left at the default",
+               "kept (%+.1f%% of %.0f kernel IR nodes), %zu left at the default",
                slotOfNode.size(), slots.size(), measuredRounds, elapsed(), kept,
-               addedIrShare * 100, changedSlots - kept);
+               addedIrShare * 100, defaultIr, changedSlots - kept);
   if (!std::isnan(modelDefault) && exact)
     std::fprintf(stderr, "; the kernel calls %.0f %s a run with the default plans, %.0f with "
                  "the chosen ones%s", modelDefault, unit, kept ? modelTuned : modelDefault,
