@@ -1,5 +1,7 @@
 #include "compiler/ir/Graph.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <set>
 #include <sstream>
 
@@ -337,6 +339,38 @@ std::string valueRef(const Value *v) { return v ? "%" + v->Name : "_"; }
 
 } // namespace
 
+std::string typeText(const Graph &g, const Value &v) {
+  if (v.Bounded.empty())
+    return v.Type.str();
+  std::string s = dtypeName(v.Type.Type);
+  s += "[";
+  for (size_t a = 0; a < v.Type.Dims.size(); ++a) {
+    if (a)
+      s += ",";
+    auto e = std::find_if(v.Bounded.begin(), v.Bounded.end(),
+                          [&](const AxisExtent &x) { return x.Axis == (int64_t)a; });
+    if (e == v.Bounded.end()) {
+      s += std::to_string(v.Type.Dims[a]);
+      continue;
+    }
+    std::string term;
+    for (size_t k = 0; k < e->Coeffs.size() && k < g.BoundedDims.size(); ++k) {
+      int64_t c = e->Coeffs[k];
+      if (c == 0)
+        continue;
+      if (!term.empty() || c < 0)
+        term += c < 0 ? "-" : "+";
+      if (std::abs(c) != 1)
+        term += std::to_string(std::abs(c)) + "*";
+      term += g.BoundedDims[k].Name;
+    }
+    if (e->Offset != 0)
+      term += (e->Offset > 0 ? "+" : "-") + std::to_string(std::abs(e->Offset));
+    s += term;
+  }
+  return s + "]";
+}
+
 std::string printGraph(const Graph &g) {
   std::ostringstream os;
   os << "graph " << (g.Name.empty() ? "main" : g.Name) << " opsets {";
@@ -347,8 +381,10 @@ std::string printGraph(const Graph &g) {
     first = false;
   }
   os << "}\n";
+  for (const BoundedDim &d : g.BoundedDims)
+    os << "  dim " << d.Name << " = " << d.Min << ".." << d.Max << "\n";
   for (auto *in : g.Inputs)
-    os << "  input " << valueRef(in) << ": " << in->Type.str() << "\n";
+    os << "  input " << valueRef(in) << ": " << typeText(g, *in) << "\n";
   // Constants referenced by nodes or outputs, in first-use order.
   std::set<const Value *> printed;
   auto printConst = [&](const Value *v) {
@@ -357,6 +393,8 @@ std::string printGraph(const Graph &g) {
     printed.insert(v);
     os << "  const " << valueRef(v) << " = ";
     printTensorValue(os, *v->Const);
+    if (!v->Bounded.empty()) // held at MAX, read to the run's extents
+      os << "  # " << typeText(g, *v);
     os << "\n";
   };
   for (auto &n : g.Nodes)
@@ -368,7 +406,7 @@ std::string printGraph(const Graph &g) {
     os << "  ";
     for (size_t i = 0; i < n->Outputs.size(); ++i)
       os << (i ? ", " : "") << valueRef(n->Outputs[i])
-         << (n->Outputs[i] ? ": " + n->Outputs[i]->Type.str() : "");
+         << (n->Outputs[i] ? ": " + typeText(g, *n->Outputs[i]) : "");
     os << " = " << (n->Domain.empty() ? "" : n->Domain + ".") << n->OpType;
     if (!n->Attrs.empty()) {
       os << " {";
@@ -391,7 +429,7 @@ std::string printGraph(const Graph &g) {
     os << "\n";
   }
   for (auto *out : g.Outputs)
-    os << "  output " << valueRef(out) << ": " << out->Type.str() << "\n";
+    os << "  output " << valueRef(out) << ": " << typeText(g, *out) << "\n";
   return os.str();
 }
 

@@ -44,6 +44,22 @@ struct TensorType {
   std::string str() const;
 };
 
+/// A dimension bound by `--dim NAME=MIN..MAX`: one library for every value
+/// in the range, the value known only at run time.
+struct BoundedDim {
+  std::string Name;
+  int64_t Min = 0, Max = 0;
+};
+
+/// An axis whose extent follows the bounded dimensions: Offset + the sum of
+/// Coeffs[k] * (bounded dimension k). The value's TensorType holds the
+/// extent at every dimension's Max.
+struct AxisExtent {
+  int64_t Axis = 0;
+  std::vector<int64_t> Coeffs; ///< One per Graph::BoundedDims entry.
+  int64_t Offset = 0;
+};
+
 class Value {
 public:
   std::string Name;
@@ -61,6 +77,9 @@ public:
   std::string QuantizedFrom;
   double DequantScale = 0;
   int64_t DequantZeroPoint = 0;
+  /// The axes whose extents follow bounded dimensions (Graph::BoundedDims),
+  /// in axis order; empty: every extent is fixed.
+  std::vector<AxisExtent> Bounded;
 
   bool isConstant() const { return Const != nullptr; }
 };
@@ -179,6 +198,9 @@ public:
   /// Values of this (sub)graph that stand for values of enclosing graphs,
   /// referred to by name.
   std::vector<Value *> Captures;
+  /// The dimensions bound to a range (--dim NAME=MIN..MAX), which
+  /// Value::Bounded refers to by index.
+  std::vector<BoundedDim> BoundedDims;
 
   /// The value named `name`, or null.
   Value *findValue(const std::string &name) const;
@@ -216,6 +238,9 @@ private:
 
 /// Deterministic text form (--emit graph).
 std::string printGraph(const Graph &g);
+/// "f32[1,seq,256]": `v`'s type, each bounded axis written as its extent
+/// over the bounded dimensions of `g`.
+std::string typeText(const Graph &g, const Value &v);
 
 /// Graphviz text of the graph (--dump-dot): nodes as boxes, values as edges
 /// labelled with their types, constants as notes.

@@ -66,6 +66,23 @@ expect shape-clash   2 "dimension 'seq' is 6 by --shape a (axis 0) but 5 by --di
                        -- "$data/shared_dim.onnx" --shape a=6x8 --dim seq=5 -o "$work/out/libm.a"
 expect bad-dim-value 2 "is not a non-negative integer" \
                        -- "$data/symbolic_dim.onnx" --dim batch=zero -o "$work/out/libm.a"
+# Bounded dimensions (--dim NAME=MIN..MAX): bad ranges, and what they do
+# not support yet.
+bounded=$data/bounded_attention.onnx
+expect dim-empty     2 "--dim seq=5..2: the range is empty (MIN 5 is greater than MAX 2)" \
+                       -- "$bounded" --dim seq=5..2 --emit graph -o "$work/out/g.txt"
+expect dim-zero      2 "--dim seq=0..4: a bounded dimension's MIN is at least 1" \
+                       -- "$bounded" --dim seq=0..4 --emit graph -o "$work/out/g.txt"
+expect dim-syntax    2 "--dim seq=1..n: expected a range MIN..MAX of non-negative integers" \
+                       -- "$bounded" --dim seq=1..n -o "$work/out/libm.a"
+expect dim-library   3 "--dim seq=1..256: bounded dimensions are analyzed so far" \
+                       -- "$bounded" --dim seq=1..256 -o "$work/out/libm.a"
+expect dim-check     3 "--dim seq=1..256: bounded dimensions are analyzed so far" \
+                       -- check "$bounded" --dim seq=1..256
+expect dim-data      3 "--dim seq=1..256: node 'mean_scale' (Div) reads input 1 ('seqf'), numbers computed from seq" \
+                       -- "$data/bounded_data.onnx" --dim seq=1..256 --emit graph -o "$work/out/g.txt"
+expect dim-affine    3 "axis 1 of value 'y' (node 'every_other' (Slice)) is 128, 128 and 127 at seq=256, 255 and 254: not an affine function of seq" \
+                       -- "$data/bounded_stride.onnx" --dim seq=1..256 --emit graph -o "$work/out/g.txt"
 expect bad-broadcast 1 "node 'add1' (Add): shapes [2,3] and [4,5] do not broadcast" \
                        -- "$data/bad_broadcast.onnx" -o "$work/out/libm.a"
 expect undefined-in  1 "input 'nowhere' is not defined" \

@@ -86,3 +86,59 @@ with open(os.path.join(here, "garbled_name.onnx"), "wb") as f:
 t = helper.make_tensor("t", TensorProto.FLOAT, [2], [1.0, 2.0])
 with open(os.path.join(here, "tensor.pb"), "wb") as f:
     f.write(t.SerializeToString())
+
+# Bounded dimensions (--dim seq=MIN..MAX): self-attention over a sequence
+# whose length is a dimension 'seq'. The heads are split by a Reshape to a
+# shape computed from Shape(x) (as PyTorch exports it), the positions come
+# from Range(0, seq): numbers computed from seq, whose shorter instances are
+# the longest one's leading part.
+i64 = TensorProto.INT64
+xa = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "seq", 16])
+ya = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, "seq", 16])
+consts = [helper.make_tensor("one", i64, [1], [1]), helper.make_tensor("heads", i64, [2], [2, 8]),
+          helper.make_tensor("idx1", i64, [], [1]), helper.make_tensor("zero", i64, [], [0]),
+          helper.make_tensor("step", i64, [], [1]), helper.make_tensor("flat", i64, [1], [16])]
+attn = [
+    helper.make_node("Shape", ["x"], ["xs"], name="shape_x"),
+    helper.make_node("Gather", ["xs", "idx1"], ["seqlen"], name="seq_len", axis=0),
+    helper.make_node("Unsqueeze", ["seqlen", "zero_axes"], ["seq1"], name="seq_1d"),
+    helper.make_node("Concat", ["one", "seq1", "heads"], ["split_shape"], name="split_shape",
+                     axis=0),
+    helper.make_node("Range", ["zero", "seqlen", "step"], ["pos"], name="positions"),
+    helper.make_node("Cast", ["pos"], ["posf"], name="positions_f", to=TensorProto.FLOAT),
+    helper.make_node("Unsqueeze", ["posf", "pos_axes"], ["pos2"], name="positions_2d"),
+    helper.make_node("Mul", ["pos2", "pos_scale"], ["pos_s"], name="positions_scaled"),
+    helper.make_node("Add", ["x", "pos_s"], ["xp"], name="add_positions"),
+    helper.make_node("Reshape", ["xp", "split_shape"], ["xh"], name="split_heads"),
+    helper.make_node("Transpose", ["xh"], ["q"], name="heads_first", perm=[0, 2, 1, 3]),
+    helper.make_node("Transpose", ["xh"], ["kt"], name="keys_t", perm=[0, 2, 3, 1]),
+    helper.make_node("MatMul", ["q", "kt"], ["scores"], name="scores"),
+    helper.make_node("Softmax", ["scores"], ["p"], name="softmax", axis=-1),
+    helper.make_node("MatMul", ["p", "q"], ["o"], name="attend"),
+    helper.make_node("Transpose", ["o"], ["ot"], name="seq_first", perm=[0, 2, 1, 3]),
+    helper.make_node("Concat", ["one", "seq1", "flat"], ["merge_shape"], name="merge_shape",
+                     axis=0),
+    helper.make_node("Reshape", ["ot", "merge_shape"], ["y"], name="merge_heads"),
+]
+consts += [helper.make_tensor("zero_axes", i64, [1], [0]),
+           helper.make_tensor("pos_axes", i64, [1], [1]),
+           helper.make_tensor("pos_scale", TensorProto.FLOAT, [], [0.01])]
+save(helper.make_graph(attn, "bounded_attention", [xa], [ya], consts), "bounded_attention.onnx")
+
+# What a bounded dimension does not support yet: a number computed from seq
+# read as data (x / seq), and an extent that is not affine in seq (every
+# other position: ceil(seq / 2)).
+yb = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, None, 16])
+save(helper.make_graph([
+    helper.make_node("Shape", ["x"], ["xs"], name="shape_x"),
+    helper.make_node("Gather", ["xs", "idx1"], ["seqlen"], name="seq_len", axis=0),
+    helper.make_node("Cast", ["seqlen"], ["seqf"], name="seq_f", to=TensorProto.FLOAT),
+    helper.make_node("Div", ["x", "seqf"], ["y"], name="mean_scale")],
+    "bounded_data", [xa], [yb], [helper.make_tensor("idx1", i64, [], [1])]),
+    "bounded_data.onnx")
+save(helper.make_graph([
+    helper.make_node("Slice", ["x", "s0", "s1", "s2", "s3"], ["y"], name="every_other")],
+    "bounded_stride", [xa], [yb],
+    [helper.make_tensor("s0", i64, [1], [0]), helper.make_tensor("s1", i64, [1], [1 << 40]),
+     helper.make_tensor("s2", i64, [1], [1]), helper.make_tensor("s3", i64, [1], [2])]),
+    "bounded_stride.onnx")

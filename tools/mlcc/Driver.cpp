@@ -5,6 +5,7 @@
 #include "compiler/output/Header.h"
 #include "compiler/output/OutputFiles.h"
 #include "compiler/output/Report.h"
+#include "tools/mlcc/BoundedDims.h"
 #include "tools/mlcc/Tune.h"
 #include "compiler/pipeline/Pipeline.h"
 #include "compiler/quantizer/Quantize.h"
@@ -102,6 +103,15 @@ onnx::LoadOptions loadOptions(const DriverOptions &o) {
   onnx::LoadOptions lo;
   for (auto &d : o.Dims) {
     auto [name, value] = splitAssignment(d, "--dim");
+    if (value.find("..") != std::string::npos) {
+      boundedDims(o); // a malformed range is a usage error
+      fail(ErrorKind::Unsupported)
+          << "--dim " << name << "=" << value
+          << ": bounded dimensions are analyzed so far (mlcc --emit graph shows the axes "
+             "that follow them), not compiled: kernels that run to a run-time extent are not "
+             "built yet; compile for one value with --dim "
+          << name << "=VALUE";
+    }
     char *end = nullptr;
     long long v = std::strtoll(value.c_str(), &end, 10);
     if (*end || end == value.c_str() || v < 0)
@@ -494,9 +504,19 @@ void runDriver(const DriverOptions &o) {
                            << " stops before the kernels are planned: no --tune or --tune-db";
   if (!tuner.dbPath().empty())
     output::OutputFiles::checkWritable(tuner.dbPath());
+  // Bounded dimensions: the graph at every dimension's MAX, and which axes
+  // follow them.
+  const std::vector<ir::BoundedDim> bounded = boundedDims(o);
+  if (!bounded.empty() && kind != "graph")
+    loadOptions(o); // the Unsupported error: not compiled yet
   tuner.search(po);
   po.ChoosePlan = tuner.chooser();
-  CompiledModel compiled = compileModel(o, target, po);
+  std::vector<int64_t> maxes;
+  for (const ir::BoundedDim &d : bounded)
+    maxes.push_back(d.Max);
+  CompiledModel compiled = compileModel(atValues(o, bounded, maxes), target, po);
+  if (!bounded.empty())
+    attachBoundedExtents(o, target, po, *compiled.Graph, bounded);
   std::unique_ptr<ir::Graph> &graph = compiled.Graph;
   kir::Program &program = compiled.Program;
   // Arena and weights are known now: fail before the code generation.

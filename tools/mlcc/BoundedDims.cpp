@@ -1,0 +1,262 @@
+//===- BoundedDims.cpp - --dim NAME=MIN..MAX: dimensions known at run time -===//
+#include "tools/mlcc/BoundedDims.h"
+
+#include "compiler/support/Error.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <set>
+
+namespace mlcc {
+
+namespace {
+
+/// Parses "MIN..MAX"; false when `text` is not a range.
+bool parseRange(const std::string &name, const std::string &text, int64_t &lo, int64_t &hi) {
+  auto dots = text.find("..");
+  if (dots == std::string::npos)
+    return false;
+  auto number = [&](const std::string &s, int64_t &v) {
+    char *end = nullptr;
+    long long x = std::strtoll(s.c_str(), &end, 10);
+    if (s.empty() || *end || x < 0)
+      fail(ErrorKind::Usage) << "--dim " << name << "=" << text
+                             << ": expected a range MIN..MAX of non-negative integers";
+    v = x;
+  };
+  number(text.substr(0, dots), lo);
+  number(text.substr(dots + 2), hi);
+  if (lo > hi)
+    fail(ErrorKind::Usage) << "--dim " << name << "=" << text << ": the range is empty (MIN "
+                           << lo << " is greater than MAX " << hi << ")";
+  if (lo < 1)
+    fail(ErrorKind::Usage) << "--dim " << name << "=" << text
+                           << ": a bounded dimension's MIN is at least 1";
+  return true;
+}
+
+/// Where a value comes from, for messages.
+std::string origin(const ir::Value &v) {
+  if (v.Producer)
+    return "node '" + v.Producer->Name + "' (" + v.Producer->OpType + ")";
+  return v.isConstant() ? "an initializer" : "a graph input";
+}
+
+/// Inputs a node reads as a shape, sizes, indices of axes or bounds: a
+/// value computed from a bounded dimension may feed them (the node's output
+/// extents say what it makes of them).
+bool shapeOperand(const ir::Node &n, size_t i) {
+  static const std::map<std::string, std::set<size_t>> operands = {
+      {"Reshape", {1}},   {"Expand", {1}},     {"Tile", {1}},     {"Slice", {1, 2, 3, 4}},
+      {"ConstantOfShape", {0}}, {"Squeeze", {1}}, {"Unsqueeze", {1}}, {"Pad", {1}},
+      {"Resize", {1, 2, 3}}, {"Split", {1}},   {"TopK", {1}},     {"Range", {0, 1, 2}}};
+  if (!n.Domain.empty())
+    return false;
+  auto it = operands.find(n.OpType);
+  return it != operands.end() && it->second.count(i);
+}
+
+/// The values the graph's nodes, inputs and outputs refer to.
+std::vector<const ir::Value *> liveValues(const ir::Graph &g) {
+  std::vector<const ir::Value *> out;
+  std::set<const ir::Value *> seen;
+  auto add = [&](const ir::Value *v) {
+    if (v && seen.insert(v).second)
+      out.push_back(v);
+  };
+  for (const ir::Value *v : g.Inputs)
+    add(v);
+  for (const auto &n : g.Nodes) {
+    for (const ir::Value *v : n->Inputs)
+      add(v);
+    for (const ir::Value *v : n->Outputs)
+      add(v);
+  }
+  for (const ir::Value *v : g.Outputs)
+    add(v);
+  return out;
+}
+
+/// Whether `small`'s elements are those of `large` at the same indices
+/// (`small` no larger on any axis): a tensor computed from a dimension
+/// whose smaller instances are the larger one's leading part.
+bool prefixOf(const Tensor &small, const Tensor &large) {
+  if (small.dtype() != large.dtype() || small.rank() != large.rank())
+    return false;
+  const size_t rank = small.rank(), esize = dtypeSize(small.dtype());
+  for (size_t a = 0; a < rank; ++a)
+    if (small.shape()[a] > large.shape()[a])
+      return false;
+  std::vector<uint8_t> s = small.denseBytes(), l = large.denseBytes();
+  std::vector<int64_t> idx(rank, 0);
+  for (int64_t e = 0; e < small.numel(); ++e) {
+    int64_t at = 0;
+    for (size_t a = 0; a < rank; ++a)
+      at = at * large.shape()[a] + idx[a];
+    if (std::memcmp(&s[(size_t)e * esize], &l[(size_t)at * esize], esize) != 0)
+      return false;
+    for (size_t a = rank; a-- > 0;)
+      if (++idx[a] < small.shape()[a])
+        break;
+      else
+        idx[a] = 0;
+  }
+  return true;
+}
+
+} // namespace
+
+std::vector<ir::BoundedDim> boundedDims(const DriverOptions &o) {
+  std::vector<ir::BoundedDim> dims;
+  for (const std::string &d : o.Dims) {
+    auto eq = d.find('=');
+    if (eq == std::string::npos)
+      continue; // loadOptions names the error
+    ir::BoundedDim b;
+    b.Name = d.substr(0, eq);
+    if (parseRange(b.Name, d.substr(eq + 1), b.Min, b.Max))
+      dims.push_back(b);
+  }
+  return dims;
+}
+
+DriverOptions atValues(const DriverOptions &o, const std::vector<ir::BoundedDim> &dims,
+                       const std::vector<int64_t> &values) {
+  DriverOptions p = o;
+  for (std::string &d : p.Dims) {
+    auto eq = d.find('=');
+    if (eq == std::string::npos)
+      continue;
+    for (size_t k = 0; k < dims.size(); ++k)
+      if (d.substr(0, eq) == dims[k].Name)
+        d = dims[k].Name + "=" + std::to_string(values[k]);
+  }
+  return p;
+}
+
+void attachBoundedExtents(const DriverOptions &o, const llvmgen::TargetSpec &target,
+                          PipelineOptions po, ir::Graph &g,
+                          const std::vector<ir::BoundedDim> &dims) {
+  g.BoundedDims = dims;
+  po.Status = nullptr;
+  po.DumpIr.clear();
+  po.TimePasses = false;
+  po.GraphOnly = true;
+  const std::vector<const ir::Value *> values = liveValues(g);
+  // Per value and axis, each dimension's coefficient.
+  std::map<const ir::Value *, std::vector<std::vector<int64_t>>> coeffs;
+  std::vector<int64_t> maxes;
+  for (const ir::BoundedDim &d : dims)
+    maxes.push_back(d.Max);
+  for (size_t k = 0; k < dims.size(); ++k) {
+    const ir::BoundedDim &d = dims[k];
+    if (d.Min == d.Max)
+      continue;
+    const std::string flag = "--dim " + d.Name + "=" + std::to_string(d.Min) + ".." +
+                             std::to_string(d.Max);
+    // The probes: MAX - 1, and MAX - 2 where the range has it (an extent
+    // must be affine in the dimension: three values show a line).
+    std::vector<int64_t> at = {d.Max - 1};
+    if (d.Max - 2 >= d.Min)
+      at.push_back(d.Max - 2);
+    std::vector<std::unique_ptr<ir::Graph>> probes;
+    for (int64_t v : at) {
+      std::vector<int64_t> vs = maxes;
+      vs[k] = v;
+      probes.push_back(compileModel(atValues(o, dims, vs), target, po).Graph);
+    }
+    auto where = [&](size_t p) { return d.Name + "=" + std::to_string(at[p]); };
+    for (size_t p = 0; p < probes.size(); ++p) {
+      const ir::Graph &q = *probes[p];
+      bool same = q.Nodes.size() == g.Nodes.size();
+      size_t differs = 0;
+      for (; same && differs < g.Nodes.size(); ++differs)
+        if (q.Nodes[differs]->Name != g.Nodes[differs]->Name ||
+            q.Nodes[differs]->OpType != g.Nodes[differs]->OpType)
+          same = false;
+      if (!same)
+        fail(ErrorKind::Unsupported)
+            << flag << ": the optimized graph differs between " << d.Name << "=" << d.Max
+            << " and " << where(p) << " ("
+            << (q.Nodes.size() != g.Nodes.size()
+                    ? std::to_string(g.Nodes.size()) + " nodes against " +
+                          std::to_string(q.Nodes.size())
+                    : "node '" + g.Nodes[differs - 1]->Name + "' against '" +
+                          q.Nodes[differs - 1]->Name + "'")
+            << "); a bounded dimension needs one graph for every value";
+    }
+    // Which nodes read each value, and at which input.
+    std::map<const ir::Value *, std::vector<std::pair<const ir::Node *, size_t>>> readers;
+    for (const auto &n : g.Nodes)
+      for (size_t i = 0; i < n->Inputs.size(); ++i)
+        if (n->Inputs[i])
+          readers[n->Inputs[i]].push_back({n.get(), i});
+    for (const ir::Value *v : values) {
+      std::vector<const ir::Value *> pv;
+      for (size_t p = 0; p < probes.size(); ++p) {
+        const ir::Value *x = probes[p]->findValue(v->Name);
+        if (!x || x->Type.rank() != v->Type.rank() || x->Type.Type != v->Type.Type ||
+            x->isConstant() != v->isConstant())
+          fail(ErrorKind::Unsupported)
+              << flag << ": value '" << v->Name << "' of " << origin(*v) << " is "
+              << v->Type.str() << " at " << d.Name << "=" << d.Max << " but "
+              << (x ? x->Type.str() + (x->isConstant() ? " (a constant)" : "") : "absent")
+              << " at " << where(p) << "; its rank and type must not depend on " << d.Name;
+        pv.push_back(x);
+      }
+      std::vector<int64_t> slope(v->Type.rank(), 0);
+      for (size_t a = 0; a < v->Type.rank(); ++a) {
+        const int64_t e0 = v->Type.Dims[a];
+        slope[a] = e0 - pv[0]->Type.Dims[a];
+        if (pv.size() > 1 && e0 - pv[1]->Type.Dims[a] != 2 * slope[a])
+          fail(ErrorKind::Unsupported)
+              << flag << ": axis " << a << " of value '" << v->Name << "' (" << origin(*v)
+              << ") is " << e0 << ", " << pv[0]->Type.Dims[a] << " and "
+              << pv[1]->Type.Dims[a] << " at " << d.Name << "=" << d.Max << ", " << at[0]
+              << " and " << at[1] << ": not an affine function of " << d.Name;
+        if (slope[a] != 0) {
+          auto &c = coeffs[v];
+          c.resize(v->Type.rank(), std::vector<int64_t>(dims.size(), 0));
+          c[a][k] = slope[a];
+        }
+      }
+      if (!v->isConstant())
+        continue;
+      // A constant computed from the dimension: fine where every smaller
+      // instance is the largest one's leading part (a Range over the
+      // sequence), or where nodes read it only as a shape or bounds.
+      for (size_t p = 0; p < pv.size(); ++p) {
+        if (prefixOf(*pv[p]->Const, *v->Const))
+          continue;
+        for (const auto &[n, i] : readers[v])
+          if (!shapeOperand(*n, i))
+            fail(ErrorKind::Unsupported)
+                << flag << ": node '" << n->Name << "' (" << n->OpType << ") reads input " << i
+                << " ('" << v->Name << "'), numbers computed from " << d.Name
+                << " at compile time; a bounded dimension supports such numbers only as "
+                   "shapes, sizes and bounds so far";
+      }
+    }
+  }
+  for (const ir::Value *cv : values) {
+    auto it = coeffs.find(cv);
+    if (it == coeffs.end())
+      continue;
+    ir::Value *v = const_cast<ir::Value *>(cv);
+    v->Bounded.clear();
+    for (size_t a = 0; a < it->second.size(); ++a) {
+      const std::vector<int64_t> &c = it->second[a];
+      bool any = false;
+      int64_t offset = v->Type.Dims[a];
+      for (size_t k = 0; k < c.size(); ++k) {
+        any |= c[k] != 0;
+        offset -= c[k] * dims[k].Max;
+      }
+      if (any)
+        v->Bounded.push_back({(int64_t)a, c, offset});
+    }
+  }
+}
+
+} // namespace mlcc

@@ -1,0 +1,38 @@
+//===- BoundedDims.h - --dim NAME=MIN..MAX: dimensions known at run time ---===//
+//
+// A bounded dimension takes any value in MIN..MAX when the library runs.
+// The graph is compiled at MAX (so every buffer is planned for the largest
+// value); which axes of which values follow the dimension, and how, is found
+// by compiling the graph again at other values of the dimension and
+// comparing: an axis whose extent changes is bounded, its extent an affine
+// function of the dimensions (checked at three values). What depends on a
+// dimension in any other way (the graph's structure, a non-affine extent,
+// numbers computed from it that a node reads as data) is an Unsupported
+// error naming the dimension, the node and the value.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "tools/mlcc/Driver.h"
+
+#include <vector>
+
+namespace mlcc {
+
+/// The dimensions --dim binds to a range (NAME=MIN..MAX), in the order
+/// given; usage errors for a malformed or empty range.
+std::vector<ir::BoundedDim> boundedDims(const DriverOptions &o);
+
+/// `o` with each bounded dimension bound to one value: `values[k]` for
+/// dimension k of `dims` (every --dim NAME=MIN..MAX becomes NAME=VALUE).
+DriverOptions atValues(const DriverOptions &o, const std::vector<ir::BoundedDim> &dims,
+                       const std::vector<int64_t> &values);
+
+/// Sets g.BoundedDims and every value's Value::Bounded, `g` being the graph
+/// compiled (GraphOnly) at every dimension's MAX; compiles the probes with
+/// `po` (GraphOnly).
+void attachBoundedExtents(const DriverOptions &o, const llvmgen::TargetSpec &target,
+                          PipelineOptions po, ir::Graph &g,
+                          const std::vector<ir::BoundedDim> &dims);
+
+} // namespace mlcc
