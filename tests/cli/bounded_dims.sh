@@ -15,11 +15,12 @@ failures=0
 fail() { echo "FAIL $1"; failures=$((failures + 1)); }
 ok() { echo "ok   $1"; }
 
-# graph NAME RANGE LINE...: --emit graph with --dim seq=RANGE prints every LINE.
+# graph NAME MODEL RANGE LINE...: --emit graph of MODEL with --dim seq=RANGE
+# prints every LINE.
 graph() {
-  local name=$1 range=$2
-  shift 2
-  if ! "$mlcc" "$attention" --dim "seq=$range" --emit graph -o "$work/$name.txt" \
+  local name=$1 model=$2 range=$3
+  shift 3
+  if ! "$mlcc" "$model" --dim "seq=$range" --emit graph -o "$work/$name.txt" \
        2>"$work/$name.err"; then
     fail "$name: status $?"; head -3 "$work/$name.err"; return
   fi
@@ -36,12 +37,19 @@ graph() {
 }
 # Self-attention over seq: the heads split by a Reshape to a shape computed
 # from Shape(x), the scores seq x seq, the positions a Range over seq.
-graph attention 1..256 "dim seq = 1..256" "input %x: f32[1,seq,16]" \
+graph attention "$attention" 1..256 "dim seq = 1..256" "input %x: f32[1,seq,16]" \
   ": f32[1,2,seq,seq] = Softmax" "output %y: f32[1,seq,16]"
 # Two values: two graphs compared (no third to check a line through).
-graph two-values 3..4 "dim seq = 3..4" "input %x: f32[1,seq,16]" "output %y: f32[1,seq,16]"
+graph two-values "$attention" 3..4 "dim seq = 3..4" "input %x: f32[1,seq,16]" "output %y: f32[1,seq,16]"
 # One value: a fixed dimension.
-graph one-value 5..5 "dim seq = 5..5" "input %x: f32[1,5,16]" "output %y: f32[1,5,16]"
+graph one-value "$attention" 5..5 "dim seq = 5..5" "input %x: f32[1,5,16]" "output %y: f32[1,5,16]"
+# A PyTorch TransformerEncoder exported with a dynamic axis (tests/cli/
+# make_encoder.py): heads split and merged by Reshapes to shapes computed
+# from Shape(x), the projections' rows, the scores and the feed-forward
+# layers follow seq.
+graph encoder "$root/tests/cli/data/bounded_encoder.onnx" 1..256 "input %x: f32[1,seq,32]" \
+  ": f32[4,seq,seq] = Softmax" ": f32[seq,4,8] = Reshape" ": f32[1,seq,64] = Relu" \
+  "output %y: f32[1,seq,32]"
 # The graph at MAX is the graph of --dim seq=MAX, but for the extents.
 "$mlcc" "$attention" --dim seq=64 --emit graph -o "$work/static.txt" 2>/dev/null
 "$mlcc" "$attention" --dim seq=1..64 --emit graph -o "$work/bounded.txt" 2>/dev/null

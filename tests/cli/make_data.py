@@ -142,3 +142,10 @@ save(helper.make_graph([
     [helper.make_tensor("s0", i64, [1], [0]), helper.make_tensor("s1", i64, [1], [1 << 40]),
      helper.make_tensor("s2", i64, [1], [1]), helper.make_tensor("s3", i64, [1], [2])]),
     "bounded_stride.onnx")
+# A sequence that must be even (its frames reshaped to pairs): the graph
+# compiles at seq=256 but not at 255.
+save(helper.make_graph([
+    helper.make_node("Reshape", ["x", "pairs"], ["y"], name="to_pairs")],
+    "bounded_even", [xa], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, 2, 16])],
+    [helper.make_tensor("pairs", i64, [3], [-1, 2, 16])]),
+    "bounded_even.onnx")

@@ -164,7 +164,13 @@ void attachBoundedExtents(const DriverOptions &o, const llvmgen::TargetSpec &tar
     for (int64_t v : at) {
       std::vector<int64_t> vs = maxes;
       vs[k] = v;
-      probes.push_back(compileModel(atValues(o, dims, vs), target, po).Graph);
+      try {
+        probes.push_back(compileModel(atValues(o, dims, vs), target, po).Graph);
+      } catch (const CompileError &e) {
+        // The model compiles at MAX but not at this value of the range.
+        throw CompileError(e.kind(), flag + ": at " + d.Name + "=" + std::to_string(v) +
+                                         ": " + e.what());
+      }
     }
     auto where = [&](size_t p) { return d.Name + "=" + std::to_string(at[p]); };
     for (size_t p = 0; p < probes.size(); ++p) {
