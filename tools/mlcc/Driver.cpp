@@ -509,6 +509,11 @@ void runDriver(const DriverOptions &o) {
   const std::vector<ir::BoundedDim> bounded = boundedDims(o);
   if (!bounded.empty() && kind != "graph")
     loadOptions(o); // the Unsupported error: not compiled yet
+  if (!bounded.empty() && !o.Quantize.empty())
+    fail(ErrorKind::Unsupported) << "--dim " << bounded[0].Name << "=" << bounded[0].Min << ".."
+                                 << bounded[0].Max
+                                 << ": bounded dimensions do not take --quantize yet (its "
+                                    "calibration samples have one shape)";
   tuner.search(po);
   po.ChoosePlan = tuner.chooser();
   std::vector<int64_t> maxes;
