@@ -85,6 +85,8 @@ expect dim-affine    3 "axis 1 of value 'y' (node 'every_other' (Slice)) is 128,
                        -- "$data/bounded_stride.onnx" --dim seq=1..256 --emit graph -o "$work/out/g.txt"
 expect dim-quantize  3 "--dim seq=1..256: bounded dimensions do not take --quantize yet" \
                        -- "$bounded" --dim seq=1..256 --quantize int8 --calibrate x=none.npy --emit graph -o "$work/out/g.txt"
+expect dim-product   3 "axis 0 of value 'y' (node 'flatten_bs' (Reshape)) is 21 at batch=3, seq=7, not the 20" \
+                       -- "$data/bounded_product.onnx" --dim batch=1..4 --dim seq=1..8 --emit graph -o "$work/out/g.txt"
 expect dim-probe     1 "--dim seq=2..256: at seq=255: node 'to_pairs' (Reshape): cannot reshape [1,255,16]" \
                        -- "$data/bounded_even.onnx" --dim seq=2..256 --emit graph -o "$work/out/g.txt"
 expect bad-broadcast 1 "node 'add1' (Add): shapes [2,3] and [4,5] do not broadcast" \

@@ -50,6 +50,15 @@ graph one-value "$attention" 5..5 "dim seq = 5..5" "input %x: f32[1,5,16]" "outp
 graph encoder "$root/tests/cli/data/bounded_encoder.onnx" 1..256 "input %x: f32[1,seq,32]" \
   ": f32[4,seq,seq] = Softmax" ": f32[seq,4,8] = Reshape" ": f32[1,seq,64] = Relu" \
   "output %y: f32[1,seq,32]"
+# Two bounded dimensions.
+if "$mlcc" "$root/tests/cli/data/bounded_two.onnx" --dim batch=1..4 --dim seq=1..8 --emit graph \
+     -o "$work/two.txt" 2>"$work/two.err" &&
+   grep -qF "input %x: f32[batch,seq,4]" "$work/two.txt" &&
+   grep -qF "output %y: f32[batch,seq,4]" "$work/two.txt"; then
+  ok "two dimensions: f32[batch,seq,4]"
+else
+  fail "two dimensions"; cat "$work/two.err" "$work/two.txt" | head -5
+fi
 # The graph at MAX is the graph of --dim seq=MAX, but for the extents.
 "$mlcc" "$attention" --dim seq=64 --emit graph -o "$work/static.txt" 2>/dev/null
 "$mlcc" "$attention" --dim seq=1..64 --emit graph -o "$work/bounded.txt" 2>/dev/null

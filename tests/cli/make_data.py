@@ -149,3 +149,15 @@ save(helper.make_graph([
     "bounded_even", [xa], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, 2, 16])],
     [helper.make_tensor("pairs", i64, [3], [-1, 2, 16])]),
     "bounded_even.onnx")
+# Two bounded dimensions: each alone is fine (a Relu over [batch, seq, 4]),
+# their product is not affine (a Reshape that flattens batch and seq).
+xt = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", 4])
+save(helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu_bs")], "bounded_two",
+                       [xt], [helper.make_tensor_value_info("y", TensorProto.FLOAT,
+                                                            ["batch", "seq", 4])]),
+     "bounded_two.onnx")
+save(helper.make_graph([helper.make_node("Reshape", ["x", "rows"], ["y"], name="flatten_bs")],
+                       "bounded_product", [xt],
+                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, 4])],
+                       [helper.make_tensor("rows", i64, [2], [-1, 4])]),
+     "bounded_product.onnx")

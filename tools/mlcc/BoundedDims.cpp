@@ -245,6 +245,49 @@ void attachBoundedExtents(const DriverOptions &o, const llvmgen::TargetSpec &tar
       }
     }
   }
+  // Each dimension's coefficients are its slopes with the others at MAX:
+  // an extent that multiplies two dimensions (a Reshape that flattens
+  // batch and seq) has other slopes elsewhere. Every varying dimension at
+  // MAX-1 at once shows it.
+  std::vector<int64_t> joint = maxes;
+  size_t varying = 0;
+  for (size_t k = 0; k < dims.size(); ++k)
+    if (dims[k].Min < dims[k].Max)
+      joint[k] = dims[k].Max - 1, ++varying;
+  if (varying > 1) {
+    std::string flags, at;
+    for (size_t k = 0; k < dims.size(); ++k) {
+      flags += (k ? " " : "") + std::string("--dim ") + dims[k].Name + "=" +
+               std::to_string(dims[k].Min) + ".." + std::to_string(dims[k].Max);
+      at += (k ? ", " : "") + dims[k].Name + "=" + std::to_string(joint[k]);
+    }
+    std::unique_ptr<ir::Graph> q;
+    try {
+      q = compileModel(atValues(o, dims, joint), target, po).Graph;
+    } catch (const CompileError &e) {
+      throw CompileError(e.kind(), flags + ": at " + at + ": " + e.what());
+    }
+    for (const ir::Value *v : values) {
+      const ir::Value *x = q->findValue(v->Name);
+      if (!x || x->Type.rank() != v->Type.rank())
+        fail(ErrorKind::Unsupported) << flags << ": value '" << v->Name << "' of " << origin(*v)
+                                     << " differs at " << at
+                                     << "; a bounded dimension needs one graph for every value";
+      auto it = coeffs.find(v);
+      for (size_t a = 0; a < v->Type.rank(); ++a) {
+        int64_t want = v->Type.Dims[a];
+        if (it != coeffs.end())
+          for (size_t k = 0; k < dims.size(); ++k)
+            want -= it->second[a][k] * (maxes[k] - joint[k]);
+        if (x->Type.Dims[a] != want)
+          fail(ErrorKind::Unsupported)
+              << flags << ": axis " << a << " of value '" << v->Name << "' (" << origin(*v)
+              << ") is " << x->Type.Dims[a] << " at " << at << ", not the " << want
+              << " its extent at each dimension alone gives: not an affine function of the "
+                 "dimensions (a product of two?)";
+      }
+    }
+  }
   for (const ir::Value *cv : values) {
     auto it = coeffs.find(cv);
     if (it == coeffs.end())
