@@ -146,6 +146,12 @@ void attachBoundedExtents(const DriverOptions &o, const llvmgen::TargetSpec &tar
   const std::vector<const ir::Value *> values = liveValues(g);
   // Per value and axis, each dimension's coefficient.
   std::map<const ir::Value *, std::vector<std::vector<int64_t>>> coeffs;
+  // Which nodes read each value, and at which input.
+  std::map<const ir::Value *, std::vector<std::pair<const ir::Node *, size_t>>> readers;
+  for (const auto &n : g.Nodes)
+    for (size_t i = 0; i < n->Inputs.size(); ++i)
+      if (n->Inputs[i])
+        readers[n->Inputs[i]].push_back({n.get(), i});
   std::vector<int64_t> maxes;
   for (const ir::BoundedDim &d : dims)
     maxes.push_back(d.Max);
@@ -192,12 +198,6 @@ void attachBoundedExtents(const DriverOptions &o, const llvmgen::TargetSpec &tar
                           q.Nodes[differs - 1]->Name + "'")
             << "); a bounded dimension needs one graph for every value";
     }
-    // Which nodes read each value, and at which input.
-    std::map<const ir::Value *, std::vector<std::pair<const ir::Node *, size_t>>> readers;
-    for (const auto &n : g.Nodes)
-      for (size_t i = 0; i < n->Inputs.size(); ++i)
-        if (n->Inputs[i])
-          readers[n->Inputs[i]].push_back({n.get(), i});
     for (const ir::Value *v : values) {
       std::vector<const ir::Value *> pv;
       for (size_t p = 0; p < probes.size(); ++p) {
