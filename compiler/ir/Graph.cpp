@@ -455,7 +455,7 @@ std::string printDot(const Graph &g) {
   for (size_t i = 0; i < g.Inputs.size(); ++i) {
     std::string id = "in" + std::to_string(i);
     os << "  " << id << " [shape=oval, label="
-       << quote(g.Inputs[i]->Name + br + g.Inputs[i]->Type.str()) << "];\n";
+       << quote(g.Inputs[i]->Name + br + typeText(g, *g.Inputs[i])) << "];\n";
     source[g.Inputs[i]] = id;
   }
   int consts = 0;
@@ -466,13 +466,13 @@ std::string printDot(const Graph &g) {
       return it->second;
     std::string id = "c" + std::to_string(consts++);
     os << "  " << id << " [shape=note, fontsize=8, label="
-       << quote(v->Name + br + v->Type.str()) << "];\n";
+       << quote(v->Name + br + typeText(g, *v)) << "];\n";
     source[v] = id;
     return id;
   };
   auto edge = [&](const Value *v, const std::string &to) {
     std::string from = src(v);
-    os << "  " << from << " -> " << to << " [label=" << quote(v->Type.str())
+    os << "  " << from << " -> " << to << " [label=" << quote(typeText(g, *v))
        << ", fontsize=8];\n";
   };
   for (size_t n = 0; n < g.Nodes.size(); ++n) {

@@ -50,6 +50,13 @@ graph one-value "$attention" 5..5 "dim seq = 5..5" "input %x: f32[1,5,16]" "outp
 graph encoder "$root/tests/cli/data/bounded_encoder.onnx" 1..256 "input %x: f32[1,seq,32]" \
   ": f32[4,seq,seq] = Softmax" ": f32[seq,4,8] = Reshape" ": f32[1,seq,64] = Relu" \
   "output %y: f32[1,seq,32]"
+# --dump-dot writes the same extents.
+if "$mlcc" "$attention" --dim seq=1..8 --emit graph -o "$work/dot.txt" \
+     --dump-dot "$work/g.dot" 2>/dev/null && grep -qF 'f32[1,2,seq,seq]' "$work/g.dot"; then
+  ok "--dump-dot: the extents on its edges"
+else
+  fail "--dump-dot: no f32[1,2,seq,seq] in the dot graph"
+fi
 # Two bounded dimensions.
 if "$mlcc" "$root/tests/cli/data/bounded_two.onnx" --dim batch=1..4 --dim seq=1..8 --emit graph \
      -o "$work/two.txt" 2>"$work/two.err" &&
