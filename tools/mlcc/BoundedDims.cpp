@@ -58,22 +58,22 @@ bool shapeOperand(const ir::Node &n, size_t i) {
 }
 
 /// The values the graph's nodes, inputs and outputs refer to.
-std::vector<const ir::Value *> liveValues(const ir::Graph &g) {
-  std::vector<const ir::Value *> out;
+std::vector<ir::Value *> liveValues(const ir::Graph &g) {
+  std::vector<ir::Value *> out;
   std::set<const ir::Value *> seen;
-  auto add = [&](const ir::Value *v) {
+  auto add = [&](ir::Value *v) {
     if (v && seen.insert(v).second)
       out.push_back(v);
   };
-  for (const ir::Value *v : g.Inputs)
+  for (ir::Value *v : g.Inputs)
     add(v);
   for (const auto &n : g.Nodes) {
-    for (const ir::Value *v : n->Inputs)
+    for (ir::Value *v : n->Inputs)
       add(v);
-    for (const ir::Value *v : n->Outputs)
+    for (ir::Value *v : n->Outputs)
       add(v);
   }
-  for (const ir::Value *v : g.Outputs)
+  for (ir::Value *v : g.Outputs)
     add(v);
   return out;
 }
@@ -106,6 +106,20 @@ bool prefixOf(const Tensor &small, const Tensor &large) {
 }
 
 } // namespace
+
+std::string flagText(const ir::BoundedDim &d) {
+  return "--dim " + d.Name + "=" + std::to_string(d.Min) + ".." + std::to_string(d.Max);
+}
+
+void failNotCompiled(const ir::BoundedDim &d) {
+  fail(ErrorKind::Unsupported)
+      << flagText(d)
+      << ": bounded dimensions are analyzed so far (mlcc --emit graph shows the axes that "
+         "follow them), not compiled: kernels that run to a run-time extent are not built yet; "
+         "compile for one value with --dim "
+      << d.Name << "=VALUE";
+  std::abort(); // not reached: fail throws
+}
 
 std::vector<ir::BoundedDim> boundedDims(const DriverOptions &o) {
   std::vector<ir::BoundedDim> dims;
@@ -143,7 +157,7 @@ void attachBoundedExtents(const DriverOptions &o, const llvmgen::TargetSpec &tar
   po.DumpIr.clear();
   po.TimePasses = false;
   po.GraphOnly = true;
-  const std::vector<const ir::Value *> values = liveValues(g);
+  const std::vector<ir::Value *> values = liveValues(g);
   // Per value and axis, each dimension's coefficient.
   std::map<const ir::Value *, std::vector<std::vector<int64_t>>> coeffs;
   // Which nodes read each value, and at which input.
@@ -155,12 +169,24 @@ void attachBoundedExtents(const DriverOptions &o, const llvmgen::TargetSpec &tar
   std::vector<int64_t> maxes;
   for (const ir::BoundedDim &d : dims)
     maxes.push_back(d.Max);
+  // The graph with dimension k at values[k]; an error names those values
+  // that are not their MAX (the model compiles at MAX but not there).
+  auto compileAt = [&](const std::vector<int64_t> &vs, const std::string &flags) {
+    try {
+      return compileModel(atValues(o, dims, vs), target, po).Graph;
+    } catch (const CompileError &e) {
+      std::string at;
+      for (size_t k = 0; k < dims.size(); ++k)
+        if (vs[k] != dims[k].Max)
+          at += (at.empty() ? "" : ", ") + dims[k].Name + "=" + std::to_string(vs[k]);
+      throw CompileError(e.kind(), flags + ": at " + at + ": " + e.what());
+    }
+  };
   for (size_t k = 0; k < dims.size(); ++k) {
     const ir::BoundedDim &d = dims[k];
     if (d.Min == d.Max)
       continue;
-    const std::string flag = "--dim " + d.Name + "=" + std::to_string(d.Min) + ".." +
-                             std::to_string(d.Max);
+    const std::string flag = flagText(d);
     // The probes: MAX - 1, and MAX - 2 where the range has it (an extent
     // must be affine in the dimension: three values show a line).
     std::vector<int64_t> at = {d.Max - 1};
@@ -170,13 +196,7 @@ void attachBoundedExtents(const DriverOptions &o, const llvmgen::TargetSpec &tar
     for (int64_t v : at) {
       std::vector<int64_t> vs = maxes;
       vs[k] = v;
-      try {
-        probes.push_back(compileModel(atValues(o, dims, vs), target, po).Graph);
-      } catch (const CompileError &e) {
-        // The model compiles at MAX but not at this value of the range.
-        throw CompileError(e.kind(), flag + ": at " + d.Name + "=" + std::to_string(v) +
-                                         ": " + e.what());
-      }
+      probes.push_back(compileAt(vs, flag));
     }
     auto where = [&](size_t p) { return d.Name + "=" + std::to_string(at[p]); };
     for (size_t p = 0; p < probes.size(); ++p) {
@@ -257,16 +277,10 @@ void attachBoundedExtents(const DriverOptions &o, const llvmgen::TargetSpec &tar
   if (varying > 1) {
     std::string flags, at;
     for (size_t k = 0; k < dims.size(); ++k) {
-      flags += (k ? " " : "") + std::string("--dim ") + dims[k].Name + "=" +
-               std::to_string(dims[k].Min) + ".." + std::to_string(dims[k].Max);
+      flags += (k ? " " : "") + flagText(dims[k]);
       at += (k ? ", " : "") + dims[k].Name + "=" + std::to_string(joint[k]);
     }
-    std::unique_ptr<ir::Graph> q;
-    try {
-      q = compileModel(atValues(o, dims, joint), target, po).Graph;
-    } catch (const CompileError &e) {
-      throw CompileError(e.kind(), flags + ": at " + at + ": " + e.what());
-    }
+    std::unique_ptr<ir::Graph> q = compileAt(joint, flags);
     for (const ir::Value *v : values) {
       const ir::Value *x = q->findValue(v->Name);
       if (!x || x->Type.rank() != v->Type.rank())
@@ -288,11 +302,10 @@ void attachBoundedExtents(const DriverOptions &o, const llvmgen::TargetSpec &tar
       }
     }
   }
-  for (const ir::Value *cv : values) {
-    auto it = coeffs.find(cv);
+  for (ir::Value *v : values) {
+    auto it = coeffs.find(v);
     if (it == coeffs.end())
       continue;
-    ir::Value *v = const_cast<ir::Value *>(cv);
     v->Bounded.clear();
     for (size_t a = 0; a < it->second.size(); ++a) {
       const std::vector<int64_t> &c = it->second[a];

@@ -103,15 +103,10 @@ onnx::LoadOptions loadOptions(const DriverOptions &o) {
   onnx::LoadOptions lo;
   for (auto &d : o.Dims) {
     auto [name, value] = splitAssignment(d, "--dim");
-    if (value.find("..") != std::string::npos) {
-      boundedDims(o); // a malformed range is a usage error
-      fail(ErrorKind::Unsupported)
-          << "--dim " << name << "=" << value
-          << ": bounded dimensions are analyzed so far (mlcc --emit graph shows the axes "
-             "that follow them), not compiled: kernels that run to a run-time extent are not "
-             "built yet; compile for one value with --dim "
-          << name << "=VALUE";
-    }
+    if (value.find("..") != std::string::npos) // a range: usage errors, else this one
+      for (const ir::BoundedDim &b : boundedDims(o))
+        if (b.Name == name)
+          failNotCompiled(b);
     char *end = nullptr;
     long long v = std::strtoll(value.c_str(), &end, 10);
     if (*end || end == value.c_str() || v < 0)
@@ -508,10 +503,9 @@ void runDriver(const DriverOptions &o) {
   // follow them.
   const std::vector<ir::BoundedDim> bounded = boundedDims(o);
   if (!bounded.empty() && kind != "graph")
-    loadOptions(o); // the Unsupported error: not compiled yet
+    failNotCompiled(bounded[0]);
   if (!bounded.empty() && !o.Quantize.empty())
-    fail(ErrorKind::Unsupported) << "--dim " << bounded[0].Name << "=" << bounded[0].Min << ".."
-                                 << bounded[0].Max
+    fail(ErrorKind::Unsupported) << flagText(bounded[0])
                                  << ": bounded dimensions do not take --quantize yet (its "
                                     "calibration samples have one shape)";
   tuner.search(po);

@@ -595,17 +595,9 @@ double irSize(const kir::Kernel &k) {
 }
 
 /// Per slot, the kernel IR of the distinct kernels its calls run (NaN when
-/// none ran); with `total`, that of every kernel in the program.
+/// none ran).
 std::vector<double> slotSizes(const kir::Program &p, const std::map<std::string, size_t> &slotOfNode,
-                              size_t slots, double *total = nullptr) {
-  std::vector<double> sizes(p.Kernels.size());
-  for (size_t k = 0; k < p.Kernels.size(); ++k)
-    sizes[k] = irSize(p.Kernels[k]);
-  if (total) {
-    *total = 0;
-    for (double v : sizes)
-      *total += v;
-  }
+                              size_t slots) {
   std::vector<std::set<size_t>> kernels(slots);
   for (const kir::Call &c : p.Calls) {
     if (c.Nodes.empty())
@@ -620,7 +612,7 @@ std::vector<double> slotSizes(const kir::Program &p, const std::map<std::string,
       continue;
     out[s] = 0;
     for (size_t k : kernels[s])
-      out[s] += sizes[k];
+      out[s] += irSize(p.Kernels[k]);
   }
   return out;
 }
@@ -788,7 +780,8 @@ void PlanTuner::search(const PipelineOptions &base) {
   measure(*first, 0);
   // The default program's kernel IR, and the calls of each slot in a run.
   double defaultIr = 0;
-  slotSizes(first->program(), slotOfNode, slots.size(), &defaultIr);
+  for (const kir::Kernel &k : first->program().Kernels)
+    defaultIr += irSize(k);
   std::vector<double> callsOf(slots.size(), 0.0);
   for (const kir::Call &c : first->program().Calls)
     if (!c.Nodes.empty() && slotOfNode.count(c.Nodes[0].Name))
