@@ -51,14 +51,10 @@ struct BoundedDim {
   int64_t Min = 0, Max = 0;
 };
 
-/// An axis whose extent follows the bounded dimensions: Offset + the sum of
-/// Coeffs[k] * (bounded dimension k). The value's TensorType holds the
-/// extent at every dimension's Max.
-struct AxisExtent {
-  int64_t Axis = 0;
-  std::vector<int64_t> Coeffs; ///< One per Graph::BoundedDims entry.
-  int64_t Offset = 0;
-};
+/// An axis whose extent follows the bounded dimensions (compiler/support/
+/// Tensor.h); the value's TensorType holds the extent at every dimension's
+/// Max.
+using mlcc::AxisExtent;
 
 class Value {
 public:

@@ -250,8 +250,26 @@ void KernelBuilder::loop(const std::string &name, int64_t extent,
   loop(name, indexConst(0), indexConst(extent), body, kind);
 }
 
+void KernelBuilder::loopTo(const std::string &name, const Expr &extent,
+                           const std::function<void(Expr)> &body, LoopKind kind) {
+  if (extent->isConst())
+    loop(name, extent->IntValue, body, kind);
+  else
+    loop(name, indexConst(0), extent, body, kind);
+}
+
 void KernelBuilder::loops(
     const std::vector<int64_t> &extents,
+    const std::function<void(const std::vector<Expr> &)> &body,
+    const std::string &prefix) {
+  std::vector<Expr> e;
+  for (int64_t x : extents)
+    e.push_back(indexConst(x));
+  loops(e, body, prefix);
+}
+
+void KernelBuilder::loops(
+    const std::vector<Expr> &extents,
     const std::function<void(const std::vector<Expr> &)> &body,
     const std::string &prefix) {
   std::vector<Expr> idx;
@@ -260,11 +278,12 @@ void KernelBuilder::loops(
       body(idx);
       return;
     }
-    loop(prefix + std::to_string(d), extents[d], [&](Expr i) {
+    auto inner = [&](Expr i) {
       idx.push_back(i);
       rec(d + 1);
       idx.pop_back();
-    });
+    };
+    loopTo(prefix + std::to_string(d), extents[d], inner);
   };
   rec(0);
 }

@@ -130,9 +130,18 @@ public:
   void loop(const std::string &name, int64_t extent,
             const std::function<void(Expr)> &body,
             LoopKind kind = LoopKind::Serial);
+  /// for (i = 0; i < extent; ++i) body(i): the loop(name, int64_t, ...)
+  /// above for a constant extent, a loop to a run-time extent otherwise.
+  void loopTo(const std::string &name, const Expr &extent,
+              const std::function<void(Expr)> &body, LoopKind kind = LoopKind::Serial);
   /// A nest of loops over `extents` (outermost first); zero loops for a
   /// rank-0 shape. Loop variables are named prefix0, prefix1, ...
   void loops(const std::vector<int64_t> &extents,
+             const std::function<void(const std::vector<Expr> &)> &body,
+             const std::string &prefix = "i");
+  /// The same over extents that may be known only at run time (an axis
+  /// that follows a bounded dimension: TensorRef::extents).
+  void loops(const std::vector<Expr> &extents,
              const std::function<void(const std::vector<Expr> &)> &body,
              const std::string &prefix = "i");
   void ifThen(const Expr &cond, const std::function<void()> &thenBody,

@@ -22,7 +22,9 @@
 
 namespace mlcc::kir {
 
-enum class StorageKind : uint8_t { Input, Output, Arena, Constant };
+/// Dims: the values of the run-time dimensions (Program::Dims, one int64
+/// each, in order), which the caller gives with the inputs.
+enum class StorageKind : uint8_t { Input, Output, Arena, Constant, Dims };
 
 struct Storage {
   StorageKind Kind = StorageKind::Arena;
@@ -92,7 +94,19 @@ struct IoTensor {
   /// 0 when the tensor is not quantized.
   double Scale = 0;
   int64_t ZeroPoint = 0;
+  /// The axes whose extents follow run-time dimensions (Program::Dims);
+  /// Dims holds their extents at every dimension's Max, and the caller's
+  /// data is dense at the extents the run gives.
+  std::vector<AxisExtent> Bounded;
   int64_t bytes() const { return numElements(Dims) * (int64_t)dtypeSize(Type); }
+};
+
+/// A dimension known only when the library runs (--dim NAME=MIN..MAX): an
+/// int64_t member of the inputs struct, checked against [Min, Max].
+struct RunTimeDim {
+  std::string Name;  ///< as the model names it
+  std::string CName; ///< the C identifier of its member
+  int64_t Min = 0, Max = 0;
 };
 
 struct Program {
@@ -103,6 +117,9 @@ struct Program {
   std::vector<Call> Calls;
   std::vector<IoTensor> Inputs;
   std::vector<IoTensor> Outputs;
+  /// Dimensions known only at run time; kernels that read them take a Dims
+  /// parameter. Empty for a model of fixed shapes.
+  std::vector<RunTimeDim> Dims;
   int64_t ArenaSize = 0;
   int64_t ArenaAlign = 64;
 

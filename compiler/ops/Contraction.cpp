@@ -204,14 +204,20 @@ std::vector<Expr> matmulOperandIndex(const MatMulShape &s, bool isA,
 void lowerMatrixProduct(LowerCtx &c, const MatMulShape &s, const TensorRef &y,
                         const MatMulSpec &spec) {
   KernelBuilder &b = c.b();
+  std::vector<Expr> batch = s.BatchAt;
+  if (batch.empty())
+    for (int64_t e : s.Batch)
+      batch.push_back(indexConst(e));
+  const Expr M = s.MAt ? s.MAt : indexConst(s.M), K = s.KAt ? s.KAt : indexConst(s.K),
+             N = s.NAt ? s.NAt : indexConst(s.N);
   if (c.node().Plan.PerOutput) {
     // One output per iteration, its sum in a local accumulator: the GPU
     // form (a thread per output, or tiles staged in shared memory).
-    b.loops(s.Batch, [&](const std::vector<Expr> &bi) {
-      b.loop("i", s.M, [&](Expr i) {
-        b.loop("j", s.N, [&](Expr j) {
+    b.loops(batch, [&](const std::vector<Expr> &bi) {
+      b.loopTo("i", M, [&](Expr i) {
+        b.loopTo("j", N, [&](Expr j) {
           Local acc = b.local("acc", spec.Init ? spec.Init(bi, i, j) : constant(spec.Acc, 0));
-          b.loop("k", s.K, [&](Expr k) {
+          b.loopTo("k", K, [&](Expr k) {
             b.set(acc, acc.get() + spec.LoadA(bi, i, k) * spec.LoadB(bi, k, j));
           });
           std::vector<Expr> yi = bi;
@@ -229,8 +235,8 @@ void lowerMatrixProduct(LowerCtx &c, const MatMulShape &s, const TensorRef &y,
   TensorRef scratch;
   if (!direct)
     scratch = c.scratch("row", spec.Acc, {s.N});
-  b.loops(s.Batch, [&](const std::vector<Expr> &bi) {
-    b.loop("i", s.M, [&](Expr i) {
+  b.loops(batch, [&](const std::vector<Expr> &bi) {
+    b.loopTo("i", M, [&](Expr i) {
       std::vector<Expr> yi = bi;
       if (s.RankA > 1)
         yi.push_back(i);
@@ -238,17 +244,17 @@ void lowerMatrixProduct(LowerCtx &c, const MatMulShape &s, const TensorRef &y,
         yi.push_back(indexConst(0));
       Expr base = y.offset(yi);
       Row row = direct ? Row{y, base} : Row{scratch, indexConst(0)};
-      b.loop("j", s.N, [&](Expr j) {
+      b.loopTo("j", N, [&](Expr j) {
         row.set(j, spec.Init ? spec.Init(bi, i, j) : constant(spec.Acc, 0));
       });
-      b.loop("k", s.K, [&](Expr k) {
+      b.loopTo("k", K, [&](Expr k) {
         Expr av = spec.LoadA(bi, i, k);
-        b.loop("j", s.N, [&](Expr j) {
+        b.loopTo("j", N, [&](Expr j) {
           row.set(j, row.get(j) + av * spec.LoadB(bi, k, j));
         });
       });
       if (!direct)
-        b.loop("j", s.N, [&](Expr j) {
+        b.loopTo("j", N, [&](Expr j) {
           y.storeFlat(base + j, spec.Finish ? spec.Finish(row.get(j), bi, i, j)
                                             : row.get(j));
         });
@@ -274,7 +280,10 @@ std::optional<PackedOperand> packedOperand(const ir::Node &n) {
   return p;
 }
 
-void lowerTiledContraction(LowerCtx &c, const TiledContraction &t) {
+namespace {
+
+/// lowerTiledContraction where t.RowsAt, when set, is at least one tile.
+void lowerTiles(LowerCtx &c, const TiledContraction &t) {
   KernelBuilder &b = c.b();
   const int64_t L = t.Tile.Lanes, VM = t.Tile.Panel, NV = VM / L;
   const int64_t RW = std::min(t.Tile.Rows, t.Rows);
@@ -290,13 +299,17 @@ void lowerTiledContraction(LowerCtx &c, const TiledContraction &t) {
              "B operand of " << t.Cols << " columns for panels of " << VM);
   const int64_t rowTiles = (t.Rows + RW - 1) / RW;
   const int64_t U = std::max<int64_t>(1, t.Tile.Unroll);
+  // Rows known at run time: tiles up to them, the last one shifted back.
+  const bool runTimeRows = t.RowsAt && !t.RowsAt->isConst();
+  const Expr rowTilesAt = runTimeRows ? (t.RowsAt + (RW - 1)) / RW : indexConst(rowTiles);
+  const Expr lastRow = runTimeRows ? t.RowsAt - RW : indexConst(t.Rows - RW);
 
   // Cache blocking: the outermost reduction axis runs in blocks of `bc`
   // slices, and the row tiles of a block of `tilesPerBlock` tiles keep their
   // partial sums in memory between blocks.
   const int64_t outer = t.Reduce.empty() ? 1 : t.Reduce[0], inner = kred / std::max<int64_t>(outer, 1);
   int64_t bc = outer, tilesPerBlock = rowTiles;
-  if (t.Tile.ReduceBlock > 0 && !t.Reduce.empty() && rowTiles > 1) {
+  if (t.Tile.ReduceBlock > 0 && !t.Reduce.empty() && rowTiles > 1 && !runTimeRows) {
     bc = std::clamp<int64_t>(t.Tile.ReduceBlock / std::max<int64_t>(inner, 1), 1, outer);
     tilesPerBlock = std::clamp<int64_t>(t.Tile.RowBlock / RW, 1, rowTiles);
   }
@@ -386,7 +399,7 @@ void lowerTiledContraction(LowerCtx &c, const TiledContraction &t) {
       });
   };
   // The first row of row tile `rt` (edge tiles are shifted back).
-  auto firstRow = [&](const Expr &rt) { return min(rt * RW, indexConst(t.Rows - RW)); };
+  auto firstRow = [&](const Expr &rt) { return min(rt * RW, lastRow); };
 
   // Parallel over panels when there are many (each worker then reads only
   // its panels of B), else over the row tiles (or row blocks) of each panel
@@ -420,7 +433,7 @@ void lowerTiledContraction(LowerCtx &c, const TiledContraction &t) {
   if (!blocked && t.Tile.RowsOuter && rowTiles > 1 && panels > 1) {
     // The row tiles outermost (in parallel when there are several): each
     // tile of A stays in cache while every panel of B passes.
-    b.loop("rt", rowTiles, [&](Expr rt) {
+    b.loopTo("rt", rowTilesAt, [&](Expr rt) {
       b.loop("p", panels, [&](Expr p) { wholeTile(p, rt); });
     }, t.Parallel && rowTiles > 1 ? LoopKind::Parallel : LoopKind::Serial);
     return;
@@ -428,7 +441,7 @@ void lowerTiledContraction(LowerCtx &c, const TiledContraction &t) {
   b.loop("p", panels, [&](Expr p) {
     Expr c0 = firstCol(p);
     if (!blocked) {
-      b.loop("rt", rowTiles, [&](Expr rt) { wholeTile(p, rt); }, rowKind);
+      b.loopTo("rt", rowTilesAt, [&](Expr rt) { wholeTile(p, rt); }, rowKind);
       return;
     }
     b.loop("rb", rowBlocks, [&](Expr rb) {
@@ -463,6 +476,21 @@ void lowerTiledContraction(LowerCtx &c, const TiledContraction &t) {
       });
     }, rowKind);
   }, parallelPanels ? LoopKind::Parallel : LoopKind::Serial);
+}
+
+} // namespace
+
+void lowerTiledContraction(LowerCtx &c, const TiledContraction &t) {
+  // Rows known at run time: whole tiles when there are enough rows for one,
+  // else tiles of one row.
+  if (t.RowsAt && !t.RowsAt->isConst() && std::min(t.Tile.Rows, t.Rows) > 1) {
+    TiledContraction single = t;
+    single.Tile.Rows = 1;
+    c.b().ifThen(ge(t.RowsAt, indexConst(std::min(t.Tile.Rows, t.Rows))),
+                 [&] { lowerTiles(c, t); }, [&] { lowerTiles(c, single); });
+    return;
+  }
+  lowerTiles(c, t);
 }
 
 } // namespace mlcc::ops

@@ -67,6 +67,10 @@ struct MatMulShape {
   int64_t M, K, N;
   Shape Out;   ///< result shape
   size_t RankA, RankB; ///< the operands' real ranks
+  /// The extents when the kernel runs, when some follow bounded dimensions
+  /// (null / empty: the constants above).
+  std::vector<Expr> BatchAt;
+  Expr MAt, KAt, NAt;
 };
 
 MatMulShape matmulShape(const ir::Node &n, const Shape &a, const Shape &b);
@@ -109,6 +113,10 @@ void lowerMatrixProduct(LowerCtx &c, const MatMulShape &s, const TensorRef &y,
 /// panel's zero padding and not stored.
 struct TiledContraction {
   int64_t Rows = 0, Cols = 0;
+  /// The rows when the kernel runs, when they follow bounded dimensions
+  /// (null: Rows, the most there are). Fewer rows than a tile has run as
+  /// tiles of one row, in a branch of their own.
+  Expr RowsAt;
   std::vector<int64_t> Reduce;
   ir::KernelPlan::Tile Tile;
   DType Acc = DType::F32;

@@ -103,6 +103,51 @@ std::vector<int64_t> TensorRef::strides() const {
   return s;
 }
 
+bool TensorRef::boundedAxis(int64_t d) const {
+  for (const ir::AxisExtent &a : Bounded)
+    if (a.Axis == d)
+      return true;
+  return false;
+}
+
+Expr TensorRef::extent(int64_t d) const {
+  int64_t r = (int64_t)rank();
+  if (d < 0)
+    d += r;
+  for (const ir::AxisExtent &a : Bounded) {
+    if (a.Axis != d)
+      continue;
+    MLCC_CHECK(Ctx, "a bounded extent outside a lowering");
+    Expr e = indexConst(a.Offset);
+    for (size_t k = 0; k < a.Coeffs.size(); ++k)
+      if (a.Coeffs[k])
+        e = e + Ctx->dimValue(k, a.Coeffs.size()) * a.Coeffs[k];
+    return e;
+  }
+  return indexConst(dim(d));
+}
+
+std::vector<Expr> TensorRef::extents() const {
+  std::vector<Expr> e;
+  for (size_t d = 0; d < rank(); ++d)
+    e.push_back(extent((int64_t)d));
+  return e;
+}
+
+Expr TensorRef::numelAtRunTime() const {
+  if (Bounded.empty())
+    return indexConst(numel());
+  if (Bounded.size() > 1)
+    return nullptr;
+  for (int64_t d = 0; d < Bounded[0].Axis; ++d)
+    if (Type.Dims[(size_t)d] != 1)
+      return nullptr;
+  int64_t inner = 1;
+  for (size_t d = (size_t)Bounded[0].Axis + 1; d < rank(); ++d)
+    inner *= Type.Dims[d];
+  return extent(Bounded[0].Axis) * inner;
+}
+
 Expr TensorRef::offset(const std::vector<Expr> &idx) const {
   MLCC_CHECK(idx.size() == rank(), "index of rank " << idx.size()
                                                     << " for a rank-"
@@ -170,6 +215,22 @@ void TensorRef::storeFlat(const Expr &off, const Expr &value) const {
 
 LowerCtx::LowerCtx(const ir::Node &node, KernelBuilder &b) : N(node), B(b) {}
 
+Expr LowerCtx::dimValue(size_t k, size_t count) {
+  if (!Dims) {
+    Dims = B.param("dims", DType::I64, (int64_t)count);
+    Bindings.push_back({ParamBinding::Dims, 0, {DType::I64, {(int64_t)count}}, nullptr});
+  }
+  MLCC_CHECK(k < (size_t)Dims->Size, "bounded dimension " << k << " of " << Dims->Size);
+  return cast(DType::Index, kir::load(Dims, indexConst((int64_t)k)));
+}
+
+TensorRef LowerCtx::withExtents(TensorRef ref, const ir::Value *v) {
+  ref.Ctx = this;
+  if (v)
+    ref.Bounded = v->Bounded;
+  return ref;
+}
+
 TensorRef LowerCtx::in(size_t i) {
   auto it = Ins.find(i);
   if (it != Ins.end())
@@ -188,7 +249,7 @@ TensorRef LowerCtx::operand(const ir::Value *v) {
   TensorRef ref;
   if (v->Const && (v->Const->isSplat() || v->Const->numel() <= 1) &&
       v->Const->numel() >= 1) {
-    ref = TensorRef(&B, nullptr, v->Const, v->Type);
+    ref = withExtents(TensorRef(&B, nullptr, v->Const, v->Type), v);
   } else {
     size_t index = SIZE_MAX;
     for (size_t i = 0; i < N.Inputs.size() && index == SIZE_MAX; ++i)
@@ -198,7 +259,7 @@ TensorRef LowerCtx::operand(const ir::Value *v) {
                                            : "in" + std::to_string(index),
                          v->Type.Type, std::max<int64_t>(v->Type.numel(), 1));
     Bindings.push_back({ParamBinding::Input, index, v->Type, v});
-    ref = TensorRef(&B, buf, v->Const, v->Type);
+    ref = withExtents(TensorRef(&B, buf, v->Const, v->Type), v);
   }
   Operands[v] = ref;
   return ref;
@@ -236,10 +297,10 @@ TensorRef LowerCtx::out(size_t i) {
   Buffer buf = B.param("out" + std::to_string(i), stored->Type.Type,
                        std::max<int64_t>(stored->Type.numel(), 1));
   Bindings.push_back({ParamBinding::Output, i, stored->Type, stored});
-  TensorRef ref(&B, buf, nullptr, stored->Type);
+  TensorRef ref = withExtents(TensorRef(&B, buf, nullptr, stored->Type), stored);
   if (epi != Epilogues.end()) {
     epi->second->Final = ref;
-    ref = TensorRef(&B, nullptr, nullptr, v->Type);
+    ref = withExtents(TensorRef(&B, nullptr, nullptr, v->Type), v);
     ref.Epi = epi->second;
   }
   Outs[i] = ref;
@@ -250,7 +311,7 @@ TensorRef LowerCtx::scratch(const std::string &name, DType type, Shape dims) {
   ir::TensorType t{type, std::move(dims)};
   Buffer buf = B.param(name, type, std::max<int64_t>(t.numel(), 1));
   Bindings.push_back({ParamBinding::Scratch, 0, t, nullptr});
-  return TensorRef(&B, buf, nullptr, t);
+  return withExtents(TensorRef(&B, buf, nullptr, t), nullptr);
 }
 
 // ---------------------------------------------------------------------------
@@ -405,16 +466,21 @@ void lowerElementwise(LowerCtx &c, const ScalarFn &fn) {
   for (auto &t : ins)
     if (t.buffer() && t.shape() != out.shape())
       flat = false;
+  // Bounded axes: flat only over the leading elements in use.
+  Expr count = out.numelAtRunTime();
+  if (!count)
+    flat = false;
   if (flat) {
-    c.b().loop("i", out.numel(), [&](Expr i) {
+    auto body = [&](Expr i) {
       std::vector<Expr> args;
       for (auto &t : ins)
         args.push_back(t.loadFlat(i));
       out.storeFlat(i, fn(args));
-    });
+    };
+    c.b().loopTo("i", count, body);
     return;
   }
-  c.b().loops(out.shape(), [&](const std::vector<Expr> &idx) {
+  c.b().loops(out.extents(), [&](const std::vector<Expr> &idx) {
     std::vector<Expr> args;
     for (auto &t : ins)
       args.push_back(t.loadBroadcast(idx));
@@ -470,6 +536,7 @@ void addElementwise(OpRegistry &R, const std::string &name, int64_t since,
   s.Name = name;
   s.SinceVersion = since;
   s.Fusion = FusionClass::Elementwise;
+  s.RunTimeExtents = true;
   s.Infer = std::move(infer);
   s.Scalar = fn;
   s.Lower = [fn](LowerCtx &c) {

@@ -48,6 +48,23 @@ public:
   int64_t dim(int64_t d) const;
   /// Row-major element strides.
   std::vector<int64_t> strides() const;
+
+  // A tensor whose axes follow bounded dimensions (--dim NAME=MIN..MAX)
+  // keeps the layout of shape(), every axis at its MAX extent, and is in
+  // use only up to its extents when the kernel runs.
+  /// True when some axis follows a bounded dimension.
+  bool bounded() const { return !Bounded.empty(); }
+  bool boundedAxis(int64_t d) const;
+  /// Extent of dimension `d` when the kernel runs: a constant, or for an
+  /// axis that follows bounded dimensions an Index computed from the
+  /// kernel's dims parameter.
+  Expr extent(int64_t d) const;
+  std::vector<Expr> extents() const;
+  /// The elements in use when the kernel runs, when they are the leading
+  /// elements of the buffer (each bounded axis has only axes of extent 1
+  /// before it, so the layout at MAX is dense at every extent): a loop over
+  /// [0, numelAtRunTime()) visits them in order. Null otherwise.
+  Expr numelAtRunTime() const;
   /// Compile-time value, if known.
   const TensorPtr &constant() const { return Const; }
   const kir::Buffer &buffer() const { return Buf; }
@@ -70,6 +87,8 @@ public:
 private:
   friend class LowerCtx;
   kir::KernelBuilder *B = nullptr;
+  LowerCtx *Ctx = nullptr; ///< for the dims parameter of bounded extents
+  std::vector<ir::AxisExtent> Bounded;
   std::shared_ptr<Epilogue> Epi;
   kir::Buffer Buf;
   TensorPtr Const; ///< Set when inlined (splat) or known.
@@ -78,7 +97,9 @@ private:
 
 /// Where a kernel parameter's storage comes from.
 struct ParamBinding {
-  enum Kind { Input, Output, Scratch } K;
+  /// Dims: the values of the bounded dimensions (i64, one per
+  /// ir::Graph::BoundedDims entry), read by the extents of bounded axes.
+  enum Kind { Input, Output, Scratch, Dims } K;
   size_t Index = 0;       ///< node input/output index (fused operands: none)
   ir::TensorType Type;    ///< scratch buffers: their type
   const ir::Value *V = nullptr; ///< Input/Output: the graph value
@@ -117,7 +138,16 @@ public:
   /// One binding per kernel parameter, in parameter order.
   const std::vector<ParamBinding> &bindings() const { return Bindings; }
 
+  /// Bounded dimension `k` of `count` (an Index read from the kernel's dims
+  /// parameter, added on first use).
+  Expr dimValue(size_t k, size_t count);
+  /// True once a lowering read a run-time extent.
+  bool readsDims() const { return Dims != nullptr; }
+
 private:
+  /// `ref` with the bounded axes of `v`.
+  TensorRef withExtents(TensorRef ref, const ir::Value *v);
+  kir::Buffer Dims;
   const ir::Node &N;
   kir::KernelBuilder &B;
   std::map<size_t, TensorRef> Ins, Outs;

@@ -22,9 +22,19 @@ void inferMatMul(ir::Node &n) {
 void lowerMatMul(LowerCtx &c) {
   TensorRef a = c.in(0), y = c.out(0);
   MatMulShape s = matmulShape(c.node(), a.shape(), c.node().inShape(1));
+  const bool bounded = a.bounded() || y.bounded();
   if (auto po = packedOperand(c.node())) { // B: a constant matrix
     TiledContraction t;
     t.Rows = a.numel() / s.K;
+    if (bounded) {
+      // The rows in use are A's and Y's leading elements.
+      Expr ra = a.numelAtRunTime(), ry = y.numelAtRunTime();
+      if (!ra || !ry || a.boundedAxis(-1))
+        c.node().error(ErrorKind::Unsupported)
+            << "its rows follow a bounded dimension with other axes before it; a product "
+               "with constant weights takes such rows only where they lead so far";
+      t.RowsAt = ra / s.K;
+    }
     t.Cols = s.N;
     t.Reduce = {s.K};
     t.Tile = po->Tile;
@@ -50,6 +60,15 @@ void lowerMatMul(LowerCtx &c) {
     return;
   }
   TensorRef bm = c.in(1);
+  if (bounded || bm.bounded()) {
+    std::vector<Expr> out = y.extents();
+    s.BatchAt.assign(out.begin(), out.begin() + (long)s.Batch.size());
+    if (s.RankA > 1)
+      s.MAt = out[s.Batch.size()];
+    if (s.RankB > 1)
+      s.NAt = out.back();
+    s.KAt = a.extent(-1);
+  }
   MatMulSpec spec;
   spec.Acc = y.computeType();
   spec.LoadA = [&](const std::vector<Expr> &bi, const Expr &i, const Expr &k) {
@@ -95,6 +114,11 @@ void lowerGemm(LowerCtx &c) {
   s.B = {s.K, s.N};
   s.Out = {s.M, s.N};
   s.RankA = s.RankB = 2;
+  if (a.bounded() || y.bounded() || !n.Inputs[1]->Bounded.empty()) {
+    s.MAt = y.extent(0);
+    s.NAt = y.extent(1);
+    s.KAt = a.extent(ta ? 0 : 1);
+  }
   MatMulSpec spec;
   spec.Acc = y.computeType();
   spec.LoadA = [&](const std::vector<Expr> &, const Expr &i, const Expr &k) {
@@ -115,6 +139,8 @@ void lowerGemm(LowerCtx &c) {
     t.Acc = y.computeType();
     t.PackedB = c.in(po->Input);
     t.Parallel = true;
+    if (s.MAt)
+      t.RowsAt = s.MAt;
     t.LoadA = [&](const Expr &i, const std::vector<Expr> &k) {
       return ta ? a.load({k[0], i}) : a.load({i, k[0]});
     };
@@ -145,9 +171,9 @@ void lowerGemm(LowerCtx &c) {
 
 MLCC_OPS(MatMul) {
   R.add({.Name = "MatMul", .SinceVersion = 1, .Fusion = FusionClass::Opaque,
-         .Infer = inferMatMul, .Lower = lowerMatMul});
+         .Infer = inferMatMul, .Lower = lowerMatMul, .RunTimeExtents = true});
   R.add({.Name = "Gemm", .SinceVersion = 1, .Fusion = FusionClass::Opaque,
-         .Infer = inferGemm, .Lower = lowerGemm});
+         .Infer = inferGemm, .Lower = lowerGemm, .RunTimeExtents = true});
 }
 
 } // namespace mlcc::ops

@@ -42,6 +42,9 @@ enum class NormMode {
 
 struct NormPlan {
   Shape Outer, Inner;
+  /// Outer's extents when the kernel runs, when some follow bounded
+  /// dimensions (empty: Outer).
+  std::vector<Expr> OuterAt;
   /// X's multi-index for group index o and element index i.
   std::function<Index(const Index &o, const Index &i)> XIndex;
   NormMode Mode = NormMode::Standard;
@@ -60,7 +63,11 @@ void lowerNormPlan(LowerCtx &c, const TensorRef &x, const NormPlan &p) {
   auto ld = [&](const Index &o, const Index &i) {
     return cast(acc, x.load(p.XIndex(o, i)));
   };
-  b.loops(p.Outer, [&](const Index &o) {
+  std::vector<Expr> outer = p.OuterAt;
+  if (outer.empty())
+    for (int64_t e : p.Outer)
+      outer.push_back(indexConst(e));
+  b.loops(outer, [&](const Index &o) {
     Local mean = b.local("mean", constant(acc, 0));
     Local var = b.local("var", constant(acc, 0));
     double inv = count > 0 ? 1.0 / (double)count : 0.0;
@@ -382,6 +389,15 @@ void lowerLayerNorm(LowerCtx &c, bool rms) {
   NormPlan p;
   p.Outer.assign(xs.begin(), xs.begin() + (long)axis);
   p.Inner.assign(xs.begin() + (long)axis, xs.end());
+  for (size_t d = 0; d < xs.size() && x.bounded(); ++d) {
+    if (d < axis)
+      p.OuterAt.push_back(x.extent((int64_t)d));
+    else if (x.boundedAxis((int64_t)d))
+      n.error(ErrorKind::Unsupported)
+          << "normalizes over axis " << d
+          << ", which follows a bounded dimension; only axes of fixed extent are normalized "
+             "so far";
+  }
   p.XIndex = [](const Index &o, const Index &i) {
     Index xi = o;
     xi.insert(xi.end(), i.begin(), i.end());
@@ -563,11 +579,13 @@ MLCC_OPS(Normalization) {
   R.add({.Name = "LayerNormalization", .SinceVersion = 17,
          .Fusion = FusionClass::Opaque,
          .Infer = [](ir::Node &n) { inferLayerNorm(n, false); },
-         .Lower = [](LowerCtx &c) { lowerLayerNorm(c, false); }});
+         .Lower = [](LowerCtx &c) { lowerLayerNorm(c, false); },
+         .RunTimeExtents = true});
   R.add({.Name = "RMSNormalization", .SinceVersion = 23,
          .Fusion = FusionClass::Opaque,
          .Infer = [](ir::Node &n) { inferLayerNorm(n, true); },
-         .Lower = [](LowerCtx &c) { lowerLayerNorm(c, true); }});
+         .Lower = [](LowerCtx &c) { lowerLayerNorm(c, true); },
+         .RunTimeExtents = true});
   R.add({.Name = "MeanVarianceNormalization", .SinceVersion = 9,
          .Fusion = FusionClass::Opaque, .Infer = inferMvn, .Lower = lowerMvn});
   R.add({.Name = "LRN", .SinceVersion = 1, .Fusion = FusionClass::Opaque,

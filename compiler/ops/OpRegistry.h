@@ -79,6 +79,11 @@ struct OpSchema {
   /// contiguous block of it, else nothing. The outputs may then be views
   /// into the input's buffer, with no kernel (lower-to-kernels).
   std::function<std::optional<std::vector<int64_t>>(const ir::Node &)> Selection;
+  /// True when Lower runs its loops to the extents known when the kernel
+  /// runs (TensorRef::extents): the node may read and write values whose
+  /// axes follow bounded dimensions (--dim NAME=MIN..MAX). Other ops stop
+  /// with a clear error on such values.
+  bool RunTimeExtents = false;
 };
 
 class OpRegistry {

@@ -101,7 +101,15 @@ void inferSlice(ir::Node &n) {
 void lowerSlice(LowerCtx &c) {
   SliceParams p = sliceParams(c.node());
   TensorRef x = c.in(0), y = c.out(0);
-  c.b().loops(y.shape(), [&](const std::vector<Expr> &o) {
+  // An axis that follows a bounded dimension starts at 0 at every extent
+  // only when it starts at 0 at MAX (a start counted from the end moves).
+  for (size_t d = 0; d < p.Start.size(); ++d)
+    if (x.boundedAxis((int64_t)d) && (p.Start[d] != 0 || p.Step[d] != 1))
+      c.node().error(ErrorKind::Unsupported)
+          << "slices axis " << d
+          << ", which follows a bounded dimension, from " << p.Start[d] << " in steps of "
+          << p.Step[d] << "; such an axis is sliced only from 0 in steps of 1 so far";
+  c.b().loops(y.extents(), [&](const std::vector<Expr> &o) {
     std::vector<Expr> src(o.size());
     for (size_t d = 0; d < o.size(); ++d)
       src[d] = o[d] * p.Step[d] + p.Start[d];
@@ -125,7 +133,8 @@ std::optional<std::vector<int64_t>> sliceSelection(const ir::Node &n) {
 
 MLCC_OPS(Slice) {
   R.add({.Name = "Slice", .SinceVersion = 1, .Fusion = FusionClass::Injective,
-         .Infer = inferSlice, .Lower = lowerSlice, .Selection = sliceSelection});
+         .Infer = inferSlice, .Lower = lowerSlice, .Selection = sliceSelection,
+         .RunTimeExtents = true});
 }
 
 } // namespace mlcc::ops

@@ -68,29 +68,50 @@ void lowerSoftmax(LowerCtx &c, Kind kind) {
     return;
   KernelBuilder &b = c.b();
   DType t = x.computeType();
-  b.loop("o", rs.Outer, [&](Expr o) {
-    b.loop("i", rs.Inner, [&](Expr i) {
-      Expr base = o * (rs.Extent * rs.Inner) + i;
+  // Each row's first element, `rs.Inner` apart: the rows of a tensor whose
+  // axes follow bounded dimensions are those within the run-time extents.
+  Expr extent = indexConst(rs.Extent);
+  std::function<void(const std::function<void(Expr)> &)> rows =
+      [&](const std::function<void(Expr)> &row) {
+        b.loop("o", rs.Outer, [&](Expr o) {
+          b.loop("i", rs.Inner, [&](Expr i) { row(o * (rs.Extent * rs.Inner) + i); });
+        });
+      };
+  if (x.bounded()) {
+    if (c.node().Opset < 13)
+      c.node().error(ErrorKind::Unsupported)
+          << "its input has axes that follow a bounded dimension; Softmax before opset 13 "
+             "(rows of a flattened input) does not take them so far";
+    const int64_t a = normalizeAxis(c.node(), c.node().attrInt("axis", -1), (int64_t)x.rank());
+    extent = x.extent(a);
+    rows = [&, a](const std::function<void(Expr)> &row) {
+      std::vector<Expr> e = x.extents();
+      e[(size_t)a] = indexConst(1);
+      b.loops(e, [&](const std::vector<Expr> &idx) { row(x.offset(idx)); }, "o");
+    };
+  }
+  rows([&](Expr base) {
+    {
       auto at = [&](Expr k) { return base + k * rs.Inner; };
       Local mx = b.local("mx", lowestValue(t));
       if (kind == Kind::Hardmax) {
         Local arg = b.local("arg", indexConst(0));
-        b.loop("k", rs.Extent, [&](Expr k) {
+        b.loopTo("k", extent, [&](Expr k) {
           Expr v = x.loadFlat(at(k));
           b.ifThen(gt(v, mx.get()), [&] {
             b.set(mx, v);
             b.set(arg, k);
           });
         });
-        b.loop("k", rs.Extent, [&](Expr k) {
+        b.loopTo("k", extent, [&](Expr k) {
           y.storeFlat(at(k), select(eq(k, arg.get()), constant(t, 1), constant(t, 0)));
         });
         return;
       }
       // NaN-propagating maximum: max() propagates NaN, so a NaN row stays NaN.
-      b.loop("k", rs.Extent, [&](Expr k) { b.set(mx, max(mx.get(), x.loadFlat(at(k)))); });
+      b.loopTo("k", extent, [&](Expr k) { b.set(mx, max(mx.get(), x.loadFlat(at(k)))); });
       Local sum = b.local("sum", constant(t, 0));
-      b.loop("k", rs.Extent, [&](Expr k) {
+      b.loopTo("k", extent, [&](Expr k) {
         Expr e = exp(x.loadFlat(at(k)) - mx.get());
         if (kind == Kind::Softmax)
           y.storeFlat(at(k), e);
@@ -102,21 +123,21 @@ void lowerSoftmax(LowerCtx &c, Kind kind) {
         // Re-read the exponentials in compute precision when the output
         // type is narrower than the compute type.
         if (y.dtype() == t) {
-          b.loop("k", rs.Extent, [&](Expr k) {
+          b.loopTo("k", extent, [&](Expr k) {
             y.storeFlat(at(k), y.loadFlat(at(k)) * r.get());
           });
         } else {
-          b.loop("k", rs.Extent, [&](Expr k) {
+          b.loopTo("k", extent, [&](Expr k) {
             y.storeFlat(at(k), exp(x.loadFlat(at(k)) - mx.get()) * r.get());
           });
         }
       } else {
         Local lse = b.local("lse", mx.get() + log(sum.get()));
-        b.loop("k", rs.Extent, [&](Expr k) {
+        b.loopTo("k", extent, [&](Expr k) {
           y.storeFlat(at(k), x.loadFlat(at(k)) - lse.get());
         });
       }
-    });
+    }
   });
 }
 
@@ -129,7 +150,8 @@ MLCC_OPS(Softmax) {
   for (auto [name, kind] : ops)
     R.add({.Name = name, .SinceVersion = 1, .Fusion = FusionClass::Opaque,
            .Infer = inferSoftmax,
-           .Lower = [kind](LowerCtx &c) { lowerSoftmax(c, kind); }});
+           .Lower = [kind](LowerCtx &c) { lowerSoftmax(c, kind); },
+           .RunTimeExtents = true});
 }
 
 } // namespace mlcc::ops

@@ -40,7 +40,7 @@ void inferTranspose(ir::Node &n) {
 void lowerTranspose(LowerCtx &c) {
   std::vector<int64_t> perm = permOf(c.node());
   TensorRef x = c.in(0), y = c.out(0);
-  c.b().loops(y.shape(), [&](const std::vector<Expr> &o) {
+  c.b().loops(y.extents(), [&](const std::vector<Expr> &o) {
     std::vector<Expr> src(o.size());
     for (size_t i = 0; i < perm.size(); ++i)
       src[(size_t)perm[i]] = o[i];
@@ -70,7 +70,8 @@ std::optional<std::vector<int64_t>> transposeSelection(const ir::Node &n) {
 
 MLCC_OPS(Transpose) {
   R.add({.Name = "Transpose", .SinceVersion = 1, .Fusion = FusionClass::Injective,
-         .Infer = inferTranspose, .Lower = lowerTranspose, .Selection = transposeSelection});
+         .Infer = inferTranspose, .Lower = lowerTranspose, .Selection = transposeSelection,
+         .RunTimeExtents = true});
 }
 
 } // namespace mlcc::ops

@@ -3,6 +3,7 @@
 #include "compiler/support/Error.h"
 
 #include <cctype>
+#include <cstdlib>
 #include <cstdio>
 #include <sstream>
 
@@ -67,6 +68,36 @@ std::string shapeComment(const Shape &dims) {
   return s;
 }
 
+static std::string extentsComment(const Shape &dims, const std::vector<AxisExtent> &bounded,
+                           const std::vector<kir::RunTimeDim> &names) {
+  if (dims.empty())
+    return "scalar";
+  std::string s;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    std::string e = std::to_string(dims[d]);
+    for (const AxisExtent &a : bounded) {
+      if (a.Axis != (int64_t)d)
+        continue;
+      e.clear();
+      for (size_t k = 0; k < a.Coeffs.size() && k < names.size(); ++k) {
+        if (!a.Coeffs[k])
+          continue;
+        if (!e.empty())
+          e += a.Coeffs[k] < 0 ? "-" : "+";
+        else if (a.Coeffs[k] < 0)
+          e += "-";
+        if (std::abs(a.Coeffs[k]) != 1)
+          e += std::to_string(std::abs(a.Coeffs[k])) + "*";
+        e += names[k].CName;
+      }
+      if (a.Offset)
+        e += (a.Offset < 0 ? "-" : "+") + std::to_string(std::abs(a.Offset));
+    }
+    s += "[" + e + "]";
+  }
+  return s;
+}
+
 std::string upperName(const std::string &s) {
   std::string u;
   for (char c : s)
@@ -105,6 +136,14 @@ std::string writeHeader(const kir::Program &p, const std::string &source, bool c
        << "u  /* constant bytes inside the library */\n";
   os << "#define " << U << "_NUM_INPUTS " << p.Inputs.size() << "\n";
   os << "#define " << U << "_NUM_OUTPUTS " << p.Outputs.size() << "\n";
+  for (auto &d : p.Dims) {
+    os << "#define " << U << "_DIM_" << upperName(d.CName) << "_MIN " << d.Min
+       << "  /* run-time dimension " << cStringLiteral(d.Name) << ": in->" << d.CName
+       << " */\n";
+    os << "#define " << U << "_DIM_" << upperName(d.CName) << "_MAX " << d.Max << "\n";
+  }
+  // With run-time dimensions, a count is the most elements (every
+  // dimension at its MAX): what a buffer must hold.
   for (auto &t : p.Inputs)
     os << "#define " << U << "_INPUT_" << upperName(t.CName) << "_COUNT "
        << numElements(t.Dims) << "u\n";
@@ -134,17 +173,27 @@ std::string writeHeader(const kir::Program &p, const std::string &source, bool c
     for (auto &t : ts) {
       os << "  " << (isConst ? "const " : "") << cInterfaceType(t.Type) << " *"
          << t.CName << "; /* " << dtypeOnnxName(t.Type) << " "
-         << shapeComment(t.Dims);
+         << extentsComment(t.Dims, t.Bounded, p.Dims);
       if (t.Name != t.CName)
         os << ", ONNX name " << cStringLiteral(t.Name);
       os << " */\n";
     }
   };
   os << "/* Model inputs: each points to a dense row-major array. */\n";
+  if (!p.Dims.empty())
+    os << "/* The run-time dimensions follow the pointers: each array is dense at the\n"
+          "   extents they give (" << N << "_run returns MLCC_ERR_DIM_RANGE, writing\n"
+          "   nothing, for a value outside its _MIN.._MAX). */\n";
   os << "typedef struct " << N << "_inputs {\n";
   fields(p.Inputs, true);
+  for (auto &d : p.Dims)
+    os << "  int64_t " << d.CName << "; /* " << U << "_DIM_" << upperName(d.CName) << "_MIN.."
+       << U << "_DIM_" << upperName(d.CName) << "_MAX */\n";
   os << "} " << N << "_inputs;\n\n";
-  os << "/* Model outputs: each points to caller memory the model fills. */\n";
+  os << "/* Model outputs: each points to caller memory the model fills";
+  if (!p.Dims.empty())
+    os << "\n   densely at the run-time extents (buffers of _COUNT elements hold any)";
+  os << ". */\n";
   os << "typedef struct " << N << "_outputs {\n";
   fields(p.Outputs, false);
   os << "} " << N << "_outputs;\n\n";
@@ -196,7 +245,10 @@ std::string writeHeader(const kir::Program &p, const std::string &source, bool c
      << "_outputs *out,\n    void *arena, size_t arena_size, const mlcc_run_options *options);\n\n";
   os << "/* Same as " << N
      << "_run, with inputs and outputs given as arrays of pointers\n"
-        "   in the order of the structs above. */\n";
+        "   in the order of the structs above"
+     << (p.Dims.empty() ? "" : " (the run-time dimensions follow the\n"
+                               "   inputs, each as a pointer to its int64_t)")
+     << ". */\n";
   os << "mlcc_status " << N
      << "_run_ptrs(const void *const *inputs, void *const *outputs,\n"
         "    void *arena, size_t arena_size);\n\n";

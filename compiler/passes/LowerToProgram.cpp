@@ -107,8 +107,10 @@ public:
     describeIo();
     // Storage classes from views.
     for (auto &n : G.Nodes)
-      if (reg.lookup(*n).Fusion == ops::FusionClass::View)
+      if (reg.lookup(*n).Fusion == ops::FusionClass::View) {
+        checkBoundedView(*n);
         C.unite(n->Inputs[0], n->Outputs[0]);
+      }
     assignExternalStorage();
     placeInputsInOutputs();
     viewOutputsInInputs();
@@ -136,6 +138,63 @@ public:
   }
 
 private:
+  /// Whether `v`'s elements in use at run time are its buffer's leading
+  /// elements in row-major order, at every value of the bounded dimensions:
+  /// no axis follows them, or one does with only axes of 1 before it.
+  static bool denseAtRunTime(const ir::Value *v) {
+    if (v->Bounded.empty())
+      return true;
+    if (v->Bounded.size() > 1)
+      return false;
+    for (int64_t d = 0; d < v->Bounded[0].Axis; ++d)
+      if (v->Type.Dims[(size_t)d] != 1)
+        return false;
+    return true;
+  }
+
+  static bool touchesBounded(const ir::Node &n) {
+    for (const ir::Value *v : n.Inputs)
+      if (v && !v->Bounded.empty())
+        return true;
+    for (const ir::Value *v : n.Outputs)
+      if (v && !v->Bounded.empty())
+        return true;
+    return false;
+  }
+
+  /// The first axis of `n`'s operands that follows a bounded dimension, for
+  /// messages: "'x' axis 1 (seq)".
+  std::string boundedOperand(const ir::Node &n) const {
+    auto name = [&](const ir::Value *v) {
+      const AxisExtent &a = v->Bounded[0];
+      std::string dims;
+      for (size_t k = 0; k < a.Coeffs.size() && k < G.BoundedDims.size(); ++k)
+        if (a.Coeffs[k])
+          dims += (dims.empty() ? "" : ", ") + G.BoundedDims[k].Name;
+      return "'" + v->Name + "' (its axis " + std::to_string(a.Axis) + " follows " + dims + ")";
+    };
+    for (const ir::Value *v : n.Inputs)
+      if (v && !v->Bounded.empty())
+        return name(v);
+    for (const ir::Value *v : n.Outputs)
+      if (v && !v->Bounded.empty())
+        return name(v);
+    return "";
+  }
+
+  /// A view of a value whose axes follow bounded dimensions reads the same
+  /// elements at every extent only when both sides are dense there.
+  void checkBoundedView(const ir::Node &n) const {
+    if (!touchesBounded(n))
+      return;
+    if (!denseAtRunTime(n.Inputs[0]) || !denseAtRunTime(n.Outputs[0]) ||
+        n.Inputs[0]->Type.numel() != n.Outputs[0]->Type.numel())
+      n.error(ErrorKind::Unsupported)
+          << "reshapes " << boundedOperand(n)
+          << " where the axis has other axes longer than 1 before it; such a view "
+             "changes with the run-time extent and is not compiled so far";
+  }
+
   void describeIo() {
     std::set<std::string> used;
     auto cname = [&](const std::string &onnx, const char *fallback) {
@@ -148,13 +207,31 @@ private:
       used.insert(n);
       return n;
     };
-    for (auto *v : G.Inputs)
+    // The caller's data is dense at the run-time extents: an input or
+    // output whose elements in use are not its leading ones would need a
+    // copy to or from the layout at MAX (not built so far).
+    auto io = [&](const ir::Value *v, const char *kind) {
+      if (!denseAtRunTime(v))
+        fail(ErrorKind::Unsupported)
+            << "graph " << kind << " '" << v->Name << "' " << ir::typeText(G, *v)
+            << ": its axes that follow bounded dimensions must lead (only axes of 1 "
+               "before them, one such axis) so far";
+    };
+    for (auto *v : G.Inputs) {
+      io(v, "input");
       P.Inputs.push_back({v->Name, cname(v->Name, "input"), v->Type.Type,
-                          v->Type.Dims, v->QuantScale, v->QuantZeroPoint});
+                          v->Type.Dims, v->QuantScale, v->QuantZeroPoint, v->Bounded});
+    }
+    // Each dimension is a member of the inputs struct, named apart from the
+    // inputs.
+    for (const ir::BoundedDim &d : G.BoundedDims)
+      P.Dims.push_back({d.Name, cname(d.Name, "dim"), d.Min, d.Max});
     used.clear();
-    for (auto *v : G.Outputs)
+    for (auto *v : G.Outputs) {
+      io(v, "output");
       P.Outputs.push_back({v->Name, cname(v->Name, "output"), v->Type.Type,
-                           v->Type.Dims, v->QuantScale, v->QuantZeroPoint});
+                           v->Type.Dims, v->QuantScale, v->QuantZeroPoint, v->Bounded});
+    }
   }
 
   /// Binds classes that contain graph inputs, then graph outputs.
@@ -185,7 +262,8 @@ private:
     for (auto it = G.Nodes.rbegin(); it != G.Nodes.rend(); ++it) {
       const std::unique_ptr<ir::Node> &n = *it;
       const ops::OpSchema &schema = reg.lookup(*n);
-      if (!schema.Placement || n->Group >= 0 || !n->hasOutput(0) || n->Outputs[0]->Const)
+      if (!schema.Placement || n->Group >= 0 || !n->hasOutput(0) || n->Outputs[0]->Const ||
+          touchesBounded(*n))
         continue;
       auto placed = ClassStorage.find(C.find(n->Outputs[0]));
       if (placed != ClassStorage.end() && placed->second.Kind != StorageKind::Arena)
@@ -228,13 +306,19 @@ private:
       if (!schema.Selection || n->Group >= 0 || !n->hasInput(0) || n->Inputs[0]->Const ||
           InPlace.count(n.get()))
         continue;
+      // Values that follow bounded dimensions: a view at offset 0 of a
+      // dense input as a dense output holds at every extent.
+      bool bounded = touchesBounded(*n);
+      if (bounded && (n->Outputs.size() != 1 || !n->Outputs[0] ||
+                      !denseAtRunTime(n->Inputs[0]) || !denseAtRunTime(n->Outputs[0])))
+        continue;
       const ir::Value *in = n->Inputs[0];
       const ir::Value *inRoot = C.find(in);
       auto placed = ClassStorage.find(inRoot);
       if (placed != ClassStorage.end() && placed->second.Kind != StorageKind::Arena)
         continue;
       std::optional<std::vector<int64_t>> offsets = schema.Selection(*n);
-      if (!offsets || offsets->size() != n->Outputs.size())
+      if (!offsets || offsets->size() != n->Outputs.size() || (bounded && (*offsets)[0] != 0))
         continue;
       bool ok = true;
       std::set<const ir::Value *> roots;
@@ -322,6 +406,11 @@ private:
     }
     const ir::Node &n = *root;
     const ops::OpSchema &schema = ops::OpRegistry::instance().lookup(n);
+    for (const ir::Node *m : nodes)
+      if (touchesBounded(*m) && !ops::OpRegistry::instance().lookup(*m).RunTimeExtents)
+        m->error(ErrorKind::Unsupported)
+            << "reads or writes " << boundedOperand(*m) << "; " << m->OpType
+            << " does not run to extents known only at run time so far";
     kir::KernelBuilder b(n.OpType);
     ops::LowerCtx ctx(n, b);
     size_t fusedOut = 0;
@@ -356,6 +445,9 @@ private:
                                  pb.V->Type.Dims, pb.V->DequantScale, pb.V->DequantZeroPoint,
                                  pb.V->QuantizedFrom});
         call.Args.push_back(storageOf(pb.V));
+        break;
+      case ops::ParamBinding::Dims:
+        call.Args.push_back({StorageKind::Dims, 0});
         break;
       case ops::ParamBinding::Scratch:
         call.Args.push_back({StorageKind::Arena, P.ArenaBuffers.size()});

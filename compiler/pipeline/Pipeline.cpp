@@ -23,10 +23,18 @@ namespace {
 
 class PassRunner {
 public:
-  PassRunner(ir::Graph &g, const PipelineOptions &o) : G(g), Opts(o) {
+  /// `resumed`: the graph passes ran before (lowerGraph); the progress
+  /// line goes on counting after them.
+  PassRunner(ir::Graph &g, const PipelineOptions &o, bool resumed = false) : G(g), Opts(o) {
     Last = ir::printGraph(G);
-    dump("000_input", Last, true);
+    if (resumed)
+      Announced = total() - kLoweringSteps;
+    else
+      dump("000_input", Last, true);
   }
+
+  /// The steps after the graph passes (lowerSteps).
+  static constexpr size_t kLoweringSteps = 3;
 
   /// How a step runs: a clean-up after a rewrite is not counted in the
   /// progress line's passes; a rewrite whose new nodes get their types in
@@ -77,11 +85,12 @@ private:
   void announce(const std::string &name) {
     if (!Opts.Status)
       return;
-    // The quantize pass runs only when asked for.
-    size_t total = passNames().size() - (Opts.Quantize ? 0 : 1);
-    Opts.Status->step("[" + std::to_string(++Announced) + "/" + std::to_string(total) +
+    Opts.Status->step("[" + std::to_string(++Announced) + "/" + std::to_string(total()) +
                       "] " + name);
   }
+
+  /// The steps announced: the quantize pass runs only when asked for.
+  size_t total() const { return passNames().size() - (Opts.Quantize ? 0 : 1); }
 
   void dump(const std::string &file, const std::string &text, bool initial) {
     if (Opts.DumpIr.empty() || (initial && Opts.DumpIr != "after-all"))
@@ -103,6 +112,22 @@ private:
   int Index = 0;
   size_t Announced = 0;
 };
+
+/// lower-to-kernels, plan-memory and schedule (PassRunner::kLoweringSteps).
+kir::Program lowerSteps(PassRunner &passes, ir::Graph &g, const PipelineOptions &options) {
+  kir::Program program;
+  passes.timed("lower-to-kernels", [&] { program = passes::lowerToProgram(g, options.Name); });
+  if (options.Gpu)
+    program.ArenaAlign = 256; // cudaMalloc's alignment: any access is aligned
+  passes.timed("plan-memory", [&] { kir::planMemory(program); });
+  passes.timed("schedule", [&] {
+    if (options.Gpu)
+      kir::scheduleProgramForGpu(program, kir::GpuTarget{});
+    else
+      kir::scheduleProgram(program, options.Schedule);
+  });
+  return program;
+}
 
 } // namespace
 
@@ -167,18 +192,12 @@ kir::Program runPipeline(ir::Graph &g, const PipelineOptions &options) {
   passes.run("fuse-ops", passes::fuseOps);
   if (options.GraphOnly)
     return {};
-  kir::Program program;
-  passes.timed("lower-to-kernels", [&] { program = passes::lowerToProgram(g, options.Name); });
-  if (options.Gpu)
-    program.ArenaAlign = 256; // cudaMalloc's alignment: any access is aligned
-  passes.timed("plan-memory", [&] { kir::planMemory(program); });
-  passes.timed("schedule", [&] {
-    if (options.Gpu)
-      kir::scheduleProgramForGpu(program, kir::GpuTarget{});
-    else
-      kir::scheduleProgram(program, options.Schedule);
-  });
-  return program;
+  return lowerSteps(passes, g, options);
+}
+
+kir::Program lowerGraph(ir::Graph &g, const PipelineOptions &options) {
+  PassRunner passes(g, options, true);
+  return lowerSteps(passes, g, options);
 }
 
 } // namespace mlcc

@@ -49,6 +49,10 @@ struct PipelineOptions {
 /// Runs the graph passes and lowers the result; returns the program
 /// (empty when GraphOnly).
 kir::Program runPipeline(ir::Graph &g, const PipelineOptions &options);
+/// The steps runPipeline takes after the graph passes (lower-to-kernels,
+/// plan-memory, schedule), on a graph it ran GraphOnly and the caller then
+/// annotated (the extents of bounded dimensions).
+kir::Program lowerGraph(ir::Graph &g, const PipelineOptions &options);
 
 /// Names of the passes, in order (for --help and tests).
 std::vector<std::string> passNames();

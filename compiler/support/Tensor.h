@@ -20,6 +20,17 @@ namespace mlcc {
 
 using Shape = std::vector<int64_t>;
 
+/// An axis whose extent follows dimensions known only at run time
+/// (--dim NAME=MIN..MAX): Offset + the sum of Coeffs[k] * (dimension k).
+struct AxisExtent {
+  int64_t Axis = 0;
+  std::vector<int64_t> Coeffs; ///< One per bounded dimension.
+  int64_t Offset = 0;
+  bool operator==(const AxisExtent &o) const {
+    return Axis == o.Axis && Coeffs == o.Coeffs && Offset == o.Offset;
+  }
+};
+
 /// Number of elements of a shape (1 for a scalar).
 int64_t numElements(const Shape &shape);
 /// "[1,3,224,224]"

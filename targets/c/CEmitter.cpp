@@ -764,6 +764,8 @@ std::string storageExpr(const Program &p, const Kernel &k, size_t param,
   case StorageKind::Arena:
     return "(" + std::string(written ? "" : "const ") + T + " *)(void *)(a + " +
            std::to_string(p.ArenaBuffers[s.Index].Offset) + ")";
+  case StorageKind::Dims:
+    return "dims";
   }
   return "";
 }
@@ -777,6 +779,18 @@ void writeArgumentChecks(std::ostream &os, const Program &p) {
     os << "  if (in->" << t.CName << " == NULL)\n    return MLCC_ERR_NULL_ARGUMENT;\n";
   for (auto &t : p.Outputs)
     os << "  if (out->" << t.CName << " == NULL)\n    return MLCC_ERR_NULL_ARGUMENT;\n";
+  // Run-time dimensions: in range before anything is written; the kernels
+  // that read them take them as one array.
+  for (auto &d : p.Dims)
+    os << "  if (in->" << d.CName << " < " << U << "_DIM_" << output::upperName(d.CName)
+       << "_MIN || in->" << d.CName << " > " << U << "_DIM_" << output::upperName(d.CName)
+       << "_MAX)\n    return MLCC_ERR_DIM_RANGE;\n";
+  if (!p.Dims.empty()) {
+    os << "  const int64_t dims[" << p.Dims.size() << "] = {";
+    for (size_t k = 0; k < p.Dims.size(); ++k)
+      os << (k ? ", " : "") << "in->" << p.Dims[k].CName;
+    os << "};\n";
+  }
   if (p.ArenaSize > 0) {
     os << "  if (arena == NULL)\n    return MLCC_ERR_ARENA_NULL;\n";
     os << "  if (arena_size < " << U << "_ARENA_SIZE)\n    return MLCC_ERR_ARENA_TOO_SMALL;\n";
@@ -800,6 +814,12 @@ void writeRunPtrs(std::ostream &os, const Program &p, const std::string &params,
   for (size_t i = 0; i < p.Inputs.size(); ++i)
     os << "  in." << p.Inputs[i].CName << " = (const "
        << output::cInterfaceType(p.Inputs[i].Type) << " *)inputs[" << i << "];\n";
+  // The run-time dimensions follow the inputs, each a pointer to its value.
+  for (size_t k = 0; k < p.Dims.size(); ++k) {
+    size_t at = p.Inputs.size() + k;
+    os << "  if (inputs[" << at << "] == NULL)\n    return MLCC_ERR_NULL_ARGUMENT;\n";
+    os << "  in." << p.Dims[k].CName << " = *(const int64_t *)inputs[" << at << "];\n";
+  }
   if (p.Outputs.empty())
     os << "  out.unused_ = 0;\n";
   for (size_t i = 0; i < p.Outputs.size(); ++i)

@@ -1591,6 +1591,15 @@ std::unique_ptr<llvm::Module> emitModule(const Program &p, llvm::LLVMContext &ct
 
   // NAME_run_with(in, out, arena, arena_size, options).
   auto *runTy = llvm::FunctionType::get(i32, {ptr, ptr, ptr, size}, false);
+  // NAME_inputs: the input pointers (or `int unused_` when there are none),
+  // then an int64_t per run-time dimension.
+  std::vector<llvm::Type *> inputFieldTypes(p.Inputs.size(), ptr);
+  if (p.Inputs.empty())
+    inputFieldTypes.push_back(i32);
+  const size_t inputFields = inputFieldTypes.size();
+  for (size_t k = 0; k < p.Dims.size(); ++k)
+    inputFieldTypes.push_back(i64);
+  auto *inputsTy = llvm::StructType::get(ctx, inputFieldTypes);
   auto *runWithTy = llvm::FunctionType::get(i32, {ptr, ptr, ptr, size, ptr}, false);
   auto *run = llvm::Function::Create(runWithTy, llvm::GlobalValue::ExternalLinkage,
                                      p.Name + "_run_with", *mod);
@@ -1619,6 +1628,18 @@ std::unique_ptr<llvm::Module> emitModule(const Program &p, llvm::LLVMContext &ct
       Value *slot = b.CreateConstInBoundsGEP1_64(ptr, out, i);
       outPtrs.push_back(b.CreateLoad(ptr, slot, p.Outputs[i].CName));
       check(isNull(outPtrs.back()), MLCC_ERR_NULL_ARGUMENT);
+    }
+    // Run-time dimensions (int64_t members after the input pointers): in
+    // range before anything is written; the kernels read them in place.
+    Value *dimsPtr = nullptr;
+    for (size_t k = 0; k < p.Dims.size(); ++k) {
+      Value *slot = b.CreateStructGEP(inputsTy, in, (unsigned)(inputFields + k));
+      if (k == 0)
+        dimsPtr = slot;
+      Value *v = b.CreateLoad(i64, slot, p.Dims[k].CName);
+      check(b.CreateOr(b.CreateICmpSLT(v, llvm::ConstantInt::get(i64, (uint64_t)p.Dims[k].Min)),
+                       b.CreateICmpSGT(v, llvm::ConstantInt::get(i64, (uint64_t)p.Dims[k].Max))),
+            MLCC_ERR_DIM_RANGE);
     }
     if (p.ArenaSize > 0) {
       check(isNull(arena), MLCC_ERR_ARENA_NULL);
@@ -1681,6 +1702,7 @@ std::unique_ptr<llvm::Module> emitModule(const Program &p, llvm::LLVMContext &ct
           case StorageKind::Input: args.push_back(inPtrs[s.Index]); break;
           case StorageKind::Output: args.push_back(outPtrs[s.Index]); break;
           case StorageKind::Constant: args.push_back(consts[s.Index]); break;
+          case StorageKind::Dims: args.push_back(dimsPtr); break;
           case StorageKind::Arena:
             args.push_back(b.CreateConstInBoundsGEP1_64(
                 i8, arena, (uint64_t)p.ArenaBuffers[s.Index].Offset));
@@ -1713,6 +1735,33 @@ std::unique_ptr<llvm::Module> emitModule(const Program &p, llvm::LLVMContext &ct
     for (auto &a : fn->args())
       args.push_back(&a);
     args.push_back(llvm::ConstantPointerNull::get(me.PtrTy));
+    if (suffix == std::string("_run_ptrs") && !p.Dims.empty()) {
+      // The run-time dimensions follow the input pointers, each a pointer
+      // to its int64_t: the inputs struct built here.
+      Value *inputs = fn->getArg(0);
+      auto *err = llvm::BasicBlock::Create(ctx, "null", fn);
+      auto *go = llvm::BasicBlock::Create(ctx, "go", fn);
+      b.CreateCondBr(b.CreateIsNull(inputs), err, go);
+      b.SetInsertPoint(err);
+      b.CreateRet(llvm::ConstantInt::get(i32, MLCC_ERR_NULL_ARGUMENT));
+      b.SetInsertPoint(go);
+      Value *in = b.CreateAlloca(inputsTy);
+      for (size_t i = 0; i < p.Inputs.size(); ++i)
+        b.CreateStore(b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, inputs, i)),
+                      b.CreateStructGEP(inputsTy, in, (unsigned)i));
+      for (size_t k = 0; k < p.Dims.size(); ++k) {
+        Value *at = b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, inputs, p.Inputs.size() + k));
+        auto *bad = llvm::BasicBlock::Create(ctx, "null", fn);
+        auto *ok = llvm::BasicBlock::Create(ctx, "ok", fn);
+        b.CreateCondBr(b.CreateIsNull(at), bad, ok);
+        b.SetInsertPoint(bad);
+        b.CreateRet(llvm::ConstantInt::get(i32, MLCC_ERR_NULL_ARGUMENT));
+        b.SetInsertPoint(ok);
+        b.CreateStore(b.CreateLoad(i64, at),
+                      b.CreateStructGEP(inputsTy, in, (unsigned)(inputFields + k)));
+      }
+      args[0] = in;
+    }
     b.CreateRet(b.CreateCall(run, args));
   }
 

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Bounded dimensions (--dim NAME=MIN..MAX), as far as they reach so far: the
-# graph compiled at MAX, each axis that follows the dimension found and shown
-# by --emit graph as its extent over the dimension. (Bad ranges and what a
-# bounded dimension does not support yet: tests/cli/bad_input.sh.)
+# Bounded dimensions (--dim NAME=MIN..MAX): the graph compiled at MAX, each
+# axis that follows the dimension found and shown by --emit graph as its
+# extent over the dimension; one library for every value in the range, run
+# at several values against ONNX Runtime's outputs (tests/cli/
+# make_bounded_refs.py) and against libraries compiled for each value.
+# (Bad ranges and what a bounded dimension does not support yet:
+# tests/cli/bad_input.sh.)
 #
 # usage: tests/cli/bounded_dims.sh MLCC WORKDIR
 set -uo pipefail
@@ -80,6 +83,66 @@ if diff <(at64) "$work/static.txt" >/dev/null; then
 else
   fail "at MAX: the graph differs from --dim seq=64's"
   diff <(at64) "$work/static.txt" | head -6
+fi
+
+# --- libraries ---------------------------------------------------------------
+cc=${CC:-cc}
+refs=$root/tests/cli/data/bounded_refs
+# runner DIR: tests/cli/run_bounded.c built against DIR/libm.a and DIR/m.h.
+runner() {
+  "$cc" -O1 -I"$1" -o "$1/run" "$root/tests/cli/run_bounded.c" "$1/libm.a" -lm 2>"$1/cc.err" ||
+    { cat "$1/cc.err" | head -5; return 1; }
+}
+# library NAME MODEL MLCC-ARGS...: compiles MODEL with --name m into $work/NAME.
+library() {
+  local name=$1 model=$2
+  shift 2
+  mkdir -p "$work/$name"
+  if ! "$mlcc" "$model" --name m -o "$work/$name/libm.a" "$@" 2>"$work/$name/mlcc.err"; then
+    fail "$name: mlcc status $?"; head -3 "$work/$name/mlcc.err"; return 1
+  fi
+  runner "$work/$name" || { fail "$name: the runner does not build"; return 1; }
+}
+encoder=$root/tests/cli/data/bounded_encoder.onnx
+# The encoder compiled once for seq 1..256, by LLVM and by the C backend:
+# ONNX Runtime's outputs at 1, 7, 64 and 256, through m_run and m_run_ptrs,
+# nothing written past the extent.
+for backend in llvm c; do
+  if library "encoder-$backend" "$encoder" --dim seq=1..256 --backend "$backend"; then
+    for seq in 1 7 64 256; do
+      if "$work/encoder-$backend/run" compare "$seq" "$refs/x$seq.bin" "$refs/y$seq.bin" 1e-5            >"$work/encoder-$backend/$seq.txt" 2>&1; then
+        ok "encoder ($backend), seq=1..256, at $seq: $(cat "$work/encoder-$backend/$seq.txt")"
+      else
+        fail "encoder ($backend) at $seq: $(cat "$work/encoder-$backend/$seq.txt")"
+      fi
+    done
+  fi
+done
+# Out of range at run time: MLCC_ERR_DIM_RANGE, the outputs untouched.
+for seq in 0 257; do
+  if "$work/encoder-llvm/run" range "$seq" 2>"$work/range.err"; then
+    ok "encoder at $seq: MLCC_ERR_DIM_RANGE, nothing written"
+  else
+    fail "encoder at $seq: $(cat "$work/range.err")"
+  fi
+done
+grep -qF "int64_t seq; /* M_DIM_SEQ_MIN..M_DIM_SEQ_MAX */" "$work/encoder-llvm/m.h" &&
+  grep -qF "#define M_DIM_SEQ_MAX 256" "$work/encoder-llvm/m.h" &&
+  grep -qF "const float *x; /* float [1][seq][32] */" "$work/encoder-llvm/m.h" &&
+  ok "the header: in->seq, M_DIM_SEQ_MIN/MAX, the extents in comments" ||
+  fail "the header lacks the run-time dimension"
+# The attention (positions a prefix of a constant table) against libraries
+# compiled for each value.
+if library attention-bounded "$attention" --dim seq=1..64; then
+  for seq in 1 5 64; do
+    if library "attention-$seq" "$attention" --dim "seq=$seq" &&
+       "$work/attention-$seq/run" write "$seq" "$refs/x256.bin" "$work/attention-$seq/y.bin" &&
+       "$work/attention-bounded/run" compare "$seq" "$refs/x256.bin" "$work/attention-$seq/y.bin"          1e-6 >"$work/attention-$seq/cmp.txt" 2>&1; then
+      ok "attention, seq=1..64, at $seq equals --dim seq=$seq: $(cat "$work/attention-$seq/cmp.txt")"
+    else
+      fail "attention at $seq: $(cat "$work/attention-$seq/cmp.txt" 2>/dev/null)"
+    fi
+  done
 fi
 
 if [[ $failures -ne 0 ]]; then

@@ -161,3 +161,9 @@ save(helper.make_graph([helper.make_node("Reshape", ["x", "rows"], ["y"], name="
                        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, 4])],
                        [helper.make_tensor("rows", i64, [2], [-1, 4])]),
      "bounded_product.onnx")
+# An op whose kernel does not run to a run-time extent yet: the mean over
+# the sequence.
+save(helper.make_graph([helper.make_node("ReduceMean", ["x"], ["y"], name="mean_seq", axes=[1])],
+                       "bounded_reduce", [xa],
+                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 16])]),
+     "bounded_reduce.onnx")

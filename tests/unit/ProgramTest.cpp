@@ -147,6 +147,9 @@ std::vector<float> compileAndRun(const std::string &model, const TargetDesc &tar
       case kir::StorageKind::Arena:
         args.push_back(arena.data() + p.ArenaBuffers[s.Index].Offset);
         break;
+      case kir::StorageKind::Dims:
+        FAIL("a program of fixed shapes reads no run-time dimension");
+        break;
       }
     }
     kir::interpret(p.Kernels[call.KernelIndex], args);

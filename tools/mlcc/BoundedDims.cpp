@@ -111,13 +111,12 @@ std::string flagText(const ir::BoundedDim &d) {
   return "--dim " + d.Name + "=" + std::to_string(d.Min) + ".." + std::to_string(d.Max);
 }
 
-void failNotCompiled(const ir::BoundedDim &d) {
+void failCheckRange(const ir::BoundedDim &d) {
   fail(ErrorKind::Unsupported)
       << flagText(d)
-      << ": bounded dimensions are analyzed so far (mlcc --emit graph shows the axes that "
-         "follow them), not compiled: kernels that run to a run-time extent are not built yet; "
-         "compile for one value with --dim "
-      << d.Name << "=VALUE";
+      << ": mlcc check compares the layers at one value of each dimension so far; check "
+         "with --dim "
+      << d.Name << "=VALUE (each value in the range runs the same kernels)";
   std::abort(); // not reached: fail throws
 }
 

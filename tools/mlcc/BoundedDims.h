@@ -26,9 +26,9 @@ std::vector<ir::BoundedDim> boundedDims(const DriverOptions &o);
 /// "--dim NAME=MIN..MAX", for messages.
 std::string flagText(const ir::BoundedDim &d);
 
-/// The Unsupported error of a compile that needs kernels for `d` (a
-/// library, `mlcc check`): only the graph takes a bounded dimension so far.
-[[noreturn]] void failNotCompiled(const ir::BoundedDim &d);
+/// The Unsupported error of `mlcc check` given a range for `d`: it compares
+/// layers at one value of each dimension so far.
+[[noreturn]] void failCheckRange(const ir::BoundedDim &d);
 
 /// `o` with each bounded dimension bound to one value: `values[k]` for
 /// dimension k of `dims` (every --dim NAME=MIN..MAX becomes NAME=VALUE).

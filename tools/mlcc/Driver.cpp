@@ -106,7 +106,7 @@ onnx::LoadOptions loadOptions(const DriverOptions &o) {
     if (value.find("..") != std::string::npos) // a range: usage errors, else this one
       for (const ir::BoundedDim &b : boundedDims(o))
         if (b.Name == name)
-          failNotCompiled(b);
+          failCheckRange(b);
     char *end = nullptr;
     long long v = std::strtoll(value.c_str(), &end, 10);
     if (*end || end == value.c_str() || v < 0)
@@ -314,6 +314,15 @@ std::unique_ptr<ir::Graph> loadGraph(const DriverOptions &o) {
   return onnx::loadModel(o.Model, loadOptions(o));
 }
 
+void setTargetOptions(PipelineOptions &po, const DriverOptions &o,
+                      const llvmgen::TargetSpec &target) {
+  bool cuda = target.Name == "cuda";
+  if (!cuda)
+    po.Schedule = llvmgen::describeTarget(target);
+  po.Gpu = cuda || o.GpuScheduleOnHost;
+  po.LibraryDispatch = !o.NoLibraryDispatch;
+}
+
 CompiledModel compileModel(const DriverOptions &o, const llvmgen::TargetSpec &target,
                            PipelineOptions po) {
   bool cuda = target.Name == "cuda";
@@ -321,10 +330,7 @@ CompiledModel compileModel(const DriverOptions &o, const llvmgen::TargetSpec &ta
   CompiledModel m;
   m.Graph = onnx::loadModel(o.Model, lo);
   ir::Graph *graph = m.Graph.get();
-  if (!cuda)
-    po.Schedule = llvmgen::describeTarget(target);
-  po.Gpu = cuda || o.GpuScheduleOnHost;
-  po.LibraryDispatch = !o.NoLibraryDispatch;
+  setTargetOptions(po, o, target);
   std::vector<std::vector<uint8_t>> samples;
   size_t numSamples = 0;
   quantizer::QuantizeOptions qo;
@@ -502,8 +508,13 @@ void runDriver(const DriverOptions &o) {
   // Bounded dimensions: the graph at every dimension's MAX, and which axes
   // follow them.
   const std::vector<ir::BoundedDim> bounded = boundedDims(o);
-  if (!bounded.empty() && kind != "graph")
-    failNotCompiled(bounded[0]);
+  if (!bounded.empty() && (cuda || kind == "onnx" || tuner.active()))
+    fail(ErrorKind::Unsupported)
+        << flagText(bounded[0]) << ": "
+        << (cuda              ? "--target cuda does not take bounded dimensions yet"
+            : kind == "onnx" ? "--emit onnx writes a graph of fixed shapes"
+                             : "--tune and --tune-db measure at fixed shapes")
+        << "; use --dim " << bounded[0].Name << "=VALUE";
   if (!bounded.empty() && !o.Quantize.empty())
     fail(ErrorKind::Unsupported) << flagText(bounded[0])
                                  << ": bounded dimensions do not take --quantize yet (its "
@@ -513,9 +524,19 @@ void runDriver(const DriverOptions &o) {
   std::vector<int64_t> maxes;
   for (const ir::BoundedDim &d : bounded)
     maxes.push_back(d.Max);
-  CompiledModel compiled = compileModel(atValues(o, bounded, maxes), target, po);
-  if (!bounded.empty())
+  // Bounded dimensions: the graph passes at every dimension's MAX, the
+  // axes that follow the dimensions found, then the kernels, which run to
+  // the extents the caller gives.
+  PipelineOptions graphPo = po;
+  graphPo.GraphOnly = po.GraphOnly || !bounded.empty();
+  CompiledModel compiled = compileModel(atValues(o, bounded, maxes), target, graphPo);
+  if (!bounded.empty()) {
     attachBoundedExtents(o, target, po, *compiled.Graph, bounded);
+    if (!po.GraphOnly) {
+      setTargetOptions(po, o, target);
+      compiled.Program = lowerGraph(*compiled.Graph, po);
+    }
+  }
   std::unique_ptr<ir::Graph> &graph = compiled.Graph;
   kir::Program &program = compiled.Program;
   // Arena and weights are known now: fail before the code generation.
