@@ -187,6 +187,13 @@ struct KernelPlan {
   bool PerOutput = false;
 
   bool empty() const { return *this == KernelPlan{}; }
+  /// The plan as plan-kernels makes it: without the operands that later
+  /// passes add for it (PackedInput, FixedRequantInput, MultiplierInput).
+  KernelPlan asPlanned() const {
+    KernelPlan p = *this;
+    p.PackedInput = p.FixedRequantInput = p.MultiplierInput = -1;
+    return p;
+  }
   bool operator==(const KernelPlan &) const = default;
   /// "plan{tile=8x16 lanes=16, packed=3}" ("" when empty).
   std::string str() const;

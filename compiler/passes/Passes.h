@@ -77,8 +77,10 @@ void fuseQdq(ir::Graph &g);
 /// returns the index of.
 using PlanChooser =
     std::function<size_t(const ir::Node &n, const std::vector<ir::KernelPlan> &candidates)>;
+/// `fixed`: plans by node name, taken as they are.
 bool planKernels(ir::Graph &g, const TargetDesc &target, bool gpu, bool integerRequant = false,
-                 const PlanChooser &choose = {});
+                 const PlanChooser &choose = {},
+                 const std::map<std::string, ir::KernelPlan> *fixed = nullptr);
 /// The plans schedule search measures for `n`: planKernel's first, then
 /// the other forms and register tiles the target allows (f32 contractions:
 /// Winograd or direct, pixels or rows as the tile's rows, the tiles the

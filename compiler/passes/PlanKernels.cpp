@@ -798,12 +798,16 @@ ir::KernelPlan withoutKnobs(ir::KernelPlan p) {
 }
 
 bool planKernels(ir::Graph &g, const TargetDesc &target, bool gpu, bool integerRequant,
-                 const PlanChooser &choose) {
+                 const PlanChooser &choose,
+                 const std::map<std::string, ir::KernelPlan> *fixed) {
   bool changed = false;
   for (auto &n : g.Nodes) {
     if (!n->Plan.empty())
       continue;
-    if (choose && !gpu) {
+    auto given = fixed ? fixed->find(n->Name) : decltype(fixed->end()){};
+    if (fixed && given != fixed->end()) {
+      n->Plan = given->second;
+    } else if (choose && !gpu) {
       std::vector<ir::KernelPlan> candidates = planCandidates(*n, target, gpu, integerRequant);
       size_t pick = candidates.size() > 1 ? choose(*n, candidates) : 0;
       n->Plan = candidates[std::min(pick, candidates.size() - 1)];

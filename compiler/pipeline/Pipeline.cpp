@@ -174,7 +174,7 @@ kir::Program runPipeline(ir::Graph &g, const PipelineOptions &options) {
   // plans read: fixed-point requantization constants, packed weights.
   passes.run("plan-kernels", [&](ir::Graph &x) {
     passes::planKernels(x, options.Schedule, options.Gpu, options.IntegerRequant,
-                        options.ChoosePlan);
+                        options.ChoosePlan, &options.FixedPlans);
   });
   passes.run("fixed-point-requant", [&](ir::Graph &x) { passes::fixedPointRequant(x); });
   changed = false;

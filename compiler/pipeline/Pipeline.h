@@ -9,6 +9,7 @@
 #include "compiler/support/Progress.h"
 
 #include <functional>
+#include <map>
 #include <string>
 
 namespace mlcc {
@@ -39,6 +40,9 @@ struct PipelineOptions {
   /// Schedule search (--tune, --tune-db): picks each node's plan among its
   /// candidates (passes::planCandidates); none: the cost model's.
   passes::PlanChooser ChoosePlan;
+  /// Plans given by node name, taken as they are (the probes of a bounded
+  /// dimension run with the plans chosen at its MAX).
+  std::map<std::string, ir::KernelPlan> FixedPlans;
   /// Where each pass announces itself (may be null).
   Progress *Status = nullptr;
   /// The "quantize" pass (--quantize: annotate, calibrate, realize), run

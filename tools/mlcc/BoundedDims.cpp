@@ -156,6 +156,10 @@ void attachBoundedExtents(const DriverOptions &o, const llvmgen::TargetSpec &tar
   po.DumpIr.clear();
   po.TimePasses = false;
   po.GraphOnly = true;
+  // Every value runs the kernels planned at MAX: the probes take those
+  // plans (a tile chosen for fewer rows would pack other panels).
+  for (const auto &n : g.Nodes)
+    po.FixedPlans[n->Name] = n->Plan.asPlanned();
   const std::vector<ir::Value *> values = liveValues(g);
   // Per value and axis, each dimension's coefficient.
   std::map<const ir::Value *, std::vector<std::vector<int64_t>>> coeffs;
