@@ -231,6 +231,45 @@ void lowerMatrixProduct(LowerCtx &c, const MatMulShape &s, const TensorRef &y,
     }, "b");
     return;
   }
+  auto outIndex = [&](const std::vector<Expr> &bi, const Expr &i, const Expr &j) {
+    std::vector<Expr> yi = bi;
+    if (s.RankA > 1)
+      yi.push_back(i);
+    if (s.RankB > 1)
+      yi.push_back(j);
+    return yi;
+  };
+  if (!N->isConst()) {
+    // Columns known at run time: blocks of kLoopedRowBlock columns, each
+    // summed in a local row (a constant width: its vectors stay in
+    // registers over the reduction), then the columns left in one more.
+    const int64_t W = kLoopedRowBlock;
+    b.loops(batch, [&](const std::vector<Expr> &bi) {
+      b.loopTo("i", M, [&](Expr i) {
+        auto block = [&](const Expr &j0, const Expr &width) {
+          Local acc = b.local("acc", spec.Acc, W);
+          b.loopTo("j", width, [&](Expr j) {
+            b.set(acc, j, spec.Init ? spec.Init(bi, i, j0 + j) : constant(spec.Acc, 0));
+          });
+          b.loopTo("k", K, [&](Expr k) {
+            Expr av = spec.LoadA(bi, i, k);
+            b.loopTo("j", width, [&](Expr j) {
+              b.set(acc, j, acc.get(j) + av * spec.LoadB(bi, k, j0 + j));
+            });
+          });
+          b.loopTo("j", width, [&](Expr j) {
+            y.store(outIndex(bi, i, j0 + j),
+                    spec.Finish ? spec.Finish(acc.get(j), bi, i, j0 + j) : acc.get(j));
+          });
+        };
+        Expr whole = N / W;
+        b.loopTo("jb", whole, [&](Expr jb) { block(jb * W, indexConst(W)); });
+        Expr rest = N - whole * W;
+        b.ifThen(gt(rest, indexConst(0)), [&] { block(whole * W, rest); });
+      });
+    }, "b");
+    return;
+  }
   bool direct = !spec.Finish && y.dtype() == spec.Acc && !y.writeOnly();
   TensorRef scratch;
   if (!direct)

@@ -104,6 +104,8 @@ std::vector<int64_t> TensorRef::strides() const {
 }
 
 bool TensorRef::boundedAxis(int64_t d) const {
+  if (d < 0)
+    d += (int64_t)rank();
   for (const ir::AxisExtent &a : Bounded)
     if (a.Axis == d)
       return true;
@@ -134,9 +136,9 @@ std::vector<Expr> TensorRef::extents() const {
   return e;
 }
 
-Expr TensorRef::numelAtRunTime() const {
+Expr TensorRef::numelAtRunTime(int64_t per) const {
   if (Bounded.empty())
-    return indexConst(numel());
+    return indexConst(numel() / per);
   if (Bounded.size() > 1)
     return nullptr;
   for (int64_t d = 0; d < Bounded[0].Axis; ++d)
@@ -145,7 +147,9 @@ Expr TensorRef::numelAtRunTime() const {
   int64_t inner = 1;
   for (size_t d = (size_t)Bounded[0].Axis + 1; d < rank(); ++d)
     inner *= Type.Dims[d];
-  return extent(Bounded[0].Axis) * inner;
+  if (inner % per)
+    return nullptr;
+  return extent(Bounded[0].Axis) * (inner / per);
 }
 
 Expr TensorRef::offset(const std::vector<Expr> &idx) const {

@@ -54,6 +54,7 @@ public:
   // use only up to its extents when the kernel runs.
   /// True when some axis follows a bounded dimension.
   bool bounded() const { return !Bounded.empty(); }
+  /// Whether axis `d` (negative counts from the end) follows one.
   bool boundedAxis(int64_t d) const;
   /// Extent of dimension `d` when the kernel runs: a constant, or for an
   /// axis that follows bounded dimensions an Index computed from the
@@ -63,8 +64,10 @@ public:
   /// The elements in use when the kernel runs, when they are the leading
   /// elements of the buffer (each bounded axis has only axes of extent 1
   /// before it, so the layout at MAX is dense at every extent): a loop over
-  /// [0, numelAtRunTime()) visits them in order. Null otherwise.
-  Expr numelAtRunTime() const;
+  /// [0, numelAtRunTime()) visits them in order. Null otherwise. With
+  /// `per`, a divisor of the elements after the bounded axis: the count of
+  /// runs of `per` elements (the rows of a matrix of `per` columns).
+  Expr numelAtRunTime(int64_t per = 1) const;
   /// Compile-time value, if known.
   const TensorPtr &constant() const { return Const; }
   const kir::Buffer &buffer() const { return Buf; }

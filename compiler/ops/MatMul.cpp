@@ -28,12 +28,12 @@ void lowerMatMul(LowerCtx &c) {
     t.Rows = a.numel() / s.K;
     if (bounded) {
       // The rows in use are A's and Y's leading elements.
-      Expr ra = a.numelAtRunTime(), ry = y.numelAtRunTime();
+      Expr ra = a.numelAtRunTime(s.K), ry = y.numelAtRunTime();
       if (!ra || !ry || a.boundedAxis(-1))
         c.node().error(ErrorKind::Unsupported)
             << "its rows follow a bounded dimension with other axes before it; a product "
                "with constant weights takes such rows only where they lead so far";
-      t.RowsAt = ra / s.K;
+      t.RowsAt = ra;
     }
     t.Cols = s.N;
     t.Reduce = {s.K};

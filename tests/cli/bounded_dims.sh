@@ -105,12 +105,14 @@ library() {
 }
 encoder=$root/tests/cli/data/bounded_encoder.onnx
 # The encoder compiled once for seq 1..256, by LLVM and by the C backend:
-# ONNX Runtime's outputs at 1, 7, 64 and 256, through m_run and m_run_ptrs,
+# ONNX Runtime's outputs at 1, 7, 64, 100 and 256 (the scores' columns in
+# blocks of 64 and a rest), through m_run and m_run_ptrs,
 # nothing written past the extent.
 for backend in llvm c; do
   if library "encoder-$backend" "$encoder" --dim seq=1..256 --backend "$backend"; then
-    for seq in 1 7 64 256; do
-      if "$work/encoder-$backend/run" compare "$seq" "$refs/x$seq.bin" "$refs/y$seq.bin" 1e-5            >"$work/encoder-$backend/$seq.txt" 2>&1; then
+    for seq in 1 7 64 100 256; do
+      if "$work/encoder-$backend/run" compare "$seq" "$refs/x$seq.bin" "$refs/y$seq.bin" 1e-5 \
+           >"$work/encoder-$backend/$seq.txt" 2>&1; then
         ok "encoder ($backend), seq=1..256, at $seq: $(cat "$work/encoder-$backend/$seq.txt")"
       else
         fail "encoder ($backend) at $seq: $(cat "$work/encoder-$backend/$seq.txt")"
@@ -137,7 +139,8 @@ if library attention-bounded "$attention" --dim seq=1..64; then
   for seq in 1 5 64; do
     if library "attention-$seq" "$attention" --dim "seq=$seq" &&
        "$work/attention-$seq/run" write "$seq" "$refs/x256.bin" "$work/attention-$seq/y.bin" &&
-       "$work/attention-bounded/run" compare "$seq" "$refs/x256.bin" "$work/attention-$seq/y.bin"          1e-6 >"$work/attention-$seq/cmp.txt" 2>&1; then
+       "$work/attention-bounded/run" compare "$seq" "$refs/x256.bin" "$work/attention-$seq/y.bin" \
+         1e-6 >"$work/attention-$seq/cmp.txt" 2>&1; then
       ok "attention, seq=1..64, at $seq equals --dim seq=$seq: $(cat "$work/attention-$seq/cmp.txt")"
     else
       fail "attention at $seq: $(cat "$work/attention-$seq/cmp.txt" 2>/dev/null)"

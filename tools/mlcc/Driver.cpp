@@ -325,7 +325,6 @@ void setTargetOptions(PipelineOptions &po, const DriverOptions &o,
 
 CompiledModel compileModel(const DriverOptions &o, const llvmgen::TargetSpec &target,
                            PipelineOptions po) {
-  bool cuda = target.Name == "cuda";
   onnx::LoadOptions lo = loadOptions(o);
   CompiledModel m;
   m.Graph = onnx::loadModel(o.Model, lo);

@@ -424,7 +424,7 @@ std::vector<Segment> segments(const std::string &text) {
       continue;
     }
     if (!loaded.empty() && insn.rfind("add", 0) == 0 && insn.find(loaded) != std::string::npos &&
-        (insn.size() >= 2 && insn.compare(insn.size() - 2, 2, "#1") == 0 ||
+        ((insn.size() >= 2 && insn.compare(insn.size() - 2, 2, "#1") == 0) ||
          insn.compare(insn.size() - 2, 2, " 1") == 0)) {
       loaded.clear();
       continue;
