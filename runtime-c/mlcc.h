@@ -96,11 +96,20 @@ typedef struct mlcc_tensor_info {
   const char *name;      /* the ONNX tensor name */
   mlcc_dtype dtype;
   int32_t rank;
-  const int64_t *shape;  /* rank extents */
-  size_t size_bytes;     /* bytes of the dense buffer */
+  const int64_t *shape;  /* rank extents; -1 for an axis that follows
+                            run-time dimensions (mlcc_model_info.dims) */
+  size_t size_bytes;     /* bytes of the dense buffer (every run-time
+                            dimension at its max) */
   float scale;           /* quantized (8-bit) data: real value = scale * */
   int32_t zero_point;    /* (q - zero_point); scale 0 when not quantized */
 } mlcc_tensor_info;
+
+/* A dimension known only when the model runs (mlcc --dim NAME=MIN..MAX): a
+   member of NAME_inputs. */
+typedef struct mlcc_dim_info {
+  const char *name;      /* as the model names it */
+  int64_t min, max;      /* the values NAME_run accepts */
+} mlcc_dim_info;
 
 typedef struct mlcc_model_info {
   const char *name;              /* the model prefix */
@@ -112,6 +121,8 @@ typedef struct mlcc_model_info {
   size_t arena_size;             /* == NAME_ARENA_SIZE */
   size_t arena_align;            /* == NAME_ARENA_ALIGN */
   size_t weights_size;           /* bytes of constant data in the library */
+  int32_t num_dims;              /* run-time dimensions (0: fixed shapes) */
+  const mlcc_dim_info *dims;
 } mlcc_model_info;
 
 #ifndef MLCC_NO_STATUS_STRING

@@ -68,6 +68,13 @@ std::string shapeComment(const Shape &dims) {
   return s;
 }
 
+Shape infoShape(const kir::IoTensor &t) {
+  Shape s = t.Dims;
+  for (const AxisExtent &a : t.Bounded)
+    s[(size_t)a.Axis] = -1;
+  return s;
+}
+
 static std::string extentsComment(const Shape &dims, const std::vector<AxisExtent> &bounded,
                            const std::vector<kir::RunTimeDim> &names) {
   if (dims.empty())

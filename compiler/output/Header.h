@@ -35,6 +35,9 @@ std::string cStringLiteral(const std::string &s);
 const char *cInterfaceType(DType t);
 /// "[1][3][224][224]" or "scalar".
 std::string shapeComment(const Shape &dims);
+/// The shape NAME_info gives for `t`: -1 for each axis that follows
+/// run-time dimensions.
+Shape infoShape(const kir::IoTensor &t);
 /// The model name in upper case, for macros.
 std::string upperName(const std::string &s);
 

@@ -21,10 +21,10 @@
 namespace mlcc::abi {
 
 /// The kind of a struct field, as the target lays it out.
-enum class Field : uint8_t { Ptr, I32, Size, F32 };
+enum class Field : uint8_t { Ptr, I32, Size, F32, I64 };
 
 constexpr size_t hostSize(Field f) {
-  return f == Field::Ptr ? sizeof(void *) : f == Field::Size ? sizeof(size_t) : 4;
+  return f == Field::Ptr ? sizeof(void *) : f == Field::Size ? sizeof(size_t) : f == Field::I64 ? 8 : 4;
 }
 
 /// The offset of field `i` of `fields` with natural alignment (as C lays
@@ -84,11 +84,22 @@ static_assert(hostOffset(TensorInfo::Fields, TensorInfo::ZeroPoint) ==
 static_assert(hostStructSize(TensorInfo::Fields) == sizeof(mlcc_tensor_info));
 
 /// mlcc_model_info.
+struct DimInfo {
+  static constexpr Field Fields[] = {Field::Ptr, Field::I64, Field::I64};
+  enum : unsigned { Name, Min, Max };
+};
+static_assert(hostOffset(DimInfo::Fields, DimInfo::Name) == offsetof(mlcc_dim_info, name));
+static_assert(hostOffset(DimInfo::Fields, DimInfo::Min) == offsetof(mlcc_dim_info, min));
+static_assert(hostOffset(DimInfo::Fields, DimInfo::Max) == offsetof(mlcc_dim_info, max));
+static_assert(hostStructSize(DimInfo::Fields) == sizeof(mlcc_dim_info));
+
 struct ModelInfo {
-  static constexpr Field Fields[] = {Field::Ptr, Field::Ptr,  Field::I32,  Field::Ptr, Field::I32,
-                                     Field::Ptr, Field::Size, Field::Size, Field::Size};
+  static constexpr Field Fields[] = {Field::Ptr,  Field::Ptr,  Field::I32,  Field::Ptr,
+                                     Field::I32,  Field::Ptr,  Field::Size, Field::Size,
+                                     Field::Size, Field::I32,  Field::Ptr};
   enum : unsigned {
-    Name, MlccVersion, NumInputs, Inputs, NumOutputs, Outputs, ArenaSize, ArenaAlign, WeightsSize
+    Name, MlccVersion, NumInputs, Inputs, NumOutputs, Outputs, ArenaSize, ArenaAlign, WeightsSize,
+    NumDims, Dims
   };
 };
 static_assert(hostOffset(ModelInfo::Fields, ModelInfo::Name) == offsetof(mlcc_model_info, name));
@@ -108,6 +119,9 @@ static_assert(hostOffset(ModelInfo::Fields, ModelInfo::ArenaAlign) ==
               offsetof(mlcc_model_info, arena_align));
 static_assert(hostOffset(ModelInfo::Fields, ModelInfo::WeightsSize) ==
               offsetof(mlcc_model_info, weights_size));
+static_assert(hostOffset(ModelInfo::Fields, ModelInfo::NumDims) ==
+              offsetof(mlcc_model_info, num_dims));
+static_assert(hostOffset(ModelInfo::Fields, ModelInfo::Dims) == offsetof(mlcc_model_info, dims));
 static_assert(hostStructSize(ModelInfo::Fields) == sizeof(mlcc_model_info));
 
 } // namespace mlcc::abi

@@ -835,8 +835,9 @@ void writeModelInfo(std::ostream &os, const Program &p) {
     for (size_t i = 0; i < ts.size(); ++i) {
       os << "static const int64_t " << N << "_" << kind << i << "_shape["
          << std::max<size_t>(ts[i].Dims.size(), 1) << "] = {";
-      for (size_t d = 0; d < ts[i].Dims.size(); ++d)
-        os << (d ? ", " : "") << ts[i].Dims[d];
+      Shape shape = output::infoShape(ts[i]);
+      for (size_t d = 0; d < shape.size(); ++d)
+        os << (d ? ", " : "") << shape[d];
       if (ts[i].Dims.empty())
         os << "0";
       os << "};\n";
@@ -854,13 +855,20 @@ void writeModelInfo(std::ostream &os, const Program &p) {
   };
   infoTable(p.Inputs, "input");
   infoTable(p.Outputs, "output");
+  if (!p.Dims.empty()) {
+    os << "static const mlcc_dim_info " << N << "_dim_info[" << p.Dims.size() << "] = {\n";
+    for (auto &d : p.Dims)
+      os << "  {" << output::cStringLiteral(d.Name) << ", " << d.Min << ", " << d.Max << "},\n";
+    os << "};\n";
+  }
   os << "static const mlcc_model_info " << N << "_model_info = {\n  "
      << output::cStringLiteral(N) << ", " << output::cStringLiteral(output::mlccVersion())
      << ",\n  " << p.Inputs.size() << ", "
      << (p.Inputs.empty() ? "NULL" : N + "_input_info") << ",\n  "
      << p.Outputs.size() << ", "
      << (p.Outputs.empty() ? "NULL" : N + "_output_info") << ",\n  " << U
-     << "_ARENA_SIZE, " << U << "_ARENA_ALIGN, " << U << "_WEIGHTS_SIZE\n};\n\n";
+     << "_ARENA_SIZE, " << U << "_ARENA_ALIGN, " << U << "_WEIGHTS_SIZE,\n  " << p.Dims.size()
+     << ", " << (p.Dims.empty() ? "NULL" : N + "_dim_info") << "\n};\n\n";
   os << "const mlcc_model_info *" << N << "_info(void) {\n  return &" << N
      << "_model_info;\n}\n";
 }

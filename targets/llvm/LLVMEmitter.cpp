@@ -49,6 +49,7 @@ llvm::StructType *abiStruct(llvm::LLVMContext &ctx, const abi::Field (&fields)[N
     types.push_back(f == abi::Field::Ptr    ? ptr
                     : f == abi::Field::Size ? size
                     : f == abi::Field::F32  ? llvm::Type::getFloatTy(ctx)
+                    : f == abi::Field::I64  ? llvm::Type::getInt64Ty(ctx)
                                             : llvm::Type::getInt32Ty(ctx));
   return name ? llvm::StructType::create(ctx, types, name) : llvm::StructType::get(ctx, types);
 }
@@ -1782,7 +1783,7 @@ std::unique_ptr<llvm::Module> emitModule(const Program &p, llvm::LLVMContext &ct
     std::vector<llvm::Constant *> rows;
     for (size_t i = 0; i < ts.size(); ++i) {
       std::vector<llvm::Constant *> dims;
-      for (int64_t d : ts[i].Dims)
+      for (int64_t d : output::infoShape(ts[i]))
         dims.push_back(llvm::ConstantInt::get(i64, (uint64_t)d));
       if (dims.empty())
         dims.push_back(llvm::ConstantInt::get(i64, 0));
@@ -1804,6 +1805,20 @@ std::unique_ptr<llvm::Module> emitModule(const Program &p, llvm::LLVMContext &ct
                                     llvm::GlobalValue::PrivateLinkage, init,
                                     p.Name + "_" + kind + "_info");
   };
+  llvm::Constant *dimTable = llvm::ConstantPointerNull::get(me.PtrTy);
+  if (!p.Dims.empty()) {
+    auto *dimInfoTy = abiStruct(ctx, abi::DimInfo::Fields, ptr, size, "mlcc_dim_info");
+    std::vector<llvm::Constant *> rows;
+    for (size_t k = 0; k < p.Dims.size(); ++k)
+      rows.push_back(llvm::ConstantStruct::get(
+          dimInfoTy, {cstr(p.Dims[k].Name, p.Name + "_dim" + std::to_string(k) + "_name"),
+                      llvm::ConstantInt::get(i64, (uint64_t)p.Dims[k].Min),
+                      llvm::ConstantInt::get(i64, (uint64_t)p.Dims[k].Max)}));
+    auto *init = llvm::ConstantArray::get(llvm::ArrayType::get(dimInfoTy, rows.size()), rows);
+    dimTable = new llvm::GlobalVariable(*mod, init->getType(), true,
+                                        llvm::GlobalValue::PrivateLinkage, init,
+                                        p.Name + "_dim_info");
+  }
   llvm::Constant *infoInit = llvm::ConstantStruct::get(
       modelInfoTy,
       {cstr(p.Name, p.Name + "_name"), cstr(output::mlccVersion(), p.Name + "_version"),
@@ -1811,7 +1826,8 @@ std::unique_ptr<llvm::Module> emitModule(const Program &p, llvm::LLVMContext &ct
        llvm::ConstantInt::get(i32, p.Outputs.size()), table(p.Outputs, "output"),
        llvm::ConstantInt::get(size, (uint64_t)p.ArenaSize),
        llvm::ConstantInt::get(size, (uint64_t)p.ArenaAlign),
-       llvm::ConstantInt::get(size, (uint64_t)p.weightBytes())});
+       llvm::ConstantInt::get(size, (uint64_t)p.weightBytes()),
+       llvm::ConstantInt::get(i32, p.Dims.size()), dimTable});
   auto *infoVar = new llvm::GlobalVariable(*mod, modelInfoTy, true,
                                            llvm::GlobalValue::PrivateLinkage, infoInit,
                                            p.Name + "_model_info");

@@ -128,6 +128,13 @@ for seq in 0 257; do
     fail "encoder at $seq: $(cat "$work/range.err")"
   fi
 done
+for backend in llvm c; do
+  if "$work/encoder-$backend/run" info 0 2>"$work/info.err"; then
+    ok "m_info ($backend): the dimension seq, 1..256, and -1 for its axes"
+  else
+    fail "m_info ($backend): $(cat "$work/info.err")"
+  fi
+done
 grep -qF "int64_t seq; /* M_DIM_SEQ_MIN..M_DIM_SEQ_MAX */" "$work/encoder-llvm/m.h" &&
   grep -qF "#define M_DIM_SEQ_MAX 256" "$work/encoder-llvm/m.h" &&
   grep -qF "const float *x; /* float [1][seq][32] */" "$work/encoder-llvm/m.h" &&

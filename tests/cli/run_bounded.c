@@ -9,6 +9,8 @@
  *       and nothing written past the run-time extent
  *   run_bounded range SEQ                     SEQ is out of range: m_run and
  *       m_run_ptrs return MLCC_ERR_DIM_RANGE and leave the output untouched
+ *   run_bounded info 0                        m_info() names the dimension
+ *       `seq` with its bounds and gives -1 for the axes that follow it
  *
  * IN.bin and the outputs hold float32 data dense at the run-time extent
  * (SEQ times the elements of the other axes). Exit status 0 on success. */
@@ -67,6 +69,21 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < M_OUTPUT_Y_COUNT; ++i)
     y[i] = SENTINEL;
 
+  if (!strcmp(mode, "info")) {
+    const mlcc_model_info *mi = m_info();
+#ifdef M_DIM_SEQ_MAX
+    if (mi->num_dims != 1 || strcmp(mi->dims[0].name, "seq") || mi->dims[0].min != M_DIM_SEQ_MIN ||
+        mi->dims[0].max != M_DIM_SEQ_MAX || mi->inputs[0].shape[1] != -1 ||
+        mi->outputs[0].shape[1] != -1 || mi->inputs[0].size_bytes != M_INPUT_X_COUNT * 4u) {
+      fprintf(stderr, "info: %d dims, shape[1] %ld\n", (int)mi->num_dims, (long)mi->inputs[0].shape[1]);
+      return 1;
+    }
+#else
+    if (mi->num_dims != 0 || mi->dims != NULL)
+      return 1;
+#endif
+    return 0;
+  }
   if (!strcmp(mode, "range")) {
     int s1 = m_run(&in, &out, a, M_ARENA_SIZE);
     int s2 = m_run_ptrs(ptrsIn, ptrsOut, a, M_ARENA_SIZE);

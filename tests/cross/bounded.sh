@@ -49,6 +49,11 @@ for seq in 1 7; do
     echo "FAIL cortex-m4 at $seq: $out"; failures=$((failures + 1))
   fi
 done
+if out=$(run info 0 2>&1); then
+  echo "ok   cortex-m4: m_info names seq, 1..16, -1 for its axes"
+else
+  echo "FAIL cortex-m4 m_info: $out"; failures=$((failures + 1))
+fi
 if out=$(run range 17 2>&1); then
   echo "ok   cortex-m4 at 17: MLCC_ERR_DIM_RANGE, nothing written"
 else
