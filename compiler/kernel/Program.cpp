@@ -126,6 +126,8 @@ void planMemory(Program &p) {
 std::string printProgram(const Program &p) {
   std::ostringstream os;
   os << "program " << p.Name << "\n";
+  for (const RunTimeDim &d : p.Dims)
+    os << "  dim " << d.Name << " = " << d.Min << ".." << d.Max << "\n";
   for (size_t i = 0; i < p.Inputs.size(); ++i)
     os << "  input " << i << " " << p.Inputs[i].Name << ": "
        << dtypeName(p.Inputs[i].Type) << shapeToString(p.Inputs[i].Dims) << "\n";
@@ -153,8 +155,10 @@ std::string printProgram(const Program &p) {
     os << "  " << p.Kernels[c.KernelIndex].Name << "(";
     for (size_t i = 0; i < c.Args.size(); ++i) {
       const Storage &s = c.Args[i];
-      static const char *kinds[] = {"input", "output", "arena", "const"};
-      os << (i ? ", " : "") << kinds[(int)s.Kind] << " " << s.Index;
+      static const char *kinds[] = {"input", "output", "arena", "const", "dims"};
+      os << (i ? ", " : "") << kinds[(int)s.Kind];
+      if (s.Kind != StorageKind::Dims)
+        os << " " << s.Index;
     }
     os << ")  # " << c.Label << "\n";
   }

@@ -207,18 +207,7 @@ private:
       used.insert(n);
       return n;
     };
-    // The caller's data is dense at the run-time extents: an input or
-    // output whose elements in use are not its leading ones would need a
-    // copy to or from the layout at MAX (not built so far).
-    auto io = [&](const ir::Value *v, const char *kind) {
-      if (!denseAtRunTime(v))
-        fail(ErrorKind::Unsupported)
-            << "graph " << kind << " '" << v->Name << "' " << ir::typeText(G, *v)
-            << ": its axes that follow bounded dimensions must lead (only axes of 1 "
-               "before them, one such axis) so far";
-    };
     for (auto *v : G.Inputs) {
-      io(v, "input");
       P.Inputs.push_back({v->Name, cname(v->Name, "input"), v->Type.Type,
                           v->Type.Dims, v->QuantScale, v->QuantZeroPoint, v->Bounded});
     }
@@ -228,7 +217,6 @@ private:
       P.Dims.push_back({d.Name, cname(d.Name, "dim"), d.Min, d.Max});
     used.clear();
     for (auto *v : G.Outputs) {
-      io(v, "output");
       P.Outputs.push_back({v->Name, cname(v->Name, "output"), v->Type.Type,
                            v->Type.Dims, v->QuantScale, v->QuantZeroPoint, v->Bounded});
     }
@@ -238,12 +226,24 @@ private:
   void assignExternalStorage() {
     for (size_t i = 0; i < G.Inputs.size(); ++i) {
       const ir::Value *root = C.find(G.Inputs[i]);
-      if (!ClassStorage.count(root))
+      if (ClassStorage.count(root))
+        continue;
+      if (denseAtRunTime(G.Inputs[i])) {
         ClassStorage[root] = {StorageKind::Input, i};
+        continue;
+      }
+      // The caller's dense data at the run-time extents, laid out as the
+      // kernels read it (every axis at its MAX extent) first.
+      Storage padded = storageOf(G.Inputs[i]);
+      repack(G.Inputs[i], {StorageKind::Input, i}, padded, true);
     }
     for (size_t i = 0; i < G.Outputs.size(); ++i) {
       const ir::Value *v = G.Outputs[i];
       const ir::Value *root = C.find(v);
+      if (!denseAtRunTime(v)) {
+        DenseCopies.push_back(i); // from the layout at MAX, at the end
+        continue;
+      }
       if (!ClassStorage.count(root) && !v->Const) {
         ClassStorage[root] = {StorageKind::Output, i};
         continue;
@@ -474,7 +474,55 @@ private:
     P.Calls.push_back(std::move(call));
   }
 
+  /// The extent of axis `a` of a value when the kernel runs, from its dims
+  /// parameter.
+  static kir::Expr runTimeExtent(const AxisExtent &a, const kir::Buffer &dims) {
+    kir::Expr e = kir::indexConst(a.Offset);
+    for (size_t k = 0; k < a.Coeffs.size(); ++k)
+      if (a.Coeffs[k])
+        e = e + kir::cast(DType::Index, kir::load(dims, kir::indexConst((int64_t)k))) *
+                    a.Coeffs[k];
+    return e;
+  }
+
+  /// A call that copies value `v` between its layout at MAX (`padded`) and
+  /// the caller's dense layout at the run-time extents (`dense`): into the
+  /// padded buffer when `in`, else out of it.
+  void repack(const ir::Value *v, Storage dense, Storage padded, bool in) {
+    const int64_t n = std::max<int64_t>(v->Type.numel(), 1);
+    kir::KernelBuilder b("repack");
+    kir::Buffer src = b.param("src", v->Type.Type, n);
+    kir::Buffer dst = b.param("dst", v->Type.Type, n);
+    kir::Buffer dims = b.param("dims", DType::I64, (int64_t)G.BoundedDims.size());
+    const size_t rank = v->Type.rank();
+    std::vector<kir::Expr> extents;
+    for (size_t d = 0; d < rank; ++d)
+      extents.push_back(kir::indexConst(v->Type.Dims[d]));
+    for (const AxisExtent &a : v->Bounded)
+      extents[(size_t)a.Axis] = runTimeExtent(a, dims);
+    b.loops(extents, [&](const std::vector<kir::Expr> &idx) {
+      kir::Expr packed = kir::indexConst(0), at = kir::indexConst(0);
+      for (size_t d = 0; d < rank; ++d) {
+        packed = packed * extents[d] + idx[d];
+        at = at * v->Type.Dims[d] + idx[d];
+      }
+      kir::Expr from = in ? packed : at, to = in ? at : packed;
+      b.store(dst, to, kir::load(src, from));
+    });
+    kir::Call call;
+    call.Label = std::string(in ? "input '" : "output '") + v->Name +
+                 "' between its dense layout and the layout at MAX";
+    call.Args = {in ? dense : padded, in ? padded : dense, {StorageKind::Dims, 0}};
+    if (!in)
+      call.Produces.push_back({1, v->Name, v->Type.Type, v->Type.Dims, v->DequantScale,
+                               v->DequantZeroPoint, v->QuantizedFrom});
+    call.KernelIndex = addKernel(b.finish(), "repack");
+    P.Calls.push_back(std::move(call));
+  }
+
   void emitOutputCopies() {
+    for (size_t i : DenseCopies)
+      repack(G.Outputs[i], {StorageKind::Output, i}, storageOf(G.Outputs[i]), false);
     for (size_t i : PendingCopies) {
       const ir::Value *v = G.Outputs[i];
       Storage src = storageOf(v);
@@ -508,6 +556,9 @@ private:
   /// earlier one up to the names of its variables and buffers calls that one.
   std::unordered_map<kir::KernelKey, size_t> KernelByStructure;
   std::vector<size_t> PendingCopies;
+  /// Graph outputs whose elements in use are not their leading ones:
+  /// copied from the layout at MAX to the caller's dense layout at the end.
+  std::vector<size_t> DenseCopies;
   /// Nodes whose inputs are written in place into their output.
   std::set<const ir::Node *> InPlace;
 };

@@ -140,6 +140,18 @@ grep -qF "int64_t seq; /* M_DIM_SEQ_MIN..M_DIM_SEQ_MAX */" "$work/encoder-llvm/m
   grep -qF "const float *x; /* float [1][seq][32] */" "$work/encoder-llvm/m.h" &&
   ok "the header: in->seq, M_DIM_SEQ_MIN/MAX, the extents in comments" ||
   fail "the header lacks the run-time dimension"
+# Two dimensions, the second not leading: the input is copied from the
+# caller's dense layout into the layout at MAX, the output back.
+if library two "$root/tests/cli/data/bounded_two.onnx" --dim batch=1..4 --dim seq=1..8; then
+  for bs in "1 1" "3 5" "4 8" "2 8"; do
+    set -- $bs
+    if "$work/two/run" relu "$2" "$1" 2>"$work/two/err"; then
+      ok "two dimensions at batch=$1, seq=$2: dense output, nothing past it"
+    else
+      fail "two dimensions at batch=$1, seq=$2: $(cat "$work/two/err")"
+    fi
+  done
+fi
 # The attention (positions a prefix of a constant table) against libraries
 # compiled for each value.
 if library attention-bounded "$attention" --dim seq=1..64; then

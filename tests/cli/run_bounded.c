@@ -11,6 +11,9 @@
  *       m_run_ptrs return MLCC_ERR_DIM_RANGE and leave the output untouched
  *   run_bounded info 0                        m_info() names the dimension
  *       `seq` with its bounds and gives -1 for the axes that follow it
+ *   run_bounded relu SEQ BATCH                a Relu over x[batch, seq, 4]
+ *       (dimensions batch and seq): y = max(x, 0), dense at the run-time
+ *       extents, nothing written past them
  *
  * IN.bin and the outputs hold float32 data dense at the run-time extent
  * (SEQ times the elements of the other axes). Exit status 0 on success. */
@@ -69,6 +72,23 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < M_OUTPUT_Y_COUNT; ++i)
     y[i] = SENTINEL;
 
+#ifdef M_DIM_BATCH_MAX
+  if (!strcmp(mode, "relu") && argc == 4) {
+    long batch = atol(argv[3]);
+    size_t n = (size_t)(batch * seq * 4);
+    for (size_t i = 0; i < n; ++i)
+      x[i] = (float)((long)(i * 37 % 23) - 11);
+    in.batch = batch;
+    int s = m_run(&in, &out, a, M_ARENA_SIZE);
+    for (size_t i = 0; i < M_OUTPUT_Y_COUNT; ++i)
+      if (y[i] != (i < n ? (x[i] > 0 ? x[i] : 0.0f) : SENTINEL) || s) {
+        fprintf(stderr, "batch %ld seq %ld: status %d, element %zu is %g\n", batch, seq, s, i,
+                (double)y[i]);
+        return 1;
+      }
+    return 0;
+  }
+#endif
   if (!strcmp(mode, "info")) {
     const mlcc_model_info *mi = m_info();
 #ifdef M_DIM_SEQ_MAX
