@@ -35,16 +35,18 @@ void inferConcat(ir::Node &n) {
 void lowerConcat(LowerCtx &c) {
   int64_t axis = concatAxis(c.node());
   TensorRef y = c.out(0);
-  int64_t offset = 0;
+  // Where each input starts along the axis: known at run time when
+  // extents before it follow bounded dimensions.
+  Expr offset = indexConst(0);
   // One loop nest per input, copying it into its slice of the output.
   for (size_t i = 0; i < c.node().Inputs.size(); ++i) {
     TensorRef x = c.in(i);
-    c.b().loops(x.shape(), [&](const std::vector<Expr> &idx) {
+    c.b().loops(x.extents(), [&](const std::vector<Expr> &idx) {
       std::vector<Expr> o = idx;
       o[(size_t)axis] = o[(size_t)axis] + offset;
       y.store(o, x.load(idx));
     });
-    offset += x.shape()[(size_t)axis];
+    offset = offset + x.extent(axis);
   }
 }
 
@@ -69,7 +71,8 @@ std::optional<std::vector<int64_t>> concatPlacement(const ir::Node &n) {
 
 MLCC_OPS(Concat) {
   R.add({.Name = "Concat", .SinceVersion = 1, .Fusion = FusionClass::Injective,
-         .Infer = inferConcat, .Lower = lowerConcat, .Placement = concatPlacement});
+         .Infer = inferConcat, .Lower = lowerConcat, .Placement = concatPlacement,
+         .RunTimeExtents = true});
 }
 
 } // namespace mlcc::ops

@@ -53,7 +53,14 @@ void lowerGather(LowerCtx &c) {
                                (int64_t)x.rank());
   size_t q = ind.rank();
   int64_t dim = x.shape()[(size_t)axis];
-  c.b().loops(y.shape(), [&](const std::vector<Expr> &o) {
+  // A negative index counts from the end of the axis, which moves when the
+  // axis follows a bounded dimension.
+  if (x.boundedAxis(axis))
+    c.node().error(ErrorKind::Unsupported)
+        << "gathers along axis " << axis
+        << ", which follows a bounded dimension; only axes of fixed extent are gathered "
+           "along so far";
+  c.b().loops(y.extents(), [&](const std::vector<Expr> &o) {
     std::vector<Expr> ii(o.begin() + axis, o.begin() + axis + (int64_t)q);
     std::vector<Expr> src(o.begin(), o.begin() + axis);
     src.push_back(safeIndex(ind.load(ii), dim));
@@ -172,7 +179,8 @@ std::optional<std::vector<int64_t>> gatherSelection(const ir::Node &n) {
 
 MLCC_OPS(Gather) {
   R.add({.Name = "Gather", .SinceVersion = 1, .Fusion = FusionClass::Injective,
-         .Infer = inferGather, .Lower = lowerGather, .Selection = gatherSelection});
+         .Infer = inferGather, .Lower = lowerGather, .Selection = gatherSelection,
+         .RunTimeExtents = true});
   R.add({.Name = "GatherElements", .SinceVersion = 11,
          .Fusion = FusionClass::Injective, .Infer = inferGatherElements,
          .Lower = lowerGatherElements});

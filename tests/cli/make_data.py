@@ -167,3 +167,13 @@ save(helper.make_graph([helper.make_node("ReduceMean", ["x"], ["y"], name="mean_
                        "bounded_reduce", [xa],
                        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 16])]),
      "bounded_reduce.onnx")
+# A Concat along the sequence (its second input starts at a run-time
+# offset), then a view of the result: y[1, seq, 32] = the rows of
+# Concat(x, -x) along seq, two per row.
+save(helper.make_graph([
+    helper.make_node("Neg", ["x"], ["nx"], name="negate"),
+    helper.make_node("Concat", ["x", "nx"], ["both"], name="join_seq", axis=1),
+    helper.make_node("Reshape", ["both", "rows"], ["y"], name="pair_rows")],
+    "bounded_concat", [xa], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, None, 32])],
+    [helper.make_tensor("rows", i64, [3], [1, -1, 32])]),
+    "bounded_concat.onnx")
