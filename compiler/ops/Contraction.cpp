@@ -521,12 +521,14 @@ void lowerTiles(LowerCtx &c, const TiledContraction &t) {
 
 void lowerTiledContraction(LowerCtx &c, const TiledContraction &t) {
   // Rows known at run time: whole tiles when there are enough rows for one,
-  // else tiles of one row.
-  if (t.RowsAt && !t.RowsAt->isConst() && std::min(t.Tile.Rows, t.Rows) > 1) {
-    TiledContraction single = t;
-    single.Tile.Rows = 1;
-    c.b().ifThen(ge(t.RowsAt, indexConst(std::min(t.Tile.Rows, t.Rows))),
-                 [&] { lowerTiles(c, t); }, [&] { lowerTiles(c, single); });
+  // else tiles of half as many rows (and so on down to one row), so that a
+  // short sequence still runs tiles of several rows.
+  const int64_t rows = std::min(t.Tile.Rows, t.Rows);
+  if (t.RowsAt && !t.RowsAt->isConst() && rows > 1) {
+    TiledContraction fewer = t;
+    fewer.Tile.Rows = rows / 2;
+    c.b().ifThen(ge(t.RowsAt, indexConst(rows)), [&] { lowerTiles(c, t); },
+                 [&] { lowerTiledContraction(c, fewer); });
     return;
   }
   lowerTiles(c, t);

@@ -115,7 +115,7 @@ struct TiledContraction {
   int64_t Rows = 0, Cols = 0;
   /// The rows when the kernel runs, when they follow bounded dimensions
   /// (null: Rows, the most there are). Fewer rows than a tile has run as
-  /// tiles of one row, in a branch of their own.
+  /// tiles of half as many rows (down to one), each in a branch of its own.
   Expr RowsAt;
   std::vector<int64_t> Reduce;
   ir::KernelPlan::Tile Tile;
