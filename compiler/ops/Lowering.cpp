@@ -492,17 +492,25 @@ void lowerElementwise(LowerCtx &c, const ScalarFn &fn) {
   });
 }
 
+Expr countAs(DType t, const Expr &count) {
+  return count->isConst() ? kir::constant(t, (double)count->IntValue) : cast(t, count);
+}
+
 void lowerReduction(LowerCtx &c, const TensorRef &x, const TensorRef &y,
                     const std::vector<int64_t> &axes, const Reduction &r) {
   std::vector<bool> reduced(x.rank(), false);
-  int64_t count = 1;
-  for (int64_t a : axes) {
+  for (int64_t a : axes)
     reduced[(size_t)a] = true;
-    count *= x.shape()[(size_t)a];
+  // The extents when the kernel runs (constants unless an axis follows a
+  // bounded dimension).
+  Expr count = indexConst(1);
+  std::vector<Expr> outer, inner;
+  for (size_t d = 0; d < x.rank(); ++d) {
+    Expr e = x.extent((int64_t)d);
+    (reduced[d] ? inner : outer).push_back(e);
+    if (reduced[d])
+      count = count * e;
   }
-  std::vector<int64_t> outer, inner;
-  for (size_t d = 0; d < x.rank(); ++d)
-    (reduced[d] ? inner : outer).push_back(x.shape()[d]);
   KernelBuilder &b = c.b();
   b.loops(outer, [&](const std::vector<Expr> &o) {
     Local acc = b.local("acc", r.AccType);

@@ -218,9 +218,14 @@ struct Reduction {
   DType AccType;
   Expr Init;
   std::function<Expr(Expr acc, Expr x)> Combine;
-  std::function<Expr(Expr x)> Map;                   ///< default: identity
-  std::function<Expr(Expr acc, int64_t count)> Finish; ///< default: identity
+  std::function<Expr(Expr x)> Map; ///< default: identity
+  /// Default: identity. `count`: the elements reduced (an Index, constant
+  /// unless a reduced axis follows a bounded dimension; see countAs).
+  std::function<Expr(Expr acc, Expr count)> Finish;
 };
+
+/// `count` (an Index) as a value of type `t`: a constant when it is one.
+Expr countAs(DType t, const Expr &count);
 
 /// Reduces `x` over `axes` (normalized, any order) into `y`, whose shape is
 /// x's with the reduced axes removed or kept as 1 (both are accepted).

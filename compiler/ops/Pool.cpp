@@ -340,11 +340,13 @@ void lowerGlobalPool(LowerCtx &c, PoolKind kind) {
     r.Combine = [](Expr a, Expr v) { return a + v; };
   }
   if (kind == PoolKind::Average) {
-    r.Finish = [](Expr a, int64_t n) { return a / (double)std::max<int64_t>(n, 1); };
+    r.Finish = [](Expr a, Expr n) {
+      return a / countAs(a->Type, n->isConst() ? indexConst(std::max<int64_t>(n->IntValue, 1)) : n);
+    };
   } else if (kind == PoolKind::Lp) {
     double p = lpNorm(c.node());
     r.Map = [p](Expr v) { return lpPower(v, p); };
-    r.Finish = [p](Expr a, int64_t) { return lpRoot(a, p); };
+    r.Finish = [p](Expr a, Expr) { return lpRoot(a, p); };
   }
   lowerReduction(c, x, y, axes, r);
 }

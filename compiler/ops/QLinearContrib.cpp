@@ -350,7 +350,7 @@ void lowerQLinearGlobalAveragePool(LowerCtx &c) {
   if (n.Plan.FixedRequant && !(fixed = fixedPool(n)))
     n.error(ErrorKind::Internal) << "internal error: planned integer "
                                     "QLinearGlobalAveragePool without constant scales";
-  r.Finish = [&](Expr s, int64_t) {
+  r.Finish = [&](Expr s, Expr) {
     Expr centered = s - xzp * count;
     if (fixed)
       return requantizeFixed(out, centered, constantInt(DType::I32, fixed->first),

@@ -70,7 +70,7 @@ Reduction reductionFor(const std::string &op, DType t) {
   } else if (op == "ReduceMean") {
     r.Init = constant(acc, 0);
     r.Combine = add;
-    r.Finish = [](Expr a, int64_t n) { return a / (double)n; };
+    r.Finish = [](Expr a, Expr n) { return a / countAs(a->Type, n); };
   } else if (op == "ReduceMax" && t == DType::Bool) { // any
     r.Init = boolConst(false);
     r.Combine = [](Expr a, Expr x) { return lor(a, x); };
@@ -94,7 +94,7 @@ Reduction reductionFor(const std::string &op, DType t) {
     r.Init = constant(acc, 0);
     r.Combine = add;
     r.Map = [](Expr x) { return x * x; };
-    r.Finish = [acc](Expr a, int64_t) {
+    r.Finish = [acc](Expr a, Expr) {
       if (isFloat(acc))
         return sqrt(a);
       return cast(acc, sqrt(cast(DType::F64, a)));
@@ -106,12 +106,12 @@ Reduction reductionFor(const std::string &op, DType t) {
   } else if (op == "ReduceLogSum") {
     r.Init = constant(acc, 0);
     r.Combine = add;
-    r.Finish = [](Expr a, int64_t) { return log(a); };
+    r.Finish = [](Expr a, Expr) { return log(a); };
   } else if (op == "ReduceLogSumExp") {
     r.Init = constant(acc, 0);
     r.Combine = add;
     r.Map = [](Expr x) { return exp(x); };
-    r.Finish = [](Expr a, int64_t) { return log(a); };
+    r.Finish = [](Expr a, Expr) { return log(a); };
   }
   return r;
 }
@@ -137,7 +137,11 @@ void lowerReduce(LowerCtx &c, int64_t since) {
   std::vector<int64_t> axes = reduceAxes(n, since, noop);
   TensorRef x = c.in(0), y = c.out(0);
   if (noop) {
-    c.b().loop("i", x.numel(), [&](Expr i) { y.storeFlat(i, x.loadFlat(i)); });
+    Expr count = x.numelAtRunTime();
+    if (!count)
+      n.error(ErrorKind::Unsupported)
+          << "copies a tensor whose axes that follow a bounded dimension do not lead";
+    c.b().loopTo("i", count, [&](Expr i) { y.storeFlat(i, x.loadFlat(i)); });
     return;
   }
   DType t = x.dtype();
@@ -158,7 +162,8 @@ MLCC_OPS(Reduce) {
     int64_t since = k.AxesInputSince;
     R.add({.Name = k.Name, .SinceVersion = 1, .Fusion = FusionClass::Reduction,
            .Infer = [since](ir::Node &n) { inferReduce(n, since); },
-           .Lower = [since](LowerCtx &c) { lowerReduce(c, since); }});
+           .Lower = [since](LowerCtx &c) { lowerReduce(c, since); },
+           .RunTimeExtents = true});
   }
 }
 

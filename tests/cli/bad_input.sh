@@ -75,8 +75,8 @@ expect dim-zero      2 "--dim seq=0..4: a bounded dimension's MIN is at least 1"
                        -- "$bounded" --dim seq=0..4 --emit graph -o "$work/out/g.txt"
 expect dim-syntax    2 "--dim seq=1..n: expected a range MIN..MAX of non-negative integers" \
                        -- "$bounded" --dim seq=1..n -o "$work/out/libm.a"
-expect dim-op        3 "node 'mean_seq' (ReduceMean): reads or writes 'x' (its axis 1 follows seq); ReduceMean does not run to extents known only at run time so far" \
-                       -- "$data/bounded_reduce.onnx" --dim seq=1..64 -o "$work/out/libm.a"
+expect dim-op        3 "node 'running_sum' (CumSum): reads or writes 'x' (its axis 1 follows seq); CumSum does not run to extents known only at run time so far" \
+                       -- "$data/bounded_cumsum.onnx" --dim seq=1..64 -o "$work/out/libm.a"
 expect dim-cuda      3 "--dim seq=1..256: --target cuda does not take bounded dimensions yet" \
                        -- "$bounded" --dim seq=1..256 --target cuda -o "$work/out/libm.a"
 expect dim-check     3 "--dim seq=1..256: mlcc check compares the layers at one value of each dimension so far" \

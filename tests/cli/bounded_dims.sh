@@ -153,19 +153,22 @@ if library two "$root/tests/cli/data/bounded_two.onnx" --dim batch=1..4 --dim se
   done
 fi
 # A Concat along seq (the second input at a run-time offset) and a view of
-# it, against libraries compiled for each value.
-if library concat-bounded "$root/tests/cli/data/bounded_concat.onnx" --dim seq=1..32; then
-  for seq in 1 7 32; do
-    if library "concat-$seq" "$root/tests/cli/data/bounded_concat.onnx" --dim "seq=$seq" &&
-       "$work/concat-$seq/run" write "$seq" "$refs/x256.bin" "$work/concat-$seq/y.bin" &&
-       "$work/concat-bounded/run" compare "$seq" "$refs/x256.bin" "$work/concat-$seq/y.bin" 0 \
-         >"$work/concat-$seq/cmp.txt" 2>&1; then
-      ok "concat along seq, seq=1..32, at $seq equals --dim seq=$seq"
-    else
-      fail "concat at $seq: $(cat "$work/concat-$seq/cmp.txt" 2>/dev/null)"
-    fi
-  done
-fi
+# it; the mean over seq (a run-time count): against libraries compiled for
+# each value.
+for model in concat reduce; do
+  if library "$model-bounded" "$root/tests/cli/data/bounded_$model.onnx" --dim seq=1..32; then
+    for seq in 1 7 32; do
+      if library "$model-$seq" "$root/tests/cli/data/bounded_$model.onnx" --dim "seq=$seq" &&
+         "$work/$model-$seq/run" write "$seq" "$refs/x256.bin" "$work/$model-$seq/y.bin" &&
+         "$work/$model-bounded/run" compare "$seq" "$refs/x256.bin" "$work/$model-$seq/y.bin" 0 \
+           >"$work/$model-$seq/cmp.txt" 2>&1; then
+        ok "$model, seq=1..32, at $seq equals --dim seq=$seq"
+      else
+        fail "$model at $seq: $(cat "$work/$model-$seq/cmp.txt" 2>/dev/null)"
+      fi
+    done
+  fi
+done
 # The attention (positions a prefix of a constant table) against libraries
 # compiled for each value.
 if library attention-bounded "$attention" --dim seq=1..64; then

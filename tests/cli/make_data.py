@@ -161,8 +161,7 @@ save(helper.make_graph([helper.make_node("Reshape", ["x", "rows"], ["y"], name="
                        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, 4])],
                        [helper.make_tensor("rows", i64, [2], [-1, 4])]),
      "bounded_product.onnx")
-# An op whose kernel does not run to a run-time extent yet: the mean over
-# the sequence.
+# The mean over the sequence: a reduction to a run-time count.
 save(helper.make_graph([helper.make_node("ReduceMean", ["x"], ["y"], name="mean_seq", axes=[1])],
                        "bounded_reduce", [xa],
                        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 16])]),
@@ -177,3 +176,8 @@ save(helper.make_graph([
     "bounded_concat", [xa], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, None, 32])],
     [helper.make_tensor("rows", i64, [3], [1, -1, 32])]),
     "bounded_concat.onnx")
+# An op whose kernel does not run to a run-time extent yet: a running sum
+# along the sequence.
+save(helper.make_graph([helper.make_node("CumSum", ["x", "ax"], ["y"], name="running_sum")],
+                       "bounded_cumsum", [xa], [yb], [helper.make_tensor("ax", i64, [], [1])]),
+     "bounded_cumsum.onnx")

@@ -26,12 +26,13 @@
 
 #define SENTINEL 12345.0f
 
-static size_t perStep(void) {
-#ifdef M_DIM_SEQ_MAX
-  return M_OUTPUT_Y_COUNT / M_DIM_SEQ_MAX;
-#else
-  return 0;
-#endif
+/* Elements of a tensor of m_info() at the run-time value `seq` (its -1
+   extents, the axes that follow seq, at that value). */
+static size_t countAt(const mlcc_tensor_info *t, long seq) {
+  size_t n = 1;
+  for (int32_t d = 0; d < t->rank; ++d)
+    n *= (size_t)(t->shape[d] < 0 ? seq : t->shape[d]);
+  return n;
 }
 
 static int readFloats(const char *path, float *to, size_t n) {
@@ -52,11 +53,8 @@ int main(int argc, char **argv) {
   static float x[M_INPUT_X_COUNT], y[M_OUTPUT_Y_COUNT], ref[M_OUTPUT_Y_COUNT];
   static unsigned char arena[M_ARENA_SIZE + M_ARENA_ALIGN];
   void *a = (void *)(((size_t)arena + M_ARENA_ALIGN - 1) / M_ARENA_ALIGN * M_ARENA_ALIGN);
-  size_t inCount = M_INPUT_X_COUNT, outCount = M_OUTPUT_Y_COUNT;
-#ifdef M_DIM_SEQ_MAX
-  inCount = M_INPUT_X_COUNT / M_DIM_SEQ_MAX * (size_t)seq;
-  outCount = perStep() * (size_t)seq;
-#endif
+  size_t inCount = countAt(&m_info()->inputs[0], seq);
+  size_t outCount = countAt(&m_info()->outputs[0], seq);
   m_inputs in;
   memset(&in, 0, sizeof in);
   in.x = x;
