@@ -120,11 +120,7 @@ Expr TensorRef::extent(int64_t d) const {
     if (a.Axis != d)
       continue;
     MLCC_CHECK(Ctx, "a bounded extent outside a lowering");
-    Expr e = indexConst(a.Offset);
-    for (size_t k = 0; k < a.Coeffs.size(); ++k)
-      if (a.Coeffs[k])
-        e = e + Ctx->dimValue(k, a.Coeffs.size()) * a.Coeffs[k];
-    return e;
+    return boundedExtent(a, [&](size_t k) { return Ctx->dimValue(k, a.Coeffs.size()); });
   }
   return indexConst(dim(d));
 }
@@ -490,6 +486,14 @@ void lowerElementwise(LowerCtx &c, const ScalarFn &fn) {
       args.push_back(t.loadBroadcast(idx));
     out.store(idx, fn(args));
   });
+}
+
+Expr boundedExtent(const AxisExtent &a, const std::function<Expr(size_t)> &dim) {
+  Expr e = indexConst(a.Offset);
+  for (size_t k = 0; k < a.Coeffs.size(); ++k)
+    if (a.Coeffs[k])
+      e = e + dim(k) * a.Coeffs[k];
+  return e;
 }
 
 Expr countAs(DType t, const Expr &count) {

@@ -224,6 +224,10 @@ struct Reduction {
   std::function<Expr(Expr acc, Expr count)> Finish;
 };
 
+/// The extent of an axis that follows bounded dimensions: a.Offset + the
+/// sum of a.Coeffs[k] * dim(k), dim(k) the value of dimension k (an Index).
+Expr boundedExtent(const AxisExtent &a, const std::function<Expr(size_t)> &dim);
+
 /// `count` (an Index) as a value of type `t`: a constant when it is one.
 Expr countAs(DType t, const Expr &count);
 

@@ -16,6 +16,12 @@
 //    an arena value of its own: the inputs' buffers become parts of the
 //    output's (kir::ArenaBuffer::AliasOf), so their producers write into the
 //    output directly, and the op makes no kernel.
+//  - Values whose axes follow bounded dimensions (--dim NAME=MIN..MAX) keep
+//    their layout at MAX. A graph input or output whose bounded axes do
+//    not lead is copied between the caller's dense layout and that one
+//    (repack calls); views, in-place Concats and selections apply to them
+//    only where they hold at every extent; a node whose op does not run to
+//    run-time extents is an error.
 //  - An op whose outputs are contiguous blocks of its input (Split along an
 //    axis with only 1s before it, a unit-step Slice, a Gather of one
 //    constant index, a Transpose that moves only axes of 1:
@@ -207,19 +213,17 @@ private:
       used.insert(n);
       return n;
     };
-    for (auto *v : G.Inputs) {
+    for (auto *v : G.Inputs)
       P.Inputs.push_back({v->Name, cname(v->Name, "input"), v->Type.Type,
                           v->Type.Dims, v->QuantScale, v->QuantZeroPoint, v->Bounded});
-    }
     // Each dimension is a member of the inputs struct, named apart from the
     // inputs.
     for (const ir::BoundedDim &d : G.BoundedDims)
       P.Dims.push_back({d.Name, cname(d.Name, "dim"), d.Min, d.Max});
     used.clear();
-    for (auto *v : G.Outputs) {
+    for (auto *v : G.Outputs)
       P.Outputs.push_back({v->Name, cname(v->Name, "output"), v->Type.Type,
                            v->Type.Dims, v->QuantScale, v->QuantZeroPoint, v->Bounded});
-    }
   }
 
   /// Binds classes that contain graph inputs, then graph outputs.
@@ -474,17 +478,6 @@ private:
     P.Calls.push_back(std::move(call));
   }
 
-  /// The extent of axis `a` of a value when the kernel runs, from its dims
-  /// parameter.
-  static kir::Expr runTimeExtent(const AxisExtent &a, const kir::Buffer &dims) {
-    kir::Expr e = kir::indexConst(a.Offset);
-    for (size_t k = 0; k < a.Coeffs.size(); ++k)
-      if (a.Coeffs[k])
-        e = e + kir::cast(DType::Index, kir::load(dims, kir::indexConst((int64_t)k))) *
-                    a.Coeffs[k];
-    return e;
-  }
-
   /// A call that copies value `v` between its layout at MAX (`padded`) and
   /// the caller's dense layout at the run-time extents (`dense`): into the
   /// padded buffer when `in`, else out of it.
@@ -499,7 +492,9 @@ private:
     for (size_t d = 0; d < rank; ++d)
       extents.push_back(kir::indexConst(v->Type.Dims[d]));
     for (const AxisExtent &a : v->Bounded)
-      extents[(size_t)a.Axis] = runTimeExtent(a, dims);
+      extents[(size_t)a.Axis] = ops::boundedExtent(a, [&](size_t k) {
+        return kir::cast(DType::Index, kir::load(dims, kir::indexConst((int64_t)k)));
+      });
     b.loops(extents, [&](const std::vector<kir::Expr> &idx) {
       kir::Expr packed = kir::indexConst(0), at = kir::indexConst(0);
       for (size_t d = 0; d < rank; ++d) {

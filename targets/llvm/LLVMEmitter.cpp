@@ -1740,24 +1740,22 @@ std::unique_ptr<llvm::Module> emitModule(const Program &p, llvm::LLVMContext &ct
       // The run-time dimensions follow the input pointers, each a pointer
       // to its int64_t: the inputs struct built here.
       Value *inputs = fn->getArg(0);
-      auto *err = llvm::BasicBlock::Create(ctx, "null", fn);
-      auto *go = llvm::BasicBlock::Create(ctx, "go", fn);
-      b.CreateCondBr(b.CreateIsNull(inputs), err, go);
-      b.SetInsertPoint(err);
-      b.CreateRet(llvm::ConstantInt::get(i32, MLCC_ERR_NULL_ARGUMENT));
-      b.SetInsertPoint(go);
       Value *in = b.CreateAlloca(inputsTy);
+      auto nullArgument = [&](Value *v) { // returns MLCC_ERR_NULL_ARGUMENT when v is null
+        auto *bad = llvm::BasicBlock::Create(ctx, "null", fn);
+        auto *ok = llvm::BasicBlock::Create(ctx, "ok", fn);
+        b.CreateCondBr(b.CreateIsNull(v), bad, ok);
+        b.SetInsertPoint(bad);
+        b.CreateRet(llvm::ConstantInt::get(i32, MLCC_ERR_NULL_ARGUMENT));
+        b.SetInsertPoint(ok);
+      };
+      nullArgument(inputs);
       for (size_t i = 0; i < p.Inputs.size(); ++i)
         b.CreateStore(b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, inputs, i)),
                       b.CreateStructGEP(inputsTy, in, (unsigned)i));
       for (size_t k = 0; k < p.Dims.size(); ++k) {
         Value *at = b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, inputs, p.Inputs.size() + k));
-        auto *bad = llvm::BasicBlock::Create(ctx, "null", fn);
-        auto *ok = llvm::BasicBlock::Create(ctx, "ok", fn);
-        b.CreateCondBr(b.CreateIsNull(at), bad, ok);
-        b.SetInsertPoint(bad);
-        b.CreateRet(llvm::ConstantInt::get(i32, MLCC_ERR_NULL_ARGUMENT));
-        b.SetInsertPoint(ok);
+        nullArgument(at);
         b.CreateStore(b.CreateLoad(i64, at),
                       b.CreateStructGEP(inputsTy, in, (unsigned)(inputFields + k)));
       }
