@@ -120,6 +120,15 @@ for backend in llvm c; do
     done
   fi
 done
+# The same encoder with its dynamic axis unnamed ([1, ?, 32]): --shape
+# gives the input's whole shape; ONNX Runtime's output at 7.
+if library unnamed "$root/tests/cli/data/bounded_encoder_unnamed.onnx" --shape x=1x7x32; then
+  if "$work/unnamed/run" compare 7 "$refs/x7.bin" "$refs/y7.bin" 1e-5 >"$work/unnamed/7.txt" 2>&1; then
+    ok "unnamed axis, --shape x=1x7x32: $(cat "$work/unnamed/7.txt")"
+  else
+    fail "unnamed axis: $(cat "$work/unnamed/7.txt")"
+  fi
+fi
 # Out of range at run time: MLCC_ERR_DIM_RANGE, the outputs untouched.
 for seq in 0 257; do
   if "$work/encoder-llvm/run" range "$seq" 2>"$work/range.err"; then
