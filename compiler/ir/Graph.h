@@ -76,6 +76,9 @@ public:
   /// The axes whose extents follow bounded dimensions (Graph::BoundedDims),
   /// in axis order; empty: every extent is fixed.
   std::vector<AxisExtent> Bounded;
+  /// A constant whose elements depend on bounded dimensions (computed from
+  /// them: a Slice end from Shape(x)); it holds their value at MAX.
+  bool FromDims = false;
 
   bool isConstant() const { return Const != nullptr; }
 };

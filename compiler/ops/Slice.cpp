@@ -101,6 +101,14 @@ void inferSlice(ir::Node &n) {
 void lowerSlice(LowerCtx &c) {
   SliceParams p = sliceParams(c.node());
   TensorRef x = c.in(0), y = c.out(0);
+  // Starts, axes or steps computed from a bounded dimension hold their
+  // values at MAX only (the ends may: the output's extents follow them).
+  for (size_t i : {1u, 3u, 4u})
+    if (c.node().hasInput(i) && c.node().Inputs[i]->FromDims)
+      c.node().error(ErrorKind::Unsupported)
+          << "its input " << i << " ('" << c.node().Inputs[i]->Name
+          << "') is computed from a bounded dimension; a Slice takes such numbers only as "
+             "its ends so far";
   // An axis that follows a bounded dimension starts at 0 at every extent
   // only when it starts at 0 at MAX (a start counted from the end moves).
   for (size_t d = 0; d < p.Start.size(); ++d)

@@ -77,6 +77,8 @@ expect dim-syntax    2 "--dim seq=1..n: expected a range MIN..MAX of non-negativ
                        -- "$bounded" --dim seq=1..n -o "$work/out/libm.a"
 expect dim-op        3 "node 'running_sum' (CumSum): reads or writes 'x' (its axis 1 follows seq); CumSum does not run to extents known only at run time so far" \
                        -- "$data/bounded_cumsum.onnx" --dim seq=1..64 -o "$work/out/libm.a"
+expect dim-slice     3 "node 'last_four' (Slice): its input 1 ('starts') is computed from a bounded dimension; a Slice takes such numbers only as its ends so far" \
+                       -- "$data/bounded_tail.onnx" --dim seq=5..64 -o "$work/out/libm.a"
 expect dim-cuda      3 "--dim seq=1..256: --target cuda does not take bounded dimensions yet" \
                        -- "$bounded" --dim seq=1..256 --target cuda -o "$work/out/libm.a"
 expect dim-check     3 "--dim seq=1..256: mlcc check compares the layers at one value of each dimension so far" \

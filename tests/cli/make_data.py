@@ -181,3 +181,16 @@ save(helper.make_graph([
 save(helper.make_graph([helper.make_node("CumSum", ["x", "ax"], ["y"], name="running_sum")],
                        "bounded_cumsum", [xa], [yb], [helper.make_tensor("ax", i64, [], [1])]),
      "bounded_cumsum.onnx")
+# A Slice that starts at a number computed from seq (the last 4 positions):
+# its start moves with the run-time length.
+save(helper.make_graph([
+    helper.make_node("Shape", ["x"], ["xs"], name="shape_x"),
+    helper.make_node("Gather", ["xs", "idx1"], ["seqlen"], name="seq_len", axis=0),
+    helper.make_node("Sub", ["seqlen", "four"], ["from"], name="tail_start"),
+    helper.make_node("Unsqueeze", ["from", "zero"], ["starts"], name="starts"),
+    helper.make_node("Slice", ["x", "starts", "ends", "axis1"], ["y"], name="last_four")],
+    "bounded_tail", [xa], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 16])],
+    [helper.make_tensor("idx1", i64, [], [1]), helper.make_tensor("four", i64, [], [4]),
+     helper.make_tensor("zero", i64, [1], [0]), helper.make_tensor("ends", i64, [1], [1 << 40]),
+     helper.make_tensor("axis1", i64, [1], [1])]),
+    "bounded_tail.onnx")

@@ -221,7 +221,7 @@ void attachBoundedExtents(const DriverOptions &o, const llvmgen::TargetSpec &tar
                           q.Nodes[differs - 1]->Name + "'")
             << "); a bounded dimension needs one graph for every value";
     }
-    for (const ir::Value *v : values) {
+    for (ir::Value *v : values) {
       std::vector<const ir::Value *> pv;
       for (size_t p = 0; p < probes.size(); ++p) {
         const ir::Value *x = probes[p]->findValue(v->Name);
@@ -256,6 +256,9 @@ void attachBoundedExtents(const DriverOptions &o, const llvmgen::TargetSpec &tar
       // instance is the largest one's leading part (a Range over the
       // sequence), or where nodes read it only as a shape or bounds.
       for (size_t p = 0; p < pv.size(); ++p) {
+        if (pv[p]->Const->shape() != v->Const->shape() ||
+            pv[p]->Const->denseBytes() != v->Const->denseBytes())
+          v->FromDims = true;
         if (prefixOf(*pv[p]->Const, *v->Const))
           continue;
         for (const auto &[n, i] : readers[v])
