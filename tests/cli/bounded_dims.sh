@@ -162,16 +162,18 @@ if library two "$root/tests/cli/data/bounded_two.onnx" --dim batch=1..4 --dim se
   done
 fi
 # A Concat along seq (the second input at a run-time offset) and a view of
-# it; the mean over seq (a run-time count): against libraries compiled for
-# each value.
-for model in concat reduce; do
+# it, exactly; the mean over seq (a run-time count), within 1e-6 (a target
+# may group the sum's terms into vectors differently for a fixed count):
+# against libraries compiled for each value.
+for spec in concat:0 reduce:1e-6; do
+  model=${spec%%:*} tol=${spec#*:}
   if library "$model-bounded" "$root/tests/cli/data/bounded_$model.onnx" --dim seq=1..32; then
     for seq in 1 7 32; do
       if library "$model-$seq" "$root/tests/cli/data/bounded_$model.onnx" --dim "seq=$seq" &&
          "$work/$model-$seq/run" write "$seq" "$refs/x256.bin" "$work/$model-$seq/y.bin" &&
-         "$work/$model-bounded/run" compare "$seq" "$refs/x256.bin" "$work/$model-$seq/y.bin" 0 \
+         "$work/$model-bounded/run" compare "$seq" "$refs/x256.bin" "$work/$model-$seq/y.bin" "$tol" \
            >"$work/$model-$seq/cmp.txt" 2>&1; then
-        ok "$model, seq=1..32, at $seq equals --dim seq=$seq"
+        ok "$model, seq=1..32, at $seq equals --dim seq=$seq (within $tol)"
       else
         fail "$model at $seq: $(cat "$work/$model-$seq/cmp.txt" 2>/dev/null)"
       fi
