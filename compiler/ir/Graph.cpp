@@ -1,7 +1,6 @@
 #include "compiler/ir/Graph.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <set>
 #include <sstream>
 
@@ -342,6 +341,9 @@ std::string valueRef(const Value *v) { return v ? "%" + v->Name : "_"; }
 std::string typeText(const Graph &g, const Value &v) {
   if (v.Bounded.empty())
     return v.Type.str();
+  std::vector<std::string> names;
+  for (const BoundedDim &d : g.BoundedDims)
+    names.push_back(d.Name);
   std::string s = dtypeName(v.Type.Type);
   s += "[";
   for (size_t a = 0; a < v.Type.Dims.size(); ++a) {
@@ -353,20 +355,7 @@ std::string typeText(const Graph &g, const Value &v) {
       s += std::to_string(v.Type.Dims[a]);
       continue;
     }
-    std::string term;
-    for (size_t k = 0; k < e->Coeffs.size() && k < g.BoundedDims.size(); ++k) {
-      int64_t c = e->Coeffs[k];
-      if (c == 0)
-        continue;
-      if (!term.empty() || c < 0)
-        term += c < 0 ? "-" : "+";
-      if (std::abs(c) != 1)
-        term += std::to_string(std::abs(c)) + "*";
-      term += g.BoundedDims[k].Name;
-    }
-    if (e->Offset != 0)
-      term += (e->Offset > 0 ? "+" : "-") + std::to_string(std::abs(e->Offset));
-    s += term;
+    s += extentText(*e, names);
   }
   return s + "]";
 }

@@ -135,11 +135,8 @@ std::vector<Expr> TensorRef::extents() const {
 Expr TensorRef::numelAtRunTime(int64_t per) const {
   if (Bounded.empty())
     return indexConst(numel() / per);
-  if (Bounded.size() > 1)
+  if (!leadsAtRunTime(Type.Dims, Bounded))
     return nullptr;
-  for (int64_t d = 0; d < Bounded[0].Axis; ++d)
-    if (Type.Dims[(size_t)d] != 1)
-      return nullptr;
   int64_t inner = 1;
   for (size_t d = (size_t)Bounded[0].Axis + 1; d < rank(); ++d)
     inner *= Type.Dims[d];

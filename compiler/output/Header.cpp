@@ -3,7 +3,6 @@
 #include "compiler/support/Error.h"
 
 #include <cctype>
-#include <cstdlib>
 #include <cstdio>
 #include <sstream>
 
@@ -76,30 +75,18 @@ Shape infoShape(const kir::IoTensor &t) {
 }
 
 static std::string extentsComment(const Shape &dims, const std::vector<AxisExtent> &bounded,
-                           const std::vector<kir::RunTimeDim> &names) {
+                                  const std::vector<kir::RunTimeDim> &runTimeDims) {
   if (dims.empty())
     return "scalar";
+  std::vector<std::string> names;
+  for (const kir::RunTimeDim &d : runTimeDims)
+    names.push_back(d.CName);
   std::string s;
   for (size_t d = 0; d < dims.size(); ++d) {
     std::string e = std::to_string(dims[d]);
-    for (const AxisExtent &a : bounded) {
-      if (a.Axis != (int64_t)d)
-        continue;
-      e.clear();
-      for (size_t k = 0; k < a.Coeffs.size() && k < names.size(); ++k) {
-        if (!a.Coeffs[k])
-          continue;
-        if (!e.empty())
-          e += a.Coeffs[k] < 0 ? "-" : "+";
-        else if (a.Coeffs[k] < 0)
-          e += "-";
-        if (std::abs(a.Coeffs[k]) != 1)
-          e += std::to_string(std::abs(a.Coeffs[k])) + "*";
-        e += names[k].CName;
-      }
-      if (a.Offset)
-        e += (a.Offset < 0 ? "-" : "+") + std::to_string(std::abs(a.Offset));
-    }
+    for (const AxisExtent &a : bounded)
+      if (a.Axis == (int64_t)d)
+        e = extentText(a, names);
     s += "[" + e + "]";
   }
   return s;

@@ -145,17 +145,9 @@ public:
 
 private:
   /// Whether `v`'s elements in use at run time are its buffer's leading
-  /// elements in row-major order, at every value of the bounded dimensions:
-  /// no axis follows them, or one does with only axes of 1 before it.
+  /// elements at every value of the bounded dimensions.
   static bool denseAtRunTime(const ir::Value *v) {
-    if (v->Bounded.empty())
-      return true;
-    if (v->Bounded.size() > 1)
-      return false;
-    for (int64_t d = 0; d < v->Bounded[0].Axis; ++d)
-      if (v->Type.Dims[(size_t)d] != 1)
-        return false;
-    return true;
+    return leadsAtRunTime(v->Type.Dims, v->Bounded);
   }
 
   static bool touchesBounded(const ir::Node &n) {

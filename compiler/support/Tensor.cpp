@@ -18,6 +18,34 @@ int64_t numElements(const Shape &shape) {
   return n;
 }
 
+std::string extentText(const AxisExtent &a, const std::vector<std::string> &names) {
+  std::string e;
+  for (size_t k = 0; k < a.Coeffs.size() && k < names.size(); ++k) {
+    int64_t c = a.Coeffs[k];
+    if (c == 0)
+      continue;
+    if (!e.empty() || c < 0)
+      e += c < 0 ? "-" : "+";
+    if (std::abs(c) != 1)
+      e += std::to_string(std::abs(c)) + "*";
+    e += names[k];
+  }
+  if (a.Offset != 0)
+    e += (a.Offset > 0 ? "+" : "-") + std::to_string(std::abs(a.Offset));
+  return e;
+}
+
+bool leadsAtRunTime(const Shape &dims, const std::vector<AxisExtent> &bounded) {
+  if (bounded.empty())
+    return true;
+  if (bounded.size() > 1)
+    return false;
+  for (int64_t d = 0; d < bounded[0].Axis; ++d)
+    if (dims[(size_t)d] != 1)
+      return false;
+  return true;
+}
+
 namespace {
 int64_t MaxTensorBytes = int64_t(1) << 32;
 }

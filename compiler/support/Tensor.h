@@ -31,6 +31,15 @@ struct AxisExtent {
   }
 };
 
+/// "seq", "2*seq+1": the extent `a` over dimensions named `names`.
+std::string extentText(const AxisExtent &a, const std::vector<std::string> &names);
+
+/// Whether the elements in use at every run-time extent are the leading
+/// elements of a row-major buffer of shape `dims` (each axis at its MAX):
+/// no axis follows a run-time dimension, or one does with only axes of 1
+/// before it.
+bool leadsAtRunTime(const Shape &dims, const std::vector<AxisExtent> &bounded);
+
 /// Number of elements of a shape (1 for a scalar).
 int64_t numElements(const Shape &shape);
 /// "[1,3,224,224]"

@@ -314,8 +314,10 @@ std::unique_ptr<ir::Graph> loadGraph(const DriverOptions &o) {
   return onnx::loadModel(o.Model, loadOptions(o));
 }
 
-void setTargetOptions(PipelineOptions &po, const DriverOptions &o,
-                      const llvmgen::TargetSpec &target) {
+/// The pipeline options `target` decides: its description for the
+/// schedules, the GPU schedule and library dispatch.
+static void setTargetOptions(PipelineOptions &po, const DriverOptions &o,
+                             const llvmgen::TargetSpec &target) {
   bool cuda = target.Name == "cuda";
   if (!cuda)
     po.Schedule = llvmgen::describeTarget(target);
