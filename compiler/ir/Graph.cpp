@@ -220,6 +220,9 @@ void Graph::replaceAllUses(Value *from, Value *to) {
     for (auto &in : n->Inputs)
       if (in == from)
         in = to;
+  for (auto &n : Nodes)
+    if (n->Guard == from)
+      n->Guard = to;
   for (auto &out : Outputs)
     if (out == from)
       out = to;
@@ -231,6 +234,9 @@ std::map<const Value *, int> Graph::useCounts() const {
     for (auto *in : n->Inputs)
       if (in)
         uses[in]++;
+  for (auto &n : Nodes)
+    if (n->Guard)
+      uses[n->Guard]++;
   for (auto *out : Outputs)
     uses[out]++;
   return uses;

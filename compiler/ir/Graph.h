@@ -134,6 +134,14 @@ public:
   /// values that names captured by the subgraphs now refer to (the copy's
   /// surroundings were renamed). Looked up before the graph's own names.
   std::map<std::string, Value *> Captured;
+  /// The node runs only when this boolean scalar, computed at run time, is
+  /// true (null: always). Set on the nodes of an If's branches and of a
+  /// Loop's iterations when the condition is known only at run time; the
+  /// values such a node writes are read only by nodes under the same guard
+  /// and by the Where nodes that choose between branches (which read a
+  /// skipped branch's values but never select them). A use like an input:
+  /// replaceAllUses, useCounts and dead-code elimination count it.
+  Value *Guard = nullptr;
   /// Fusion group (set by fuse-ops): nodes with the same non-negative id are
   /// computed by one kernel. The group's first node builds the loop nest;
   /// the others are elementwise nodes applied to each element it stores.

@@ -51,8 +51,11 @@ std::vector<Lifetime> bufferLifetimes(const Program &p) {
       life[b].First = c;
     life[b].Last = c;
   };
-  for (size_t c = 0; c < p.Calls.size(); ++c)
-    for (auto &s : p.Calls[c].Args)
+  for (size_t c = 0; c < p.Calls.size(); ++c) {
+    std::vector<Storage> read = p.Calls[c].Args;
+    if (p.Calls[c].Guard)
+      read.push_back(*p.Calls[c].Guard);
+    for (auto &s : read)
       if (s.Kind == StorageKind::Arena) {
         MLCC_CHECK(s.Index < life.size(), "arena buffer " << s.Index << " out of range");
         touch(s.Index, (int64_t)c);
@@ -64,6 +67,7 @@ std::vector<Lifetime> bufferLifetimes(const Program &p) {
           life[b].Last = std::max(life[b].Last, (int64_t)c);
         }
       }
+  }
   return life;
 }
 
@@ -151,14 +155,23 @@ std::string printProgram(const Program &p) {
   for (auto &k : p.Kernels)
     os << print(k) << "\n";
   os << "calls:\n";
+  static const char *kinds[] = {"input", "output", "arena", "const", "dims"};
+  auto storage = [&](const Storage &s) {
+    os << kinds[(int)s.Kind];
+    if (s.Kind != StorageKind::Dims)
+      os << " " << s.Index;
+  };
   for (auto &c : p.Calls) {
-    os << "  " << p.Kernels[c.KernelIndex].Name << "(";
+    os << "  ";
+    if (c.Guard) {
+      os << "if ";
+      storage(*c.Guard);
+      os << ": ";
+    }
+    os << p.Kernels[c.KernelIndex].Name << "(";
     for (size_t i = 0; i < c.Args.size(); ++i) {
-      const Storage &s = c.Args[i];
-      static const char *kinds[] = {"input", "output", "arena", "const", "dims"};
-      os << (i ? ", " : "") << kinds[(int)s.Kind];
-      if (s.Kind != StorageKind::Dims)
-        os << " " << s.Index;
+      os << (i ? ", " : "");
+      storage(c.Args[i]);
     }
     os << ")  # " << c.Label << "\n";
   }

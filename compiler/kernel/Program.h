@@ -17,6 +17,7 @@
 #include "compiler/support/Tensor.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,11 @@ struct Call {
   /// The plan its kernel was lowered by (ir::KernelPlan::str() of the
   /// root node; empty: the op's own loop nest).
   std::string Plan;
+  /// The call runs only when this boolean scalar (its first byte) is
+  /// non-zero: a node of an If's branch or of a Loop's iteration whose
+  /// condition is known only at run time (ir::Node::Guard). Unset: always.
+  /// A skipped call leaves what it writes as it was.
+  std::optional<Storage> Guard;
 };
 
 struct ConstantData {

@@ -3,17 +3,25 @@
 // mlcc compiles static shapes, so control flow is resolved at compile time:
 //
 //  - If with a constant condition becomes its chosen branch. With a run-time
-//    condition both branches are computed and each output is selected with
-//    Where; the branches must then agree in shape (checked once inferred).
-//  - Loop needs a compile-time trip count and is unrolled. The condition
-//    must stay true for every iteration: mlcc.internal.AssertTrue nodes check
-//    each iteration's condition once constant folding has run.
+//    condition both branches are compiled, each under a guard
+//    (ir::Node::Guard: the condition, or its negation), so that a run
+//    computes only the branch taken; each output is then selected with
+//    Where. The branches must agree in shape (checked once inferred).
+//  - Loop needs a compile-time trip count and is unrolled. Without scan
+//    outputs, its condition may be known only at run time: iteration t runs
+//    under the guard "every condition so far was true" and each carried
+//    value is Where(that guard, the body's value, the value before), so a
+//    run stops computing where the loop ends. A condition that folds to
+//    true leaves neither guards nor selections. With scan outputs (whose
+//    length would be the run's number of iterations) the condition must
+//    stay true: mlcc.internal.AssertTrue nodes check each iteration's
+//    condition once constant folding has run.
 //  - Scan (opset 9+) is unrolled over the scan axis.
 //
-// The expansions are ordinary nodes (Gather, Unsqueeze, Concat, Where,
-// Identity) placed where the control-flow node was; inference continues
-// with them. The internal check nodes have no outputs and disappear in
-// dead-code elimination.
+// The expansions are ordinary nodes (Gather, Unsqueeze, Concat, Where, Not,
+// And, Identity) placed where the control-flow node was; inference
+// continues with them. The internal check nodes have no outputs and
+// disappear in dead-code elimination.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/ir/Inline.h"
@@ -83,6 +91,24 @@ public:
     return v;
   }
 
+  /// `c` as a boolean scalar (a condition may have shape [1]).
+  ir::Value *scalar(ir::Value *c) {
+    return op1("Reshape", {c, int64s({}, {0}, "scalar_shape")}, "cond");
+  }
+
+  /// The guard "`outer` and `c`" (`outer` null: always).
+  ir::Value *conjoin(ir::Value *outer, ir::Value *c) {
+    return outer ? op1("And", {outer, c}, "guard") : c;
+  }
+
+  /// Appends an inlined graph whose nodes run under `guard`.
+  void appendGuarded(ir::InlinedGraph &&inl, ir::Value *guard) {
+    for (auto &m : inl.Nodes)
+      if (!m->Guard)
+        m->Guard = guard;
+    append(std::move(inl));
+  }
+
   /// Makes `result` the value of the owner's output i.
   void bindOutput(size_t i, ir::Value *result) {
     if (!Owner.hasOutput(i))
@@ -136,8 +162,13 @@ Nodes expandIf(ir::Node &n, ir::Graph &g) {
   ir::InlinedGraph t = ir::inlineGraph(g, n, *thenG, {}, n.Name + "/then/");
   ir::InlinedGraph f = ir::inlineGraph(g, n, *elseG, {}, n.Name + "/else/");
   std::vector<ir::Value *> tv = t.Outputs, fv = f.Outputs;
-  e.append(std::move(t));
-  e.append(std::move(f));
+  // Each branch runs only when its condition holds (inside an outer
+  // branch or iteration, when that one's holds too).
+  ir::Value *c = e.scalar(cond);
+  ir::Value *thenGuard = e.conjoin(n.Guard, c);
+  ir::Value *elseGuard = e.conjoin(n.Guard, e.op1("Not", {c}, "else_cond"));
+  e.appendGuarded(std::move(t), thenGuard);
+  e.appendGuarded(std::move(f), elseGuard);
   for (size_t i = 0; i < tv.size(); ++i) {
     if (!n.hasOutput(i))
       continue;
@@ -149,6 +180,28 @@ Nodes expandIf(ir::Node &n, ir::Graph &g) {
 }
 
 // --- Loop ---------------------------------------------------------------
+
+/// A Loop without scan outputs, `trips` iterations unrolled, each under the
+/// guard that the loop has not ended (see the file comment).
+Nodes expandGuardedLoop(ir::Node &n, Emitter &e, const ir::Graph &body, int64_t trips,
+                        std::vector<ir::Value *> state) {
+  ir::Value *active = n.hasInput(1) ? e.scalar(n.Inputs[1])
+                                    : e.constant(Tensor::fromInts(DType::Bool, {}, {1}), "cond");
+  for (int64_t t = 0; t < trips; ++t) {
+    std::vector<ir::Value *> args = {e.int64s({t}, {}, "iter"), active};
+    args.insert(args.end(), state.begin(), state.end());
+    ir::InlinedGraph inl =
+        ir::inlineGraph(e.G, n, body, args, n.Name + "/it" + std::to_string(t) + "/");
+    std::vector<ir::Value *> res = inl.Outputs;
+    e.appendGuarded(std::move(inl), e.conjoin(n.Guard, active));
+    for (size_t i = 0; i < state.size(); ++i)
+      state[i] = e.op1("Where", {active, res[1 + i], state[i]}, "carry");
+    active = e.op1("And", {active, e.scalar(res[0])}, "active");
+  }
+  for (size_t i = 0; i < state.size(); ++i)
+    e.bindOutput(i, state[i]);
+  return std::move(e.Out);
+}
 
 Nodes expandLoop(ir::Node &n, ir::Graph &g) {
   Nodes out;
@@ -165,17 +218,20 @@ Nodes expandLoop(ir::Node &n, ir::Graph &g) {
               << body->Outputs.size() << " outputs for " << carried
               << " loop-carried values";
   size_t scans = body->Outputs.size() - 1 - carried;
-  bool condTrue = true;
-  if (n.hasInput(1))
-    condTrue = n.constInputInts(1, "the loop condition decides the number of iterations")[0] != 0;
-  if (!condTrue)
-    trips = 0;
   if (trips < 0)
     trips = 0;
-  if (trips == 0 && scans > 0)
+  std::vector<ir::Value *> state(n.Inputs.begin() + 2, n.Inputs.end());
+  if (scans == 0)
+    return expandGuardedLoop(n, e, *body, trips, std::move(state));
+  bool condTrue = true;
+  if (n.hasInput(1))
+    condTrue = n.constInputInts(1, "the number of its scan outputs' elements is the number of "
+                                   "iterations, which its condition decides")[0] != 0;
+  if (!condTrue)
+    trips = 0;
+  if (trips == 0)
     n.error(ErrorKind::Unsupported) << "a Loop that runs zero times with scan outputs is not supported";
 
-  std::vector<ir::Value *> state(n.Inputs.begin() + 2, n.Inputs.end());
   std::vector<std::vector<ir::Value *>> scanned(scans);
   ir::Value *cond = e.constant(Tensor::fromInts(DType::Bool, {}, {1}), "cond");
   for (int64_t t = 0; t < trips; ++t) {

@@ -110,9 +110,11 @@ std::optional<Product> convProduct(const ir::Node &n) {
 bool dispatchLibrary(ir::Graph &g) {
   std::vector<std::unique_ptr<ir::Node>> nodes;
   bool changed = false;
+  ir::Value *guard = nullptr; // the guard of the node being replaced
   auto addNode = [&](const std::string &base, const std::string &op,
                      std::vector<ir::Value *> inputs, ir::Value *out) {
     auto m = std::make_unique<ir::Node>();
+    m->Guard = guard;
     m->Name = g.uniqueNodeName(base + "/" + op);
     m->OpType = op;
     m->Opset = 13;
@@ -122,6 +124,7 @@ bool dispatchLibrary(ir::Graph &g) {
     nodes.push_back(std::move(m));
   };
   for (auto &n : g.Nodes) {
+    guard = n->Guard;
     std::optional<Product> p;
     bool usable = n->Domain.empty() && f32(*n, 0) && f32(*n, 1) && n->Outputs.size() == 1 &&
                   n->Outputs[0] && n->Outputs[0]->Type.numel() > 0 &&

@@ -25,6 +25,8 @@ std::string nodeKey(const ir::Node &n, const std::map<const ir::Value *, size_t>
   for (const ir::Value *in : n.Inputs)
     os << (in ? std::to_string(ids.at(in)) : "-") << ",";
   os << ")" << n.Outputs.size() << ":";
+  // Only nodes under the same guard compute the same values when they run.
+  os << "?" << (n.Guard ? std::to_string(ids.at(n.Guard)) : "-") << ":";
   for (const ir::Value *out : n.Outputs)
     os << (out ? "1" : "0");
   for (auto &[name, a] : n.Attrs) {

@@ -21,6 +21,8 @@ void eliminateDeadCode(ir::Graph &g) {
     for (auto *in : n.Inputs)
       if (in)
         live.insert(in);
+    if (n.Guard)
+      live.insert(n.Guard);
   }
   g.removeNodesIf([&](const ir::Node &n) { return dead.count(&n) > 0; });
 }

@@ -26,7 +26,8 @@ namespace {
 /// Builds the new nodes before the producer, in order.
 class Rewriter {
 public:
-  Rewriter(ir::Graph &g, const std::string &base) : G(g), Base(base) {}
+  Rewriter(ir::Graph &g, const std::string &base, ir::Value *guard)
+      : G(g), Base(base), Guard(guard) {}
 
   ir::Value *node(const std::string &op, std::vector<ir::Value *> inputs) {
     auto n = std::make_unique<ir::Node>();
@@ -34,6 +35,7 @@ public:
     n->OpType = op;
     n->Opset = 13;
     n->Inputs = std::move(inputs);
+    n->Guard = Guard;
     ir::Value *out = G.addValue(G.uniqueValueName(n->Name));
     out->Producer = n.get();
     n->Outputs = {out};
@@ -50,6 +52,7 @@ public:
 
   ir::Graph &G;
   std::string Base;
+  ir::Value *Guard;
   std::vector<std::unique_ptr<ir::Node>> Nodes;
 };
 
@@ -89,7 +92,7 @@ void foldBatchNorm(ir::Graph &g) {
       continue;
     ir::Value *x = bn.Inputs[0];
     ir::Node *p = x->Producer;
-    if (!p || uses[x] != 1 || g.isGraphOutput(x) || removed.count(p) ||
+    if (!p || uses[x] != 1 || g.isGraphOutput(x) || removed.count(p) || p->Guard != bn.Guard ||
         !isFloat(x->Type.Type) || x->Type.rank() < 2)
       continue;
     int64_t axis = outputChannelAxis(*p);
@@ -101,7 +104,7 @@ void foldBatchNorm(ir::Graph &g) {
     if (wShape[(size_t)axis] != m)
       continue;
 
-    Rewriter r(g, bn.Name);
+    Rewriter r(g, bn.Name, p->Guard);
     ir::Value *eps = r.constant(std::make_shared<Tensor>(
         Tensor::fromDoubles(t, {}, {bn.attrFloat("epsilon", 1e-5)})));
     ir::Value *s = r.node("Div", {bn.Inputs[1],

@@ -18,6 +18,9 @@
 // position (broadcasting as the op does). The kernel runs where the chain's
 // last node stood, after every operand is computed.
 //
+// A group's nodes run under one guard (ir::Node::Guard): a node of an If's
+// branch never joins a kernel that runs whichever branch is taken.
+//
 // The root's lowering must store each element without reading it back: the
 // pass lowers it once with the epilogue attached and keeps the group only
 // when no load of the fused output happened (LowerCtx::epilogueRead).
@@ -115,7 +118,7 @@ std::vector<const ir::Node *> epilogueChain(const ir::Graph &g, size_t rootAt,
     const ops::OpSchema &cs = reg.lookup(c);
     const ir::Value *cv = singleOutput(c);
     if (c.Group >= 0 || cs.Fusion != ops::FusionClass::Elementwise || !cs.Scalar || !cv ||
-        cv->Type.Dims != v->Type.Dims)
+        cv->Type.Dims != v->Type.Dims || c.Guard != g.Nodes[rootAt]->Guard)
       break; // a value of the group is needed by a node that cannot join
     chain.push_back(&c);
     for (const ir::Value *in : c.Inputs)
@@ -134,7 +137,8 @@ std::vector<const ir::Node *> epilogueChain(const ir::Graph &g, size_t rootAt,
 
 /// The producers a group with `chain` after value `v` computes inlined (see
 /// the file comment), in graph order.
-std::vector<const ir::Node *> inlinedProducers(const ir::Graph &g, const ir::Value *v,
+std::vector<const ir::Node *> inlinedProducers(const ir::Graph &g, const ir::Value *guard,
+                                               const ir::Value *v,
                                                const std::vector<const ir::Node *> &chain,
                                                std::map<const ir::Value *, int> &uses) {
   const ops::OpRegistry &reg = ops::OpRegistry::instance();
@@ -152,7 +156,7 @@ std::vector<const ir::Node *> inlinedProducers(const ir::Graph &g, const ir::Val
     if (!in || in->Const || computed.count(in))
       continue;
     const ir::Node *p = in->Producer;
-    if (!p || p->Group >= 0 || chosen.count(p) || p->Outputs.size() != 1 ||
+    if (!p || p->Group >= 0 || chosen.count(p) || p->Guard != guard || p->Outputs.size() != 1 ||
         p->Outputs[0] != in || uses[in] != 1 || g.isGraphOutput(in) ||
         in->Type.Dims != v->Type.Dims)
       continue;
@@ -218,7 +222,7 @@ void fuseOps(ir::Graph &g) {
         continue;
       chain.resize(closedLengths[lo - 1]);
     }
-    std::vector<const ir::Node *> inlined = inlinedProducers(g, v, chain, uses);
+    std::vector<const ir::Node *> inlined = inlinedProducers(g, root.Guard, v, chain, uses);
     if (!inlined.empty()) {
       std::optional<int> d = epilogueDepth(root, schema, outIndex, chain, inlined);
       if (!d || *d > kir::KernelBuilder::kSplitDepth)

@@ -143,7 +143,7 @@ private:
   }
 
   /// A new node computing `out` (whose producer it becomes), inserted
-  /// where the QuantizeLinear `at` stood.
+  /// where the QuantizeLinear `at` stood, under its guard.
   ir::Node *add(ir::Node *at, const std::string &op, const std::string &domain,
                 int64_t opset, std::vector<ir::Value *> inputs, ir::Value *out,
                 const std::string &base) {
@@ -154,6 +154,7 @@ private:
     n->Opset = opset;
     n->Inputs = std::move(inputs);
     n->Outputs = {out};
+    n->Guard = at->Guard;
     out->Producer = n.get();
     ir::Node *raw = n.get();
     Inserted[at].push_back(std::move(n));

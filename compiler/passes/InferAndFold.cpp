@@ -183,6 +183,33 @@ bool isEmptyPad(const ir::Node &n) {
   return n.attr("pads") != nullptr;
 }
 
+/// Whether every element of `t` is non-zero (true).
+bool allTrue(const Tensor &t) {
+  for (int64_t i = 0; i < t.numel(); ++i)
+    if (t.intAt(i) == 0)
+      return false;
+  return true;
+}
+
+/// The operand a Where with a constant condition selects everywhere (of
+/// the output's own type: no broadcast), or null. A Loop whose condition
+/// folds to true keeps none of its per-iteration selections.
+ir::Value *uniformWhereChoice(const ir::Node &n) {
+  if (n.OpType != "Where" || n.Domain != "" || n.Inputs.size() != 3 || !n.Inputs[0] ||
+      !n.Inputs[0]->Const || !n.Inputs[1] || !n.Inputs[2] || n.Outputs.size() != 1 ||
+      !n.Outputs[0])
+    return nullptr;
+  const Tensor &c = *n.Inputs[0]->Const;
+  if (c.numel() == 0)
+    return nullptr;
+  bool first = c.intAt(0) != 0;
+  for (int64_t i = 1; i < c.numel(); ++i)
+    if ((c.intAt(i) != 0) != first)
+      return nullptr;
+  ir::Value *chosen = n.Inputs[first ? 1 : 2];
+  return chosen->Type == n.Outputs[0]->Type ? chosen : nullptr;
+}
+
 } // namespace
 
 void inferAndFold(ir::Graph &g, const FoldOptions &options) {
@@ -191,12 +218,25 @@ void inferAndFold(ir::Graph &g, const FoldOptions &options) {
   for (size_t index = 0; index < g.Nodes.size(); ++index) {
     ir::Node &n = *g.Nodes[index];
     const ops::OpSchema &schema = reg.lookup(n);
+    // A guard that folded to true guards nothing (a Loop whose condition
+    // stays true).
+    if (n.Guard && n.Guard->Const && allTrue(*n.Guard->Const))
+      n.Guard = nullptr;
     if (options.Validate)
       reg.validate(n);
     if (schema.Expand) {
       // Replace the node by its expansion and continue with the first new
       // node (the expansion may be empty when outputs map to existing values).
+      // The new nodes run under the node's guard, except those the
+      // expansion guarded itself (an If's branches) and those that read
+      // the guard: the conjunctions that guard the branches of an If
+      // inside a branch, which must run when the outer one is not taken
+      // too, to be false then.
       std::vector<std::unique_ptr<ir::Node>> expansion = schema.Expand(n, g);
+      for (auto &m : expansion)
+        if (!m->Guard &&
+            std::find(m->Inputs.begin(), m->Inputs.end(), n.Guard) == m->Inputs.end())
+          m->Guard = n.Guard;
       g.Nodes.erase(g.Nodes.begin() + (long)index);
       g.Nodes.insert(g.Nodes.begin() + (long)index,
                      std::make_move_iterator(expansion.begin()),
@@ -221,10 +261,15 @@ void inferAndFold(ir::Graph &g, const FoldOptions &options) {
     // A Cast to its input's own type (QDQ exports put them between
     // QuantizeLinear and DequantizeLinear) is its input, and so is a Pad
     // that adds nothing (PyTorch exports F.pad of zeros; left in, it kept
-    // the quantizer from reaching the pool after it).
-    if ((isSameTypeCast(n) || isEmptyPad(n)) && n.Outputs[0]->Type == n.Inputs[0]->Type &&
-        !g.isGraphOutput(n.Outputs[0])) {
-      g.replaceAllUses(n.Outputs[0], n.Inputs[0]);
+    // the quantizer from reaching the pool after it). So is the operand that
+    // a Where with a constant condition selects everywhere.
+    ir::Value *same = nullptr;
+    if ((isSameTypeCast(n) || isEmptyPad(n)) && n.Outputs[0]->Type == n.Inputs[0]->Type)
+      same = n.Inputs[0];
+    else
+      same = uniformWhereChoice(n);
+    if (same && !g.isGraphOutput(n.Outputs[0])) {
+      g.replaceAllUses(n.Outputs[0], same);
       n.Outputs[0]->Producer = nullptr;
       foldedNodes.insert(&n);
       continue;

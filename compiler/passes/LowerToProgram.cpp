@@ -466,6 +466,8 @@ private:
         n.error(ErrorKind::Internal) << "internal error: lowering does not write output " << i;
     }
     call.Plan = n.Plan.str();
+    if (n.Guard) // one guard for the whole group (fuse-ops)
+      call.Guard = storageOf(n.Guard);
     call.KernelIndex = addKernel(std::move(k), kernelName);
     P.Calls.push_back(std::move(call));
   }

@@ -107,6 +107,7 @@ bool packWeights(ir::Graph &g) {
   std::vector<std::unique_ptr<ir::Node>> nodes;
   bool changed = false;
   for (auto &n : g.Nodes) {
+    size_t added = nodes.size();
     ir::KernelPlan &p = n->Plan;
     if (p.Dot4Lanes && p.Dot4Input < 0) {
       ops::IntegerOperands o = *ops::integerOperands(*n);
@@ -223,6 +224,9 @@ bool packWeights(ir::Graph &g) {
       nodes.push_back(std::move(pack));
       changed = true;
     }
+    // What packs a node's operands runs under its guard.
+    for (size_t i = added; i < nodes.size(); ++i)
+      nodes[i]->Guard = n->Guard;
     nodes.push_back(std::move(n));
   }
   g.Nodes = std::move(nodes);

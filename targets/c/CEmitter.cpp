@@ -739,6 +739,19 @@ void writeConstant(std::ostream &os, const ConstantData &c, const std::string &p
   os << "\n};\n\n";
 }
 
+/// The address of a guard's byte (Call::Guard) as a C expression.
+static std::string guardExpr(const Program &p, const Storage &s) {
+  switch (s.Kind) {
+  case StorageKind::Input: return "in->" + p.Inputs[s.Index].CName;
+  case StorageKind::Output: return "out->" + p.Outputs[s.Index].CName;
+  case StorageKind::Constant: return p.Constants[s.Index].Name;
+  case StorageKind::Arena:
+    return "(a + " + std::to_string(p.ArenaBuffers[s.Index].Offset) + ")";
+  case StorageKind::Dims: break;
+  }
+  return "dims";
+}
+
 std::string storageExpr(const Program &p, const Kernel &k, size_t param,
                         const Storage &s, const std::vector<int64_t> *constantOffsets) {
   std::string T = cType(k.Params[param]->Type);
@@ -900,12 +913,21 @@ std::string emitC(const Program &p, const std::string &headerName) {
     const Kernel &k = p.Kernels[c.KernelIndex];
     std::string name = output::cStringLiteral(k.Name);
     os << "  /* " << c.Label << " */\n";
-    os << "  if (hook)\n    hook(hook_context, " << ci << ", " << name << ", 0);\n";
-    os << "  " << k.Name << "(";
+    // A guarded call (a branch or loop iteration) runs only when its
+    // condition's byte is non-zero.
+    std::string in = "  ";
+    if (c.Guard) {
+      os << "  if (*(const unsigned char *)(const void *)" << guardExpr(p, *c.Guard) << ") {\n";
+      in = "    ";
+    }
+    os << in << "if (hook)\n" << in << "  hook(hook_context, " << ci << ", " << name << ", 0);\n";
+    os << in << k.Name << "(";
     for (size_t i = 0; i < c.Args.size(); ++i)
       os << (i ? ", " : "") << storageExpr(p, k, i, c.Args[i], nullptr);
     os << ");\n";
-    os << "  if (hook)\n    hook(hook_context, " << ci << ", " << name << ", 1);\n";
+    os << in << "if (hook)\n" << in << "  hook(hook_context, " << ci << ", " << name << ", 1);\n";
+    if (c.Guard)
+      os << "  }\n";
   }
   os << "  return MLCC_OK;\n}\n\n";
   os << "mlcc_status " << N << "_run(const " << N << "_inputs *in, " << N

@@ -128,6 +128,10 @@ std::string emitCuda(const Program &p, const std::string &headerName) {
   } else {
     os << "  (void)cublas;\n";
   }
+  // Guarded calls (Call::Guard) run unconditionally here: their condition
+  // lies in device memory, and a call computed when its branch is not
+  // taken reads values every earlier call computed, so its result is only
+  // unused (the selections after an If or a Loop's iteration discard it).
   for (const Call &c : p.Calls) {
     const Kernel &k = p.Kernels[c.KernelIndex];
     os << "  /* " << c.Label << " */\n";

@@ -1696,23 +1696,39 @@ std::unique_ptr<llvm::Module> emitModule(const Program &p, llvm::LLVMContext &ct
                          {hookCtx, llvm::ConstantInt::get(i32, ci), name,
                           llvm::ConstantInt::get(i32, phase)});
         };
+        auto pointer = [&](const Storage &s) -> Value * {
+          switch (s.Kind) {
+          case StorageKind::Input: return inPtrs[s.Index];
+          case StorageKind::Output: return outPtrs[s.Index];
+          case StorageKind::Constant: return consts[s.Index];
+          case StorageKind::Dims: return dimsPtr;
+          case StorageKind::Arena:
+            return b.CreateConstInBoundsGEP1_64(i8, arena,
+                                                (uint64_t)p.ArenaBuffers[s.Index].Offset);
+          }
+          return nullptr;
+        };
+        // A guarded call (a branch or loop iteration) runs only when its
+        // condition's byte is non-zero.
+        llvm::BasicBlock *after = nullptr;
+        if (c.Guard) {
+          auto *taken = llvm::BasicBlock::Create(ctx, "guarded", run);
+          after = llvm::BasicBlock::Create(ctx, "after", run);
+          Value *flag = b.CreateLoad(i8, pointer(*c.Guard));
+          b.CreateCondBr(b.CreateICmpNE(flag, llvm::ConstantInt::get(i8, 0)), taken, after);
+          b.SetInsertPoint(taken);
+        }
         callHook(0);
         std::vector<Value *> args;
-        for (auto &s : c.Args) {
-          switch (s.Kind) {
-          case StorageKind::Input: args.push_back(inPtrs[s.Index]); break;
-          case StorageKind::Output: args.push_back(outPtrs[s.Index]); break;
-          case StorageKind::Constant: args.push_back(consts[s.Index]); break;
-          case StorageKind::Dims: args.push_back(dimsPtr); break;
-          case StorageKind::Arena:
-            args.push_back(b.CreateConstInBoundsGEP1_64(
-                i8, arena, (uint64_t)p.ArenaBuffers[s.Index].Offset));
-            break;
-          }
-        }
+        for (auto &s : c.Args)
+          args.push_back(pointer(s));
         args.push_back(options);
         b.CreateCall(kernels[c.KernelIndex], args);
         callHook(1);
+        if (after) {
+          b.CreateBr(after);
+          b.SetInsertPoint(after);
+        }
       }
       b.CreateRet(llvm::ConstantInt::get(i32, 0));
     };

@@ -1,8 +1,10 @@
 // ort_run.js - runs an ONNX model with ONNX Runtime (onnxruntime-node) on
-// raw float32 inputs and writes its raw float32 outputs.
+// raw inputs and writes its raw outputs (float32, bool or int64).
 //
-//   node ort_run.js MODEL.onnx ITERS IN0.bin:D0,D1,... [...] -- OUT0.bin [...]
+//   node ort_run.js MODEL.onnx ITERS IN0.bin:D0,D1,...[@TYPE] [...] -- OUT0.bin [...]
 //
+// TYPE is float32 (the default), bool or int64; "IN.bin:" (no extents) is
+// a scalar.
 // Inputs are matched to the model's inputs in order; outputs likewise. The
 // session uses one intra-op thread. After a warm-up run the model is run
 // ITERS more times and the mean time is printed as "ort_ms_per_inference X".
@@ -41,22 +43,30 @@ async function main() {
     const colon = spec.lastIndexOf(':');
     if (colon < 0) usage();
     const file = spec.slice(0, colon);
-    const dims = spec.slice(colon + 1).split(',').map((d) => Number.parseInt(d, 10));
+    let shape = spec.slice(colon + 1), type = 'float32';
+    const at = shape.indexOf('@');
+    if (at >= 0) [shape, type] = [shape.slice(0, at), shape.slice(at + 1)];
+    const arrays = {float32: Float32Array, bool: Uint8Array, int64: BigInt64Array};
+    if (!arrays[type]) usage();
+    const dims = shape === '' ? [] : shape.split(',').map((d) => Number.parseInt(d, 10));
     const count = dims.reduce((a, b) => a * b, 1);
+    const size = arrays[type].BYTES_PER_ELEMENT;
     const bytes = fs.readFileSync(file);
-    if (bytes.length !== count * 4) {
-      throw new Error(`${file}: ${bytes.length} bytes, shape [${dims}] needs ${count * 4}`);
+    if (bytes.length !== count * size) {
+      throw new Error(`${file}: ${bytes.length} bytes, shape [${dims}] needs ${count * size}`);
     }
     // Copy into a fresh, aligned buffer (Buffer slices may be unaligned).
-    const data = new Float32Array(count);
+    const data = new arrays[type](count);
     new Uint8Array(data.buffer).set(bytes);
-    feeds[session.inputNames[i]] = new ort.Tensor('float32', data, dims);
+    feeds[session.inputNames[i]] = new ort.Tensor(type, data, dims);
   });
 
   let results = await session.run(feeds);  // warm-up, and the reference result
   outPaths.forEach((file, i) => {
     const t = results[session.outputNames[i]];
-    if (t.type !== 'float32') throw new Error(`output ${i} is ${t.type}, not float32`);
+    if (!['float32', 'bool', 'int64'].includes(t.type)) {
+      throw new Error(`output ${i} is ${t.type}, not float32, bool or int64`);
+    }
     fs.writeFileSync(file, Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength));
   });
 

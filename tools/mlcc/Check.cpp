@@ -311,7 +311,8 @@ void crossTools(const CheckOptions &o, const llvmgen::TargetSpec &t,
 
 /// The C harness: runs the model once on inputs.bin and writes every
 /// produced tensor, call after call, to calls.bin (through the on_kernel
-/// hook), then prints the status.
+/// hook), then prints the status. Each tensor is a byte 1 and its data, or
+/// a byte 0 when its call did not run (a guarded call: Call::Guard).
 std::string harnessSource(const kir::Program &p) {
   std::ostringstream s;
   s << "/* mlcc check harness (generated) */\n#include <stdint.h>\n#include <stdio.h>\n"
@@ -336,9 +337,12 @@ std::string harnessSource(const kir::Program &p) {
   s << "\nstatic FILE *dump;\nstatic int32_t next_region;\n\n"
        "static void after_call(void *context, int32_t call, const char *name, int32_t phase) {\n"
        "  (void)context;\n  (void)name;\n  if (phase != 1)\n    return;\n"
+       "  for (; next_region < num_regions && regions[next_region].call < call; ++next_region)\n"
+       "    fputc(0, dump);\n"
        "  while (next_region < num_regions && regions[next_region].call == call) {\n"
        "    const struct region *r = &regions[next_region++];\n"
        "    const uint8_t *p = r->output ? (const uint8_t *)outs[r->where] : arena + r->where;\n"
+       "    fputc(1, dump);\n"
        "    fwrite(p, 1, (size_t)r->bytes, dump);\n  }\n}\n\n"
        "int main(void) {\n" << harnessReadInputs(p) <<
        "  dump = fopen(\"calls.bin\", \"wb\");\n  if (!dump)\n    return 92;\n"
@@ -346,6 +350,7 @@ std::string harnessSource(const kir::Program &p) {
        "  options.on_kernel = after_call;\n"
        "  int32_t rc = " << kModelName << "_run_with((const " << kModelName << "_inputs *)ins, ("
     << kModelName << "_outputs *)outs, arena, sizeof arena, &options);\n"
+       "  for (; next_region < num_regions; ++next_region)\n    fputc(0, dump);\n"
        "  fclose(dump);\n  printf(\"mlcc check harness: status %d\\n\", (int)rc);\n"
        "  return rc == 0 ? 0 : 93;\n}\n";
   return s.str();
@@ -390,9 +395,13 @@ CallBytes runCross(const CheckOptions &o, const kir::Program &p, const llvmgen::
       if (st.Kind != kir::StorageKind::Output && st.Kind != kir::StorageKind::Arena)
         continue;
       size_t n = (size_t)producedBytes(p.Calls[c].Produces[k]);
-      if (at + n > dump.size())
+      bool ran = at < dump.size() && dump[at] == 1;
+      if (at >= dump.size() || (ran && at + 1 + n > dump.size()))
         fail(ErrorKind::Internal) << "mlcc check: the harness wrote " << dump.size()
                                   << " bytes, fewer than the calls produce";
+      ++at;
+      if (!ran)
+        continue;
       got[c][k].assign(dump.begin() + (long)at, dump.begin() + (long)(at + n));
       at += n;
     }
@@ -921,6 +930,8 @@ int runCheck(const CheckOptions &o) {
                                       : "no --reference for this tensor";
       } else if (numElements(it->second.Dims) != numElements(po2.Dims)) {
         r.Note = "the reference has shape " + shapeText(it->second.Dims);
+      } else if (got[c][i].empty() && call.Guard) {
+        r.Note = "not run: its condition was false in this run";
       } else if (got[c][i].empty()) {
         r.Note = "not read back (written to a constant or input)";
       } else {

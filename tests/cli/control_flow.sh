@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Control flow on values known only at run time: an If whose condition is
+# an input runs only the branch taken (both compiled, nested Ifs too), and a
+# Loop whose condition is an input and then the body's own test stops
+# computing where the loop ends. Each model is compiled once, by LLVM and by
+# the C backend, and run on several conditions against ONNX Runtime's
+# outputs (tests/cli/make_control_flow.py). How many kernel calls ran is
+# counted through the profiling hook (tests/cli/run_control_flow.c): a run
+# that takes fewer branches or iterations makes fewer calls.
+#
+# usage: tests/cli/control_flow.sh MLCC WORKDIR
+set -uo pipefail
+mlcc=$(realpath "$1")
+work=$2
+root=$(cd "$(dirname "$0")/../.." && pwd)
+data=$root/tests/cli/data/control_flow
+cc=${CC:-cc}
+rm -rf "$work" && mkdir -p "$work"
+failures=0
+fail() { echo "FAIL $1"; failures=$((failures + 1)); }
+ok() { echo "ok   $1"; }
+
+# library NAME MODEL ARGS...: WORK/NAME/libm.a and its runner, and the
+# program's number of kernel calls in WORK/NAME/calls.
+library() {
+  local name=$1 model=$2
+  shift 2
+  mkdir -p "$work/$name"
+  if ! "$mlcc" "$model" --name m -o "$work/$name/libm.a" "$@" 2>"$work/$name/mlcc.err" ||
+     ! "$mlcc" "$model" --emit kernels -o "$work/$name/kernels.txt" "$@" 2>>"$work/$name/mlcc.err"; then
+    fail "$name: mlcc status $?"; head -3 "$work/$name/mlcc.err"; return 1
+  fi
+  sed -n '/^calls:/,$p' "$work/$name/kernels.txt" | tail -n +2 > "$work/$name/calls.txt"
+  wc -l < "$work/$name/calls.txt" > "$work/$name/calls"
+  "$cc" -O1 -I"$work/$name" -I"$root/runtime-c" -o "$work/$name/run" \
+    "$root/tests/cli/run_control_flow.c" "$work/$name/libm.a" -lm 2>"$work/$name/cc.err" ||
+    { fail "$name: the runner does not build"; head -3 "$work/$name/cc.err"; return 1; }
+}
+
+# run NAME CASE IN... -- REF...: runs WORK/NAME/run against the references;
+# the calls it made in WORK/NAME/CASE.calls.
+run() {
+  local name=$1 case=$2
+  shift 2
+  local log=$work/$name/$case.txt
+  if "$work/$name/run" 1e-5 "$@" >"$log" 2>&1; then
+    ok "$name, $case: $(cat "$log") of $(cat "$work/$name/calls")"
+    sed -n 's/.* \([0-9]*\) kernel calls ran/\1/p' "$log" > "$work/$name/$case.calls"
+  else
+    fail "$name, $case: $(cat "$log")"
+    echo -1 > "$work/$name/$case.calls"
+  fi
+}
+calls() { cat "$work/$1/$2.calls"; }
+
+for backend in llvm c; do
+  # If on c (then: an If on c2; else: its own product).
+  n=if-$backend
+  if library "$n" "$data/if_nested.onnx" --backend "$backend"; then
+    if grep -q '^  if ' "$work/$n/calls.txt"; then
+      ok "$n: --emit kernels shows guarded calls ($(grep -c '^  if ' "$work/$n/calls.txt") of $(cat "$work/$n/calls"))"
+    else
+      fail "$n: no guarded call in --emit kernels"
+    fi
+    run "$n" then-then "$data/if_x.bin" "$data/c1.bin" "$data/c1.bin" -- "$data/if_y_11.bin"
+    run "$n" then-else "$data/if_x.bin" "$data/c1.bin" "$data/c0.bin" -- "$data/if_y_10.bin"
+    run "$n" else "$data/if_x.bin" "$data/c0.bin" "$data/c1.bin" -- "$data/if_y_01.bin"
+    total=$(cat "$work/$n/calls")
+    if (($(calls "$n" then-then) > 0 && $(calls "$n" then-then) < total &&
+         $(calls "$n" then-else) < total && $(calls "$n" else) < $(calls "$n" then-then))); then
+      ok "$n: each run skips the branches not taken"
+    else
+      fail "$n: calls run $(calls "$n" then-then), $(calls "$n" then-else), $(calls "$n" else) of $total"
+    fi
+  fi
+
+  # Loop of at most 12 iterations while go and sum(x) < limit: 3, 6, 12
+  # and 0 iterations (ONNX Runtime's n).
+  n=loop-$backend
+  if library "$n" "$data/loop_until.onnx" --backend "$backend"; then
+    for c in 1_10 1_60 1_1000000000 0_1000000000; do
+      run "$n" "$c" "$data/loop_x.bin" "$data/go${c%%_*}.bin" "$data/limit${c#*_}.bin" -- \
+        "$data/loop_x_$c.bin" "$data/loop_n_$c.bin"
+    done
+    total=$(cat "$work/$n/calls")
+    if (($(calls "$n" 0_1000000000) < $(calls "$n" 1_10) && $(calls "$n" 1_10) < $(calls "$n" 1_60) &&
+         $(calls "$n" 1_60) < $(calls "$n" 1_1000000000) && $(calls "$n" 1_1000000000) == total)); then
+      ok "$n: the iterations after the loop ends are skipped"
+    else
+      fail "$n: calls run $(calls "$n" 0_1000000000), $(calls "$n" 1_10), $(calls "$n" 1_60), $(calls "$n" 1_1000000000) of $total"
+    fi
+  fi
+done
+
+# A Loop with scan outputs needs its condition at compile time (the scan's
+# length would be the number of iterations): a clear error, no library.
+if "$mlcc" "$data/loop_scan_until.onnx" -o "$work/scan.a" 2>"$work/scan.err"; then
+  fail "loop with scan outputs and a run-time condition compiled"
+elif grep -q "node 'Loop_0' (Loop): input 1 ('go') must be known at compile time" "$work/scan.err" &&
+     [[ ! -e $work/scan.a ]]; then
+  ok "loop with scan outputs and a run-time condition: $(head -1 "$work/scan.err")"
+else
+  fail "loop with scan outputs: $(head -2 "$work/scan.err")"
+fi
+
+# mlcc check marks the calls a run skipped.
+if "$mlcc" check "$data/if_nested.onnx" >"$work/check.txt" 2>&1 &&
+   grep -q "not run: its condition was false in this run" "$work/check.txt"; then
+  ok "mlcc check: $(grep -c 'not run' "$work/check.txt") calls not run, $(tail -2 "$work/check.txt" | head -1)"
+else
+  fail "mlcc check: $(tail -3 "$work/check.txt")"
+fi
+
+if ((failures)); then
+  echo "control-flow: $failures failure(s)"
+  exit 1
+fi
+echo "control-flow: all passed"

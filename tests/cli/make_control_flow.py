@@ -1,0 +1,128 @@
+#!/usr/bin/python3
+"""Writes tests/cli/data/control_flow/: models whose control flow depends on
+values known only at run time, inputs for them, and ONNX Runtime's outputs.
+tests/cli/control_flow.sh compiles each model once and compares every run
+with these references.
+
+- if_nested.onnx: y = If(c, then: If(c2, Relu(x @ W1) + 1, Tanh(x @ W1)),
+  else: Sigmoid(x @ W2) * 2); c and c2 are boolean inputs.
+- loop_until.onnx: a Loop of at most 12 iterations whose condition is an
+  input (go) and then the body's own test: x <- x * 1.5 + 0.25 and
+  n <- n + 1 while sum(x) < limit (limit an input). Outputs x and n.
+- loop_scan_until.onnx: the same with a scan output (unsupported: its
+  length is the number of iterations a run makes).
+
+Run once; the output is committed, so the tests need neither Python nor
+ONNX Runtime. Needs numpy, onnx and onnxruntime-node (tests/models/
+compare_ort.sh installs it into .cache/ort).
+Usage: /usr/bin/python3 tests/cli/make_control_flow.py
+"""
+import os
+import subprocess
+import numpy as np
+import onnx
+from onnx import TensorProto as TP, helper as h, numpy_helper as nh
+
+here = os.path.dirname(os.path.abspath(__file__))
+root = os.path.dirname(os.path.dirname(here))
+out = os.path.join(here, "data", "control_flow")
+os.makedirs(out, exist_ok=True)
+env = dict(os.environ, NODE_PATH=os.path.join(root, ".cache", "ort", "node_modules"))
+rng = np.random.default_rng(11)
+
+
+def save(graph, name, opset=13):
+    m = h.make_model(graph, opset_imports=[h.make_opsetid("", opset)], producer_name="mlcc-tests")
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(out, name))
+
+
+# --- if_nested -----------------------------------------------------------------
+w1 = nh.from_array(rng.standard_normal((16, 16)).astype(np.float32) * 0.3, "w1")
+w2 = nh.from_array(rng.standard_normal((16, 16)).astype(np.float32) * 0.3, "w2")
+one = nh.from_array(np.array(1, np.float32), "one")
+two = nh.from_array(np.array(2, np.float32), "two")
+y_t = h.make_tensor_value_info("yt", TP.FLOAT, [4, 16])
+inner_then = h.make_graph([h.make_node("Relu", ["p1"], ["r"]), h.make_node("Add", ["r", "one"], ["yt"])],
+                          "inner_then", [], [y_t])
+inner_else = h.make_graph([h.make_node("Tanh", ["p1"], ["ye"])], "inner_else", [],
+                          [h.make_tensor_value_info("ye", TP.FLOAT, [4, 16])])
+then_g = h.make_graph([h.make_node("MatMul", ["x", "w1"], ["p1"]),
+                      h.make_node("If", ["c2"], ["yi"], then_branch=inner_then, else_branch=inner_else)],
+                     "then", [], [h.make_tensor_value_info("yi", TP.FLOAT, [4, 16])])
+else_g = h.make_graph([h.make_node("MatMul", ["x", "w2"], ["p2"]), h.make_node("Sigmoid", ["p2"], ["s"]),
+                      h.make_node("Mul", ["s", "two"], ["yo"])],
+                     "else", [], [h.make_tensor_value_info("yo", TP.FLOAT, [4, 16])])
+g = h.make_graph([h.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)], "if_nested",
+                 [h.make_tensor_value_info("x", TP.FLOAT, [4, 16]),
+                  h.make_tensor_value_info("c", TP.BOOL, []),
+                  h.make_tensor_value_info("c2", TP.BOOL, [])],
+                 [h.make_tensor_value_info("y", TP.FLOAT, [4, 16])], [w1, w2, one, two])
+save(g, "if_nested.onnx")
+
+# --- loop_until ----------------------------------------------------------------
+k = nh.from_array(np.array(1.5, np.float32), "k")
+b = nh.from_array(np.array(0.25, np.float32), "b")
+i1 = nh.from_array(np.array(1, np.int64), "i1")
+trips = nh.from_array(np.array(12, np.int64), "trips")
+body = h.make_graph(
+    [h.make_node("Mul", ["xi", "k"], ["xm"]), h.make_node("Add", ["xm", "b"], ["xo"]),
+     h.make_node("Add", ["ni", "i1"], ["no"]),
+     h.make_node("ReduceSum", ["xo"], ["sum"], keepdims=0),
+     h.make_node("Less", ["sum", "limit"], ["co"])],
+    "body",
+    [h.make_tensor_value_info("iter", TP.INT64, []), h.make_tensor_value_info("ci", TP.BOOL, []),
+     h.make_tensor_value_info("xi", TP.FLOAT, [8]), h.make_tensor_value_info("ni", TP.INT64, [])],
+    [h.make_tensor_value_info("co", TP.BOOL, []), h.make_tensor_value_info("xo", TP.FLOAT, [8]),
+     h.make_tensor_value_info("no", TP.INT64, [])])
+g = h.make_graph([h.make_node("Loop", ["trips", "go", "x", "n0"], ["xf", "nf"], body=body)], "loop_until",
+                 [h.make_tensor_value_info("x", TP.FLOAT, [8]), h.make_tensor_value_info("go", TP.BOOL, []),
+                  h.make_tensor_value_info("limit", TP.FLOAT, [])],
+                 [h.make_tensor_value_info("xf", TP.FLOAT, [8]), h.make_tensor_value_info("nf", TP.INT64, [])],
+                 [k, b, i1, trips, nh.from_array(np.array(0, np.int64), "n0")])
+save(g, "loop_until.onnx")
+
+# The same loop with a scan output (x at each iteration): its length would be
+# the number of iterations the run makes, which mlcc does not support.
+body.output.append(h.make_tensor_value_info("xo", TP.FLOAT, [8]))
+g = h.make_graph([h.make_node("Loop", ["trips", "go", "x", "n0"], ["xf", "nf", "xs"], body=body)],
+                 "loop_scan_until",
+                 [h.make_tensor_value_info("x", TP.FLOAT, [8]), h.make_tensor_value_info("go", TP.BOOL, []),
+                  h.make_tensor_value_info("limit", TP.FLOAT, [])],
+                 [h.make_tensor_value_info("xf", TP.FLOAT, [8]), h.make_tensor_value_info("nf", TP.INT64, []),
+                  h.make_tensor_value_info("xs", TP.FLOAT, [None, 8])],
+                 [k, b, i1, trips, nh.from_array(np.array(0, np.int64), "n0")])
+save(g, "loop_scan_until.onnx")
+
+
+def ort(model, ins, outs):
+    args = ["node", os.path.join(root, "tests", "models", "ort_run.js"), os.path.join(out, model), "0"]
+    for path, shape, kind in ins:
+        args.append("%s:%s@%s" % (path, ",".join(map(str, shape)), kind))
+    args.append("--")
+    args += outs
+    subprocess.run(args, check=True, env=env, stdout=subprocess.DEVNULL)
+
+
+def write(name, a):
+    path = os.path.join(out, name)
+    a.tofile(path)
+    return path
+
+
+x = write("if_x.bin", rng.standard_normal((4, 16)).astype(np.float32))
+for c, c2 in ((1, 1), (1, 0), (0, 1)):
+    ort("if_nested.onnx",
+        [(x, [4, 16], "float32"), (write("c%d.bin" % c, np.array(c, np.bool_)), [], "bool"),
+         (write("c%d.bin" % c2, np.array(c2, np.bool_)), [], "bool")],
+        [os.path.join(out, "if_y_%d%d.bin" % (c, c2))])
+
+x = write("loop_x.bin", (rng.random(8) * 0.5).astype(np.float32))
+write("go1.bin", np.array(1, np.bool_))
+write("go0.bin", np.array(0, np.bool_))
+for go, limit in ((1, 10.0), (1, 60.0), (1, 1e9), (0, 1e9)):
+    lim = write("limit%d.bin" % limit, np.array(limit, np.float32))
+    ort("loop_until.onnx", [(x, [8], "float32"), (os.path.join(out, "go%d.bin" % go), [], "bool"),
+                            (lim, [], "float32")],
+        [os.path.join(out, "loop_x_%d_%d.bin" % (go, limit)), os.path.join(out, "loop_n_%d_%d.bin" % (go, limit))])
