@@ -208,13 +208,19 @@ void realize(ir::Graph &g, const Annotation &a, const std::map<std::string, Rang
   std::vector<std::unique_ptr<ir::Node>> nodes;
   for (auto &n : atStart)
     nodes.push_back(std::move(n));
+  // What is inserted before or after a node runs under its guard (a node
+  // of an If's branch: ir::Node::Guard).
   for (auto &n : g.Nodes) {
     ir::Node *raw = n.get();
-    for (auto &b : before[raw])
+    for (auto &b : before[raw]) {
+      b->Guard = raw->Guard;
       nodes.push_back(std::move(b));
+    }
     nodes.push_back(std::move(n));
-    for (auto &b : after[raw])
+    for (auto &b : after[raw]) {
+      b->Guard = raw->Guard;
       nodes.push_back(std::move(b));
+    }
   }
   g.Nodes = std::move(nodes);
 }
