@@ -41,7 +41,8 @@ typedef int32_t mlcc_status;
 #define MLCC_ERR_ARENA_MISALIGNED 4 /* arena not aligned to NAME_ARENA_ALIGN */
 #define MLCC_ERR_DEVICE 5          /* the CUDA target: a CUDA or cuBLAS call failed */
 #define MLCC_ERR_WEIGHTS_TOO_SMALL 6 /* the CUDA target: weights_size < NAME_WEIGHTS_SIZE */
-#define MLCC_ERR_DIM_RANGE 7       /* a run-time dimension outside its NAME_DIM_X_MIN..MAX */
+#define MLCC_ERR_DIM_RANGE 7       /* a run-time dimension outside its NAME_DIM_X_MIN..MAX,
+                                      or an input outside its NAME_INPUT_X_MIN..MAX */
 
 /* Element types: the ONNX TensorProto.DataType codes. */
 typedef int32_t mlcc_dtype;
@@ -136,7 +137,7 @@ static inline const char *mlcc_status_string(mlcc_status status) {
   case MLCC_ERR_ARENA_MISALIGNED: return "the arena is not aligned as the model needs";
   case MLCC_ERR_DEVICE: return "a CUDA or cuBLAS call failed";
   case MLCC_ERR_WEIGHTS_TOO_SMALL: return "the weights buffer is smaller than the model needs";
-  case MLCC_ERR_DIM_RANGE: return "a run-time dimension is outside the range the model was compiled for";
+  case MLCC_ERR_DIM_RANGE: return "a run-time dimension or input value is outside the range the model was compiled for";
   default: return "unknown status";
   }
 }

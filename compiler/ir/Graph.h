@@ -79,6 +79,10 @@ public:
   /// A constant whose elements depend on bounded dimensions (computed from
   /// them: a Slice end from Shape(x)); it holds their value at MAX.
   bool FromDims = false;
+  /// A graph input of one integer element whose value the caller promises
+  /// in [first, second] (--input-range); NAME_run checks it. A Loop whose
+  /// trip count it is unrolls to the most it allows.
+  std::optional<std::pair<int64_t, int64_t>> Range;
 
   bool isConstant() const { return Const != nullptr; }
 };

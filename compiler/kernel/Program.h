@@ -104,6 +104,10 @@ struct IoTensor {
   /// Dims holds their extents at every dimension's Max, and the caller's
   /// data is dense at the extents the run gives.
   std::vector<AxisExtent> Bounded;
+  /// An input of one integer element whose value must lie in [first,
+  /// second] (--input-range): NAME_run returns MLCC_ERR_DIM_RANGE, writing
+  /// nothing, for another.
+  std::optional<std::pair<int64_t, int64_t>> Range;
   int64_t bytes() const { return numElements(Dims) * (int64_t)dtypeSize(Type); }
 };
 

@@ -7,11 +7,13 @@
 //    (ir::Node::Guard: the condition, or its negation), so that a run
 //    computes only the branch taken; each output is then selected with
 //    Where. The branches must agree in shape (checked once inferred).
-//  - Loop needs a compile-time trip count and is unrolled. Without scan
-//    outputs, its condition may be known only at run time: iteration t runs
-//    under the guard "every condition so far was true" and each carried
-//    value is Where(that guard, the body's value, the value before), so a
-//    run stops computing where the loop ends. A condition that folds to
+//  - Loop needs a compile-time trip count, or a graph input whose values
+//    --input-range bounds (ir::Value::Range), and is unrolled to the most.
+//    Without scan outputs, its condition and trip count may be known only
+//    at run time: iteration t runs under the guard "every condition so far
+//    was true and t is below the trip count" and each carried value is
+//    Where(that guard, the body's value, the value before), so a run stops
+//    computing where the loop ends. A condition that folds to
 //    true leaves neither guards nor selections. With scan outputs (whose
 //    length would be the run's number of iterations) the condition must
 //    stay true: mlcc.internal.AssertTrue nodes check each iteration's
@@ -182,11 +184,21 @@ Nodes expandIf(ir::Node &n, ir::Graph &g) {
 // --- Loop ---------------------------------------------------------------
 
 /// A Loop without scan outputs, `trips` iterations unrolled, each under the
-/// guard that the loop has not ended (see the file comment).
+/// guard that the loop has not ended (see the file comment). `runTrips`:
+/// the trip count when it is known only at run time (`trips` its most).
 Nodes expandGuardedLoop(ir::Node &n, Emitter &e, const ir::Graph &body, int64_t trips,
-                        std::vector<ir::Value *> state) {
+                        ir::Value *runTrips, std::vector<ir::Value *> state) {
   ir::Value *active = n.hasInput(1) ? e.scalar(n.Inputs[1])
                                     : e.constant(Tensor::fromInts(DType::Bool, {}, {1}), "cond");
+  ir::Value *count = runTrips ? e.scalar(runTrips) : nullptr;
+  // "and iteration t is within the run's trip count"
+  auto within = [&](ir::Value *a, int64_t t) {
+    if (!count)
+      return a;
+    ir::Value *at = e.int64s({t}, {}, "iter"); // M is int64 (the schema checks it)
+    return e.op1("And", {a, e.op1("Less", {at, count}, "within")}, "active");
+  };
+  active = within(active, 0);
   for (int64_t t = 0; t < trips; ++t) {
     std::vector<ir::Value *> args = {e.int64s({t}, {}, "iter"), active};
     args.insert(args.end(), state.begin(), state.end());
@@ -196,7 +208,7 @@ Nodes expandGuardedLoop(ir::Node &n, Emitter &e, const ir::Graph &body, int64_t 
     e.appendGuarded(std::move(inl), e.conjoin(n.Guard, active));
     for (size_t i = 0; i < state.size(); ++i)
       state[i] = e.op1("Where", {active, res[1 + i], state[i]}, "carry");
-    active = e.op1("And", {active, e.scalar(res[0])}, "active");
+    active = within(e.op1("And", {active, e.scalar(res[0])}, "active"), t + 1);
   }
   for (size_t i = 0; i < state.size(); ++i)
     e.bindOutput(i, state[i]);
@@ -211,7 +223,17 @@ Nodes expandLoop(ir::Node &n, ir::Graph &g) {
     n.error(ErrorKind::Unsupported)
         << "a Loop without a trip count (a while loop) is not supported: its "
            "number of iterations must be known at compile time";
-  int64_t trips = n.constInputInts(0, "the number of iterations is unrolled at compile time")[0];
+  // A trip count known only at run time: a graph input whose values
+  // --input-range bounds (ir::Value::Range); the loop unrolls to the most.
+  ir::Value *runTrips = nullptr;
+  int64_t trips = 0;
+  if (!n.Inputs[0]->Const && n.Inputs[0]->Range) {
+    runTrips = n.Inputs[0];
+    trips = n.Inputs[0]->Range->second;
+  } else {
+    trips = n.constInputInts(0, "the loop is unrolled at compile time; a graph input may "
+                                "instead be bounded with --input-range NAME=MIN..MAX")[0];
+  }
   size_t carried = n.Inputs.size() - 2;
   if (body->Inputs.size() != carried + 2 || body->Outputs.size() < carried + 1)
     n.error() << "its body has " << body->Inputs.size() << " inputs and "
@@ -222,7 +244,12 @@ Nodes expandLoop(ir::Node &n, ir::Graph &g) {
     trips = 0;
   std::vector<ir::Value *> state(n.Inputs.begin() + 2, n.Inputs.end());
   if (scans == 0)
-    return expandGuardedLoop(n, e, *body, trips, std::move(state));
+    return expandGuardedLoop(n, e, *body, trips, runTrips, std::move(state));
+  if (runTrips)
+    n.error(ErrorKind::Unsupported)
+        << "its trip count '" << runTrips->Name << "' is known only at run time, and its scan "
+        << "outputs would have that many elements: a Loop with scan outputs needs a trip "
+           "count known at compile time";
   bool condTrue = true;
   if (n.hasInput(1))
     condTrue = n.constInputInts(1, "the number of its scan outputs' elements is the number of "

@@ -144,6 +144,15 @@ std::string writeHeader(const kir::Program &p, const std::string &source, bool c
   for (auto &t : p.Outputs)
     os << "#define " << U << "_OUTPUT_" << upperName(t.CName) << "_COUNT "
        << numElements(t.Dims) << "u\n";
+  // Inputs whose value must lie in a range (--input-range).
+  for (auto &t : p.Inputs)
+    if (t.Range) {
+      os << "#define " << U << "_INPUT_" << upperName(t.CName) << "_MIN " << t.Range->first
+         << "  /* " << N << "_run returns MLCC_ERR_DIM_RANGE for *in->" << t.CName
+         << " outside MIN..MAX */\n";
+      os << "#define " << U << "_INPUT_" << upperName(t.CName) << "_MAX " << t.Range->second
+         << "\n";
+    }
   // Quantized inputs and outputs: real value = SCALE * (q - ZERO_POINT).
   auto quantMacros = [&](const std::vector<kir::IoTensor> &ts, const char *kind) {
     for (auto &t : ts) {

@@ -205,9 +205,11 @@ private:
       used.insert(n);
       return n;
     };
-    for (auto *v : G.Inputs)
+    for (auto *v : G.Inputs) {
       P.Inputs.push_back({v->Name, cname(v->Name, "input"), v->Type.Type,
                           v->Type.Dims, v->QuantScale, v->QuantZeroPoint, v->Bounded});
+      P.Inputs.back().Range = v->Range;
+    }
     // Each dimension is a member of the inputs struct, named apart from the
     // inputs.
     for (const ir::BoundedDim &d : G.BoundedDims)

@@ -315,6 +315,22 @@ private:
       if (isMain && !scope.count(name))
         fail(ErrorKind::Usage) << "--freeze names '" << name
                                << "', which is not a graph input";
+    for (auto &[name, range] : Opts.Ranges) {
+      if (!isMain)
+        break;
+      auto in = std::find_if(g->Inputs.begin(), g->Inputs.end(),
+                             [&](const ir::Value *v) { return v->Name == name; });
+      if (in == g->Inputs.end())
+        fail(ErrorKind::Usage) << "--input-range names '" << name
+                               << "', which is not a graph input"
+                               << (Opts.Frozen.count(name) ? " (it is frozen)" : "");
+      const ir::TensorType &t = (*in)->Type;
+      if (!isInteger(t.Type) || t.numel() != 1)
+        fail(ErrorKind::Usage) << "--input-range " << name << ": the input is "
+                               << dtypeOnnxName(t.Type) << shapeToString(t.Dims)
+                               << ", not one integer";
+      (*in)->Range = range;
+    }
 
     // Nodes, in an order where every input is defined first.
     std::vector<int> order = topoOrder(gp, scope, outer);

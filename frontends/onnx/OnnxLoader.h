@@ -34,6 +34,9 @@ struct LoadOptions {
   std::map<std::string, Shape> Shapes;
   /// Graph inputs to turn into constants, by input name.
   std::map<std::string, TensorPtr> Frozen;
+  /// The values integer scalar graph inputs take (`--input-range`), by
+  /// input name: ir::Value::Range.
+  std::map<std::string, std::pair<int64_t, int64_t>> Ranges;
 };
 
 /// Loads a model; throws CompileError (Io/Invalid/Unsupported) with a

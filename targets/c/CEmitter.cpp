@@ -798,6 +798,13 @@ void writeArgumentChecks(std::ostream &os, const Program &p) {
     os << "  if (in->" << d.CName << " < " << U << "_DIM_" << output::upperName(d.CName)
        << "_MIN || in->" << d.CName << " > " << U << "_DIM_" << output::upperName(d.CName)
        << "_MAX)\n    return MLCC_ERR_DIM_RANGE;\n";
+  // Inputs whose value must lie in a range (--input-range).
+  for (auto &t : p.Inputs)
+    if (t.Range) {
+      std::string macro = U + "_INPUT_" + output::upperName(t.CName);
+      os << "  if ((int64_t)*in->" << t.CName << " < " << macro << "_MIN || (int64_t)*in->"
+         << t.CName << " > " << macro << "_MAX)\n    return MLCC_ERR_DIM_RANGE;\n";
+    }
   if (!p.Dims.empty()) {
     os << "  const int64_t dims[" << p.Dims.size() << "] = {";
     for (size_t k = 0; k < p.Dims.size(); ++k)

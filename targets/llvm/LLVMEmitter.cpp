@@ -1642,6 +1642,18 @@ std::unique_ptr<llvm::Module> emitModule(const Program &p, llvm::LLVMContext &ct
                        b.CreateICmpSGT(v, llvm::ConstantInt::get(i64, (uint64_t)p.Dims[k].Max))),
             MLCC_ERR_DIM_RANGE);
     }
+    // Inputs whose value must lie in a range (--input-range).
+    for (size_t i = 0; i < p.Inputs.size(); ++i) {
+      const IoTensor &t = p.Inputs[i];
+      if (!t.Range)
+        continue;
+      llvm::Type *elem = llvm::IntegerType::get(ctx, dtypeBits(t.Type));
+      Value *v = b.CreateLoad(elem, inPtrs[i]);
+      v = isSignedInt(t.Type) ? b.CreateSExt(v, i64) : b.CreateZExt(v, i64);
+      check(b.CreateOr(b.CreateICmpSLT(v, llvm::ConstantInt::get(i64, (uint64_t)t.Range->first)),
+                       b.CreateICmpSGT(v, llvm::ConstantInt::get(i64, (uint64_t)t.Range->second))),
+            MLCC_ERR_DIM_RANGE);
+    }
     if (p.ArenaSize > 0) {
       check(isNull(arena), MLCC_ERR_ARENA_NULL);
       check(b.CreateICmpULT(arenaSize, llvm::ConstantInt::get(size, (uint64_t)p.ArenaSize)),

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Control flow on values known only at run time: an If whose condition is
-# an input runs only the branch taken (both compiled, nested Ifs too), and a
+# an input runs only the branch taken (both compiled, nested Ifs too), a
 # Loop whose condition is an input and then the body's own test stops
-# computing where the loop ends. Each model is compiled once, by LLVM and by
+# computing where the loop ends, and a Loop whose trip count is an input
+# bounded by --input-range runs that many iterations. Each model is compiled once, by LLVM and by
 # the C backend, and run on several conditions against ONNX Runtime's
 # outputs (tests/cli/make_control_flow.py). How many kernel calls ran is
 # counted through the profiling hook (tests/cli/run_control_flow.c): a run
@@ -90,7 +91,55 @@ for backend in llvm c; do
       fail "$n: calls run $(calls "$n" 0_1000000000), $(calls "$n" 1_10), $(calls "$n" 1_60), $(calls "$n" 1_1000000000) of $total"
     fi
   fi
+
+  # Loop whose trip count is an input m, bounded by --input-range m=0..12:
+  # 0, 3 and 12 iterations; 13 and -1 return MLCC_ERR_DIM_RANGE (7) and
+  # write nothing.
+  n=count-$backend
+  if library "$n" "$data/loop_count.onnx" --input-range m=0..12 --backend "$backend"; then
+    if grep -q "#define M_INPUT_M_MIN 0" "$work/$n/m.h" && grep -q "#define M_INPUT_M_MAX 12" "$work/$n/m.h"; then
+      ok "$n: the header gives M_INPUT_M_MIN 0 and M_INPUT_M_MAX 12"
+    else
+      fail "$n: the header lacks M_INPUT_M_MIN/MAX"
+    fi
+    for m in 0 3 12; do
+      run "$n" "m$m" "$data/loop_x.bin" "$data/m$m.bin" -- "$data/count_x_$m.bin" "$data/count_n_$m.bin"
+    done
+    if (($(calls "$n" m0) < $(calls "$n" m3) && $(calls "$n" m3) < $(calls "$n" m12))); then
+      ok "$n: a run makes the iterations of its trip count only"
+    else
+      fail "$n: calls run $(calls "$n" m0), $(calls "$n" m3), $(calls "$n" m12)"
+    fi
+    for m in 13 -1; do
+      if "$work/$n/run" status=7 "$data/loop_x.bin" "$data/m$m.bin" -- x x >"$work/$n/m$m.txt" 2>&1; then
+        ok "$n, m=$m: $(cat "$work/$n/m$m.txt")"
+      else
+        fail "$n, m=$m: $(cat "$work/$n/m$m.txt")"
+      fi
+    done
+  fi
 done
+
+# A trip count known only at run time needs --input-range; bad ranges are
+# one line, exit status 2, and no library.
+expect_error() { # NAME STATUS TEXT ARGS...
+  local name=$1 status=$2 text=$3
+  shift 3
+  "$mlcc" "$@" -o "$work/$name.a" 2>"$work/$name.err"
+  local rc=$?
+  if ((rc == status)) && grep -qF -- "$text" "$work/$name.err" && [[ ! -e $work/$name.a ]] &&
+     (($(wc -l < "$work/$name.err") == 1)); then
+    ok "$name: exit $rc, $(cat "$work/$name.err")"
+  else
+    fail "$name: exit $rc (want $status): $(head -2 "$work/$name.err")"
+  fi
+}
+expect_error count-unbounded 4 "input 0 ('m') must be known at compile time" "$data/loop_count.onnx"
+expect_error range-empty 2 "--input-range m=5..2: the range is empty" "$data/loop_count.onnx" --input-range m=5..2
+expect_error range-text 2 "expected a range MIN..MAX of integers" "$data/loop_count.onnx" --input-range m=a..3
+expect_error range-float 2 "--input-range x: the input is float[8], not one integer" "$data/loop_count.onnx" --input-range x=0..3
+expect_error range-unknown 2 "--input-range names 'q', which is not a graph input" "$data/loop_count.onnx" --input-range q=0..3
+expect_error range-cuda 3 "--target cuda does not take input ranges yet" "$data/loop_count.onnx" --input-range m=0..3 --target cuda
 
 # A Loop with scan outputs needs its condition at compile time (the scan's
 # length would be the number of iterations): a clear error, no library.

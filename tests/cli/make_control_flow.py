@@ -11,6 +11,9 @@ with these references.
   n <- n + 1 while sum(x) < limit (limit an input). Outputs x and n.
 - loop_scan_until.onnx: the same with a scan output (unsupported: its
   length is the number of iterations a run makes).
+- loop_count.onnx: a Loop whose trip count is an input m (for
+  --input-range m=0..12): x <- x * 1.5 + 0.25, n <- n + 1. Run at m = 0, 3,
+  12.
 
 Run once; the output is committed, so the tests need neither Python nor
 ONNX Runtime. Needs numpy, onnx and onnxruntime-node (tests/models/
@@ -95,6 +98,22 @@ g = h.make_graph([h.make_node("Loop", ["trips", "go", "x", "n0"], ["xf", "nf", "
                  [k, b, i1, trips, nh.from_array(np.array(0, np.int64), "n0")])
 save(g, "loop_scan_until.onnx")
 
+# A Loop whose trip count is an input (m): x <- x * 1.5 + 0.25, n <- n + 1;
+# compiled with --input-range m=0..12.
+body = h.make_graph(
+    [h.make_node("Mul", ["xi", "k"], ["xm"]), h.make_node("Add", ["xm", "b"], ["xo"]),
+     h.make_node("Add", ["ni", "i1"], ["no"]), h.make_node("Identity", ["ci"], ["co"])],
+    "body",
+    [h.make_tensor_value_info("iter", TP.INT64, []), h.make_tensor_value_info("ci", TP.BOOL, []),
+     h.make_tensor_value_info("xi", TP.FLOAT, [8]), h.make_tensor_value_info("ni", TP.INT64, [])],
+    [h.make_tensor_value_info("co", TP.BOOL, []), h.make_tensor_value_info("xo", TP.FLOAT, [8]),
+     h.make_tensor_value_info("no", TP.INT64, [])])
+g = h.make_graph([h.make_node("Loop", ["m", "", "x", "n0"], ["xf", "nf"], body=body)], "loop_count",
+                 [h.make_tensor_value_info("x", TP.FLOAT, [8]), h.make_tensor_value_info("m", TP.INT64, [])],
+                 [h.make_tensor_value_info("xf", TP.FLOAT, [8]), h.make_tensor_value_info("nf", TP.INT64, [])],
+                 [k, b, i1, nh.from_array(np.array(0, np.int64), "n0")])
+save(g, "loop_count.onnx")
+
 
 def ort(model, ins, outs):
     args = ["node", os.path.join(root, "tests", "models", "ort_run.js"), os.path.join(out, model), "0"]
@@ -126,3 +145,10 @@ for go, limit in ((1, 10.0), (1, 60.0), (1, 1e9), (0, 1e9)):
     ort("loop_until.onnx", [(x, [8], "float32"), (os.path.join(out, "go%d.bin" % go), [], "bool"),
                             (lim, [], "float32")],
         [os.path.join(out, "loop_x_%d_%d.bin" % (go, limit)), os.path.join(out, "loop_n_%d_%d.bin" % (go, limit))])
+
+for m in (0, 3, 12):
+    mf = write("m%d.bin" % m, np.array(m, np.int64))
+    ort("loop_count.onnx", [(x, [8], "float32"), (mf, [], "int64")],
+        [os.path.join(out, "count_x_%d.bin" % m), os.path.join(out, "count_n_%d.bin" % m)])
+write("m13.bin", np.array(13, np.int64))
+write("m-1.bin", np.array(-1, np.int64))

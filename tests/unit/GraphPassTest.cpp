@@ -1,5 +1,7 @@
 // Graph simplifications of infer-and-fold: nodes that compute their input
-// unchanged are removed.
+// unchanged are removed. Guarded nodes (an If's branches, ir::Node::Guard)
+// through the passes and into guarded calls.
+#include "compiler/kernel/Program.h"
 #include "compiler/passes/Passes.h"
 #include "compiler/quantizer/Quantize.h"
 
@@ -87,4 +89,131 @@ TEST_CASE("the float nodes of an int8 model are named", "[passes][quantization]"
   };
   CHECK(quantizer::floatFallbacks(*graph(true)) == std::vector<std::string>{"tanh (Tanh)"});
   CHECK(quantizer::floatFallbacks(*graph(false)).empty());
+}
+
+namespace {
+
+/// y = Where(c, Relu(x) [if c], Sigmoid(x) [if not c]) + Sigmoid(x): the
+/// branches of an If as its expansion guards them (ir::Node::Guard), and
+/// the same Sigmoid unguarded.
+struct GuardedBranches {
+  ir::Graph G;
+  ir::Value *X, *C, *NotC = nullptr;
+  ir::Node *add(const std::string &name, const std::string &op, int opset,
+                std::vector<ir::Value *> ins, ir::Value *guard = nullptr) {
+    auto n = std::make_unique<ir::Node>();
+    n->Name = name;
+    n->OpType = op;
+    n->Opset = opset;
+    n->Inputs = std::move(ins);
+    n->Guard = guard;
+    ir::Value *out = G.addValue(name);
+    out->Producer = n.get();
+    n->Outputs = {out};
+    return G.addNode(std::move(n));
+  }
+  GuardedBranches() {
+    X = G.addValue("x", {DType::F32, {4, 8}});
+    C = G.addValue("c", {DType::Bool, {}});
+    G.Inputs = {X, C};
+    NotC = add("not_c", "Not", 1, {C})->Outputs[0];
+    ir::Value *a = add("relu", "Relu", 14, {X}, C)->Outputs[0];
+    ir::Value *b = add("sigmoid", "Sigmoid", 13, {X}, NotC)->Outputs[0];
+    ir::Value *b2 = add("sigmoid_always", "Sigmoid", 13, {X})->Outputs[0];
+    ir::Value *w = add("select", "Where", 16, {C, a, b})->Outputs[0];
+    G.Outputs = {add("sum", "Add", 14, {w, b2})->Outputs[0]};
+  }
+  const ir::Node *node(const std::string &name) const {
+    for (auto &n : G.Nodes)
+      if (n->Name == name)
+        return n.get();
+    return nullptr;
+  }
+};
+
+} // namespace
+
+TEST_CASE("guarded nodes: their guard is a use, and they stay apart", "[passes]") {
+  GuardedBranches b;
+  passes::inferAndFold(b.G, {});
+  // The Not is read only as a guard: dead-code elimination keeps it, and
+  // use counts count it.
+  passes::eliminateDeadCode(b.G);
+  REQUIRE(b.node("not_c"));
+  CHECK(b.G.useCounts()[b.NotC] == 1);
+  // The guarded Sigmoid and the unguarded one compute the same values only
+  // when the guard holds: not merged.
+  passes::eliminateCommonSubexpressions(b.G);
+  passes::eliminateDeadCode(b.G);
+  REQUIRE(b.node("sigmoid"));
+  REQUIRE(b.node("sigmoid_always"));
+  // A chain of elementwise nodes fuses only under one guard: x -> Relu [if
+  // c] -> Neg [if c, or always] -> y.
+  for (bool same : {true, false}) {
+    GuardedBranches u;
+    u.G.Nodes.clear();
+    ir::Value *r = u.add("relu", "Relu", 14, {u.X}, u.C)->Outputs[0];
+    u.G.Outputs = {u.add("neg", "Neg", 13, {r}, same ? u.C : nullptr)->Outputs[0]};
+    passes::inferAndFold(u.G, {});
+    passes::fuseOps(u.G);
+    const ir::Node *relu = u.node("relu");
+    if (same) {
+      CHECK(relu->Group >= 0);
+      CHECK(relu->Group == u.node("neg")->Group);
+    } else {
+      CHECK((relu->Group < 0 || relu->Group != u.node("neg")->Group));
+    }
+  }
+  // replaceAllUses reaches guards.
+  ir::Value *other = b.G.addValue("other", {DType::Bool, {}});
+  b.G.replaceAllUses(b.C, other);
+  CHECK(b.node("relu")->Guard == other);
+}
+
+TEST_CASE("infer-and-fold: a Where with a constant condition is its operand", "[passes]") {
+  for (bool take : {true, false}) {
+    GuardedBranches b;
+    b.C->Const = std::make_shared<Tensor>(Tensor::fromInts(DType::Bool, {}, {take ? 1 : 0}));
+    b.G.Inputs = {b.X};
+    passes::inferAndFold(b.G, {});
+    passes::eliminateDeadCode(b.G);
+    // The guards folded: the branch taken is left unguarded (its guard, c
+    // or Not(c), is true), the other is dead.
+    CHECK(!b.node("select"));
+    CHECK(!b.node(take ? "sigmoid" : "relu"));
+    const ir::Node *kept = b.node(take ? "relu" : "sigmoid");
+    REQUIRE(kept);
+    CHECK(kept->Guard == nullptr);
+  }
+}
+
+TEST_CASE("a call's guard keeps its buffer alive, and lowering guards the branches' calls",
+          "[passes]") {
+  GuardedBranches b;
+  passes::inferAndFold(b.G, {});
+  passes::fuseOps(b.G);
+  kir::Program p = passes::lowerToProgram(b.G, "m");
+  // The Relu runs if input 1 (c); the Sigmoid if the Not's buffer, which
+  // no call reads as an argument after the Not: the guard is its last use.
+  int64_t notCall = -1, guarded = 0;
+  for (size_t c = 0; c < p.Calls.size(); ++c) {
+    const kir::Call &call = p.Calls[c];
+    if (call.Nodes[0].Name == "not_c")
+      notCall = (int64_t)c;
+    if (call.Nodes[0].Name == "relu") {
+      REQUIRE(call.Guard);
+      CHECK(call.Guard->Kind == kir::StorageKind::Input);
+      CHECK(call.Guard->Index == 1);
+    }
+    if (call.Nodes[0].Name == "sigmoid") {
+      REQUIRE(call.Guard);
+      REQUIRE(call.Guard->Kind == kir::StorageKind::Arena);
+      std::vector<kir::Lifetime> life = kir::bufferLifetimes(p);
+      CHECK(life[call.Guard->Index].First == notCall);
+      CHECK(life[call.Guard->Index].Last == (int64_t)c);
+    }
+    guarded += call.Guard.has_value();
+  }
+  CHECK(guarded == 2);
+  CHECK(kir::printProgram(p).find("if input 1: ") != std::string::npos);
 }

@@ -153,7 +153,8 @@ struct Row {
 // --- inputs --------------------------------------------------------------------
 
 /// One buffer per program input: --input files, else the first calibration
-/// sample, else random values (seeded) in the input's range.
+/// sample, else random values (seeded) in the input's range (its
+/// --input-range, if any).
 std::vector<Data> makeInputs(const CheckOptions &o, const kir::Program &p,
                              const ir::Graph &original) {
   std::map<std::string, std::string> files;
@@ -196,6 +197,8 @@ std::vector<Data> makeInputs(const CheckOptions &o, const kir::Program &p,
         lo = in.Scale * (0 - in.ZeroPoint), hi = in.Scale * (255 - in.ZeroPoint);
       if (isInteger(d.Type))
         lo = 0, hi = 4;
+      if (in.Range) // --input-range: a value it allows
+        lo = (double)in.Range->first, hi = (double)in.Range->second + 1;
       if (d.Type == DType::Bool)
         lo = 0, hi = 2;
       std::uniform_real_distribution<double> u(lo, hi);

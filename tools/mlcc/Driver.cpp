@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <optional>
 #include <cstdlib>
@@ -137,6 +138,28 @@ onnx::LoadOptions loadOptions(const DriverOptions &o) {
   for (auto &f : o.Freeze) {
     auto [name, file] = splitAssignment(f, "--freeze");
     lo.Frozen[name] = onnx::loadTensorFile(file);
+  }
+  for (auto &r : o.InputRanges) {
+    auto [name, text] = splitAssignment(r, "--input-range");
+    size_t dots = text.find("..");
+    auto number = [&](const std::string &s) {
+      char *end = nullptr;
+      errno = 0;
+      long long v = std::strtoll(s.c_str(), &end, 10);
+      if (s.empty() || *end || errno)
+        fail(ErrorKind::Usage) << "--input-range " << name << "=" << text
+                               << ": expected a range MIN..MAX of integers";
+      return (int64_t)v;
+    };
+    if (dots == std::string::npos)
+      number("");
+    int64_t min = number(text.substr(0, dots)), max = number(text.substr(dots + 2));
+    if (min > max)
+      fail(ErrorKind::Usage) << "--input-range " << name << "=" << text
+                             << ": the range is empty (MIN " << min << " is greater than MAX "
+                             << max << ")";
+    if (!lo.Ranges.emplace(name, std::make_pair(min, max)).second)
+      fail(ErrorKind::Usage) << "--input-range " << name << " is given twice";
   }
   return lo;
 }
@@ -516,6 +539,10 @@ void runDriver(const DriverOptions &o) {
             : kind == "onnx" ? "--emit onnx writes a graph of fixed shapes"
                              : "--tune and --tune-db measure at fixed shapes")
         << "; use --dim " << bounded[0].Name << "=VALUE";
+  if (cuda && !o.InputRanges.empty())
+    fail(ErrorKind::Unsupported) << "--input-range " << o.InputRanges[0]
+                                 << ": --target cuda does not take input ranges yet (its "
+                                    "inputs lie in device memory, where the run cannot check them)";
   if (!bounded.empty() && !o.Quantize.empty())
     fail(ErrorKind::Unsupported) << flagText(bounded[0])
                                  << ": bounded dimensions do not take --quantize yet (its "

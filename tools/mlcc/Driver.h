@@ -20,6 +20,7 @@ struct DriverOptions {
   std::vector<std::string> Dims;   ///< NAME=VALUE
   std::vector<std::string> Shapes; ///< NAME=D0xD1x...
   std::vector<std::string> Freeze; ///< NAME=FILE.pb
+  std::vector<std::string> InputRanges; ///< NAME=MIN..MAX
   std::string Backend = "llvm"; ///< llvm, or c (host C compiler)
   std::string Target = "host";
   std::string Cpu, Features;

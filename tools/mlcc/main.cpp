@@ -33,6 +33,9 @@ void addCompileOptions(CLI::App &app, DriverOptions &o) {
   app.add_option("--freeze", o.Freeze,
                  "Make a graph input a compile-time constant: NAME=FILE.pb "
                  "(a serialized TensorProto; repeatable)");
+  app.add_option("--input-range", o.InputRanges,
+                 "The values an integer scalar graph input takes: NAME=MIN..MAX (checked "
+                 "when the model runs; a Loop whose trip count it is unrolls to MAX; repeatable)");
   app.add_option("--quantize", o.Quantize,
                  "Quantize the float model: int8 (calibrated with --calibrate; "
                  "weights int8 per channel, activations uint8)")
