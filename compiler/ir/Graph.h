@@ -212,6 +212,12 @@ public:
   /// The dimensions bound to a range (--dim NAME=MIN..MAX), which
   /// Value::Bounded refers to by index.
   std::vector<BoundedDim> BoundedDims;
+  /// What the compile decided from constants that control flow reads, as
+  /// text: each If's branch ("node 'If_0' (If): the then branch") and each
+  /// Loop's trip count when known at compile time. A bounded dimension
+  /// compares them between values (tools/mlcc/BoundedDims.cpp): a decision
+  /// computed from the dimension must not change in its range.
+  std::vector<std::string> Decisions;
 
   /// The value named `name`, or null.
   Value *findValue(const std::string &name) const;

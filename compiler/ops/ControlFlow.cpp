@@ -153,6 +153,7 @@ Nodes expandIf(ir::Node &n, ir::Graph &g) {
     n.error() << "input 0 (cond) is required";
   if (cond->Const) {
     bool take = cond->Const->numel() > 0 && cond->Const->intAt(0) != 0;
+    g.Decisions.push_back(n.where() + ": the " + (take ? "then" : "else") + " branch");
     ir::InlinedGraph inl = ir::inlineGraph(g, n, take ? *thenG : *elseG, {},
                                            n.Name + (take ? "/then/" : "/else/"));
     std::vector<ir::Value *> results = inl.Outputs;
@@ -233,6 +234,7 @@ Nodes expandLoop(ir::Node &n, ir::Graph &g) {
   } else {
     trips = n.constInputInts(0, "the loop is unrolled at compile time; a graph input may "
                                 "instead be bounded with --input-range NAME=MIN..MAX")[0];
+    g.Decisions.push_back(n.where() + ": " + std::to_string(trips) + " iterations");
   }
   size_t carried = n.Inputs.size() - 2;
   if (body->Inputs.size() != carried + 2 || body->Outputs.size() < carried + 1)
@@ -254,8 +256,10 @@ Nodes expandLoop(ir::Node &n, ir::Graph &g) {
   if (n.hasInput(1))
     condTrue = n.constInputInts(1, "the number of its scan outputs' elements is the number of "
                                    "iterations, which its condition decides")[0] != 0;
-  if (!condTrue)
+  if (!condTrue) {
     trips = 0;
+    g.Decisions.push_back(n.where() + ": its condition is false");
+  }
   if (trips == 0)
     n.error(ErrorKind::Unsupported) << "a Loop that runs zero times with scan outputs is not supported";
 

@@ -79,6 +79,8 @@ expect dim-op        3 "node 'running_sum' (CumSum): reads or writes 'x' (its ax
                        -- "$data/bounded_cumsum.onnx" --dim seq=1..64 -o "$work/out/libm.a"
 expect dim-slice     3 "node 'last_four' (Slice): its input 1 ('starts') is computed from a bounded dimension; a Slice takes such numbers only as its ends so far" \
                        -- "$data/bounded_tail.onnx" --dim seq=5..64 -o "$work/out/libm.a"
+expect dim-if        3 "--dim seq=1..64: control flow is decided from seq at compile time: node 'by_length' (If): the then branch at seq=64, but node 'by_length' (If): the else branch at seq=1" \
+                       -- "$data/bounded_if.onnx" --dim seq=1..64 -o "$work/out/libm.a"
 expect dim-cuda      3 "--dim seq=1..256: --target cuda does not take bounded dimensions yet" \
                        -- "$bounded" --dim seq=1..256 --target cuda -o "$work/out/libm.a"
 expect dim-check     3 "--dim seq=1..256: mlcc check compares the layers at one value of each dimension so far" \

@@ -194,3 +194,16 @@ save(helper.make_graph([
      helper.make_tensor("zero", i64, [1], [0]), helper.make_tensor("ends", i64, [1], [1 << 40]),
      helper.make_tensor("axis1", i64, [1], [1])]),
     "bounded_tail.onnx")
+# An If on a test of seq (seq > 1): the branch a library would take is
+# decided at compile time, and it changes within 1..MAX.
+save(helper.make_graph([
+    helper.make_node("Shape", ["x"], ["xs"], name="shape_x"),
+    helper.make_node("Gather", ["xs", "idx1"], ["seqlen"], name="seq_len", axis=0),
+    helper.make_node("Greater", ["seqlen", "idx1"], ["long"], name="longer_than_one"),
+    helper.make_node("If", ["long"], ["y"], name="by_length",
+                     then_branch=helper.make_graph([helper.make_node("Relu", ["x"], ["yt"])], "then", [],
+                                                   [helper.make_tensor_value_info("yt", TensorProto.FLOAT, [1, None, 16])]),
+                     else_branch=helper.make_graph([helper.make_node("Neg", ["x"], ["ye"])], "else", [],
+                                                   [helper.make_tensor_value_info("ye", TensorProto.FLOAT, [1, None, 16])]))],
+    "bounded_if", [xa], [yb], [helper.make_tensor("idx1", i64, [], [1])]),
+    "bounded_if.onnx")

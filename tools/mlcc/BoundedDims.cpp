@@ -202,6 +202,32 @@ void attachBoundedExtents(const DriverOptions &o, const llvmgen::TargetSpec &tar
       probes.push_back(compileAt(vs, flag));
     }
     auto where = [&](size_t p) { return d.Name + "=" + std::to_string(at[p]); };
+    // What control flow decided from constants (ir::Graph::Decisions) must
+    // be the same at every value: at the probes, and at MIN, where a test
+    // such as seq > 1 changes that the probes near MAX do not see.
+    auto sameDecisions = [&](const ir::Graph &q, int64_t value) {
+      size_t i = 0;
+      while (i < q.Decisions.size() && i < g.Decisions.size() && q.Decisions[i] == g.Decisions[i])
+        ++i;
+      if (i == q.Decisions.size() && i == g.Decisions.size())
+        return;
+      auto text = [&](const std::vector<std::string> &ds) {
+        return i < ds.size() ? ds[i] : std::string("no such decision");
+      };
+      fail(ErrorKind::Unsupported)
+          << flag << ": control flow is decided from " << d.Name << " at compile time: "
+          << text(g.Decisions) << " at " << d.Name << "=" << d.Max << ", but "
+          << text(q.Decisions) << " at " << d.Name << "=" << value
+          << "; a bounded dimension needs the same decisions at every value (narrow the "
+             "range, or compile a library for each part)";
+    };
+    for (size_t p = 0; p < probes.size(); ++p)
+      sameDecisions(*probes[p], at[p]);
+    if (d.Min < d.Max - 2) {
+      std::vector<int64_t> vs = maxes;
+      vs[k] = d.Min;
+      sameDecisions(*compileAt(vs, flag), d.Min);
+    }
     for (size_t p = 0; p < probes.size(); ++p) {
       const ir::Graph &q = *probes[p];
       bool same = q.Nodes.size() == g.Nodes.size();
