@@ -13,8 +13,10 @@
 //    at run time: iteration t runs under the guard "every condition so far
 //    was true and t is below the trip count" and each carried value is
 //    Where(that guard, the body's value, the value before), so a run stops
-//    computing where the loop ends. A condition that folds to
-//    true leaves neither guards nor selections. With scan outputs (whose
+//    computing where the loop ends (mlcc.internal.LoopCarry, which becomes
+//    the body's value when the guard folds to true: a condition known at
+//    compile time leaves neither guards nor selections, and carried values
+//    may change shape then). With scan outputs (whose
 //    length would be the run's number of iterations) the condition must
 //    stay true: mlcc.internal.AssertTrue nodes check each iteration's
 //    condition once constant folding has run.
@@ -207,8 +209,12 @@ Nodes expandGuardedLoop(ir::Node &n, Emitter &e, const ir::Graph &body, int64_t 
         ir::inlineGraph(e.G, n, body, args, n.Name + "/it" + std::to_string(t) + "/");
     std::vector<ir::Value *> res = inl.Outputs;
     e.appendGuarded(std::move(inl), e.conjoin(n.Guard, active));
-    for (size_t i = 0; i < state.size(); ++i)
-      state[i] = e.op1("Where", {active, res[1 + i], state[i]}, "carry");
+    for (size_t i = 0; i < state.size(); ++i) {
+      ir::Value *next = e.fresh("carry");
+      e.node("LoopCarry", {active, res[1 + i], state[i]}, {next}, "mlcc.internal")->Attrs["owner"] =
+          stringAttr(n.where());
+      state[i] = next;
+    }
     active = within(e.op1("And", {active, e.scalar(res[0])}, "active"), t + 1);
   }
   for (size_t i = 0; i < state.size(); ++i)
@@ -365,6 +371,31 @@ Nodes expandScan(ir::Node &n, ir::Graph &g) {
   return out;
 }
 
+// --- internal nodes -----------------------------------------------------
+
+/// mlcc.internal.LoopCarry(active, next, before): a carried value after an
+/// iteration that runs only while `active`. Expanded once its inputs are
+/// inferred: `next` when `active` folded to true (the value may change shape
+/// from one iteration to the next then, as a loop that grows a tensor does),
+/// `before` when false, else Where(active, next, before), of one type.
+Nodes expandLoopCarry(ir::Node &n, ir::Graph &g) {
+  Nodes out;
+  Emitter e(g, n, out);
+  ir::Value *active = n.Inputs[0], *next = n.Inputs[1], *before = n.Inputs[2];
+  std::string owner = n.attrString("owner", "a Loop");
+  if (active->Const) {
+    e.node("Identity", {active->Const->intAt(0) != 0 ? next : before}, {n.Outputs[0]});
+    return out;
+  }
+  if (next->Type != before->Type)
+    fail(ErrorKind::Unsupported)
+        << owner << ": a carried value is " << before->Type.str() << " before an iteration and "
+        << next->Type.str() << " after it; with a condition or trip count known only at run "
+        << "time its shape would depend on the run";
+  e.node("Where", {active, next, before}, {n.Outputs[0]});
+  return out;
+}
+
 // --- internal checks ----------------------------------------------------
 
 void inferAssertTrue(ir::Node &n) {
@@ -399,6 +430,8 @@ MLCC_OPS(ControlFlow) {
   R.add({.Name = "If", .SinceVersion = 1, .Expand = expandIf});
   R.add({.Name = "Loop", .SinceVersion = 1, .Expand = expandLoop});
   R.add({.Name = "Scan", .SinceVersion = 8, .Expand = expandScan});
+  R.add({.Domain = "mlcc.internal", .Name = "LoopCarry", .SinceVersion = 1,
+         .Expand = expandLoopCarry});
   R.add(internalCheck("AssertTrue", inferAssertTrue));
   R.add(internalCheck("AssertSameType", inferAssertSameType));
 }

@@ -120,6 +120,18 @@ for backend in llvm c; do
   fi
 done
 
+# A Loop whose carried value grows (y <- Concat(y, x), 3 iterations): the
+# condition is known, so no selection stands between the iterations.
+n=grow
+if library "$n" "$data/loop_grow.onnx"; then
+  run "$n" three "$data/loop_x.bin" -- "$data/grow_y.bin"
+  if grep -q "Where\|^  if " "$work/$n/calls.txt"; then
+    fail "$n: a selection or guard is left: $(grep -m1 "Where\|^  if " "$work/$n/calls.txt")"
+  else
+    ok "$n: no selection or guard left"
+  fi
+fi
+
 # A trip count known only at run time needs --input-range; bad ranges are
 # one line, exit status 2, and no library.
 expect_error() { # NAME STATUS TEXT ARGS...

@@ -11,6 +11,8 @@ with these references.
   n <- n + 1 while sum(x) < limit (limit an input). Outputs x and n.
 - loop_scan_until.onnx: the same with a scan output (unsupported: its
   length is the number of iterations a run makes).
+- loop_grow.onnx: a Loop of 3 iterations whose carried value grows by a
+  Concat each time (a known condition: no selections, shapes may change).
 - loop_count.onnx: a Loop whose trip count is an input m (for
   --input-range m=0..12): x <- x * 1.5 + 0.25, n <- n + 1. Run at m = 0, 3,
   12.
@@ -145,6 +147,20 @@ for go, limit in ((1, 10.0), (1, 60.0), (1, 1e9), (0, 1e9)):
     ort("loop_until.onnx", [(x, [8], "float32"), (os.path.join(out, "go%d.bin" % go), [], "bool"),
                             (lim, [], "float32")],
         [os.path.join(out, "loop_x_%d_%d.bin" % (go, limit)), os.path.join(out, "loop_n_%d_%d.bin" % (go, limit))])
+
+# A Loop of 3 iterations (a constant trip count and condition) whose carried
+# value grows: y <- Concat(y, x). Its selections fold away, so the carried
+# value may change shape.
+body = h.make_graph([h.make_node("Concat", ["yi", "x"], ["yo"], axis=0), h.make_node("Identity", ["ci"], ["co"])],
+                    "body",
+                    [h.make_tensor_value_info("iter", TP.INT64, []), h.make_tensor_value_info("ci", TP.BOOL, []),
+                     h.make_tensor_value_info("yi", TP.FLOAT, None)],
+                    [h.make_tensor_value_info("co", TP.BOOL, []), h.make_tensor_value_info("yo", TP.FLOAT, None)])
+g = h.make_graph([h.make_node("Loop", ["three", "", "x"], ["y"], body=body)], "loop_grow",
+                 [h.make_tensor_value_info("x", TP.FLOAT, [8])], [h.make_tensor_value_info("y", TP.FLOAT, [32])],
+                 [nh.from_array(np.array(3, np.int64), "three")])
+save(g, "loop_grow.onnx")
+ort("loop_grow.onnx", [(x, [8], "float32")], [os.path.join(out, "grow_y.bin")])
 
 for m in (0, 3, 12):
     mf = write("m%d.bin" % m, np.array(m, np.int64))
