@@ -213,8 +213,9 @@ public:
   /// Value::Bounded refers to by index.
   std::vector<BoundedDim> BoundedDims;
   /// What the compile decided from constants that control flow reads, as
-  /// text: each If's branch ("node 'If_0' (If): the then branch") and each
-  /// Loop's trip count when known at compile time. A bounded dimension
+  /// text: each If's branch ("node 'If_0' (If): the then branch"), each
+  /// Loop's trip count and whether each iteration runs, when known at
+  /// compile time. A bounded dimension
   /// compares them between values (tools/mlcc/BoundedDims.cpp): a decision
   /// computed from the dimension must not change in its range.
   std::vector<std::string> Decisions;

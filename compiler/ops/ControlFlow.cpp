@@ -211,8 +211,9 @@ Nodes expandGuardedLoop(ir::Node &n, Emitter &e, const ir::Graph &body, int64_t 
     e.appendGuarded(std::move(inl), e.conjoin(n.Guard, active));
     for (size_t i = 0; i < state.size(); ++i) {
       ir::Value *next = e.fresh("carry");
-      e.node("LoopCarry", {active, res[1 + i], state[i]}, {next}, "mlcc.internal")->Attrs["owner"] =
-          stringAttr(n.where());
+      ir::Node *carry = e.node("LoopCarry", {active, res[1 + i], state[i]}, {next}, "mlcc.internal");
+      carry->Attrs["owner"] = stringAttr(n.where());
+      carry->Attrs["iteration"] = ir::intAttr(t);
       state[i] = next;
     }
     active = within(e.op1("And", {active, e.scalar(res[0])}, "active"), t + 1);
@@ -384,7 +385,10 @@ Nodes expandLoopCarry(ir::Node &n, ir::Graph &g) {
   ir::Value *active = n.Inputs[0], *next = n.Inputs[1], *before = n.Inputs[2];
   std::string owner = n.attrString("owner", "a Loop");
   if (active->Const) {
-    e.node("Identity", {active->Const->intAt(0) != 0 ? next : before}, {n.Outputs[0]});
+    bool runs = active->Const->intAt(0) != 0;
+    g.Decisions.push_back(owner + ": iteration " + std::to_string(n.attrInt("iteration", 0)) +
+                          (runs ? " runs" : " does not run"));
+    e.node("Identity", {runs ? next : before}, {n.Outputs[0]});
     return out;
   }
   if (next->Type != before->Type)

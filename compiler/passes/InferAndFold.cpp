@@ -266,9 +266,8 @@ void inferAndFold(ir::Graph &g, const FoldOptions &options) {
     ir::Value *same = nullptr;
     if ((isSameTypeCast(n) || isEmptyPad(n)) && n.Outputs[0]->Type == n.Inputs[0]->Type)
       same = n.Inputs[0];
-    else if ((same = uniformWhereChoice(n)) && !g.isGraphOutput(n.Outputs[0]))
-      g.Decisions.push_back(n.where() + ": selects input " +
-                            (same == n.Inputs[1] ? "1" : "2")); // a Loop's end, say
+    else
+      same = uniformWhereChoice(n);
     if (same && !g.isGraphOutput(n.Outputs[0])) {
       g.replaceAllUses(n.Outputs[0], same);
       n.Outputs[0]->Producer = nullptr;
