@@ -192,8 +192,7 @@ bool allTrue(const Tensor &t) {
 }
 
 /// The operand a Where with a constant condition selects everywhere (of
-/// the output's own type: no broadcast), or null. A Loop whose condition
-/// folds to true keeps none of its per-iteration selections.
+/// the output's own type: no broadcast), or null.
 ir::Value *uniformWhereChoice(const ir::Node &n) {
   if (n.OpType != "Where" || n.Domain != "" || n.Inputs.size() != 3 || !n.Inputs[0] ||
       !n.Inputs[0]->Const || !n.Inputs[1] || !n.Inputs[2] || n.Outputs.size() != 1 ||

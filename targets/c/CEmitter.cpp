@@ -739,14 +739,15 @@ void writeConstant(std::ostream &os, const ConstantData &c, const std::string &p
   os << "\n};\n\n";
 }
 
-/// The address of a guard's byte (Call::Guard) as a C expression.
-static std::string guardExpr(const Program &p, const Storage &s) {
+/// The address of storage `s` as a C expression of the type it was declared
+/// with (an arena region as unsigned char *); a constant in the library's
+/// own data (no CUDA weights buffer).
+static std::string storageAddress(const Program &p, const Storage &s) {
   switch (s.Kind) {
   case StorageKind::Input: return "in->" + p.Inputs[s.Index].CName;
   case StorageKind::Output: return "out->" + p.Outputs[s.Index].CName;
   case StorageKind::Constant: return p.Constants[s.Index].Name;
-  case StorageKind::Arena:
-    return "(a + " + std::to_string(p.ArenaBuffers[s.Index].Offset) + ")";
+  case StorageKind::Arena: return "(a + " + std::to_string(p.ArenaBuffers[s.Index].Offset) + ")";
   case StorageKind::Dims: break;
   }
   return "dims";
@@ -766,19 +767,18 @@ std::string storageExpr(const Program &p, const Kernel &k, size_t param,
   };
   switch (s.Kind) {
   case StorageKind::Input:
-    return as(p.Inputs[s.Index].Type, "in->" + p.Inputs[s.Index].CName);
+    return as(p.Inputs[s.Index].Type, storageAddress(p, s));
   case StorageKind::Output:
-    return as(p.Outputs[s.Index].Type, "out->" + p.Outputs[s.Index].CName);
+    return as(p.Outputs[s.Index].Type, storageAddress(p, s));
   case StorageKind::Constant:
     if (constantOffsets)
       return "(const " + T + " *)(const void *)(w + " +
              std::to_string((*constantOffsets)[s.Index]) + ")";
-    return as(p.Constants[s.Index].Type, p.Constants[s.Index].Name);
+    return as(p.Constants[s.Index].Type, storageAddress(p, s));
   case StorageKind::Arena:
-    return "(" + std::string(written ? "" : "const ") + T + " *)(void *)(a + " +
-           std::to_string(p.ArenaBuffers[s.Index].Offset) + ")";
+    return "(" + std::string(written ? "" : "const ") + T + " *)(void *)" + storageAddress(p, s);
   case StorageKind::Dims:
-    return "dims";
+    return storageAddress(p, s);
   }
   return "";
 }
@@ -924,7 +924,7 @@ std::string emitC(const Program &p, const std::string &headerName) {
     // condition's byte is non-zero.
     std::string in = "  ";
     if (c.Guard) {
-      os << "  if (*(const unsigned char *)(const void *)" << guardExpr(p, *c.Guard) << ") {\n";
+      os << "  if (*(const unsigned char *)(const void *)" << storageAddress(p, *c.Guard) << ") {\n";
       in = "    ";
     }
     os << in << "if (hook)\n" << in << "  hook(hook_context, " << ci << ", " << name << ", 0);\n";
