@@ -71,16 +71,22 @@ k = nh.from_array(np.array(1.5, np.float32), "k")
 b = nh.from_array(np.array(0.25, np.float32), "b")
 i1 = nh.from_array(np.array(1, np.int64), "i1")
 trips = nh.from_array(np.array(12, np.int64), "trips")
-body = h.make_graph(
-    [h.make_node("Mul", ["xi", "k"], ["xm"]), h.make_node("Add", ["xm", "b"], ["xo"]),
-     h.make_node("Add", ["ni", "i1"], ["no"]),
-     h.make_node("ReduceSum", ["xo"], ["sum"], keepdims=0),
-     h.make_node("Less", ["sum", "limit"], ["co"])],
-    "body",
-    [h.make_tensor_value_info("iter", TP.INT64, []), h.make_tensor_value_info("ci", TP.BOOL, []),
-     h.make_tensor_value_info("xi", TP.FLOAT, [8]), h.make_tensor_value_info("ni", TP.INT64, [])],
-    [h.make_tensor_value_info("co", TP.BOOL, []), h.make_tensor_value_info("xo", TP.FLOAT, [8]),
-     h.make_tensor_value_info("no", TP.INT64, [])])
+
+
+def step_body(cond):
+    """x <- x * 1.5 + 0.25 and n <- n + 1; `cond` computes co."""
+    return h.make_graph(
+        [h.make_node("Mul", ["xi", "k"], ["xm"]), h.make_node("Add", ["xm", "b"], ["xo"]),
+         h.make_node("Add", ["ni", "i1"], ["no"])] + cond,
+        "body",
+        [h.make_tensor_value_info("iter", TP.INT64, []), h.make_tensor_value_info("ci", TP.BOOL, []),
+         h.make_tensor_value_info("xi", TP.FLOAT, [8]), h.make_tensor_value_info("ni", TP.INT64, [])],
+        [h.make_tensor_value_info("co", TP.BOOL, []), h.make_tensor_value_info("xo", TP.FLOAT, [8]),
+         h.make_tensor_value_info("no", TP.INT64, [])])
+
+
+body = step_body([h.make_node("ReduceSum", ["xo"], ["sum"], keepdims=0),
+                  h.make_node("Less", ["sum", "limit"], ["co"])])
 g = h.make_graph([h.make_node("Loop", ["trips", "go", "x", "n0"], ["xf", "nf"], body=body)], "loop_until",
                  [h.make_tensor_value_info("x", TP.FLOAT, [8]), h.make_tensor_value_info("go", TP.BOOL, []),
                   h.make_tensor_value_info("limit", TP.FLOAT, [])],
@@ -102,14 +108,7 @@ save(g, "loop_scan_until.onnx")
 
 # A Loop whose trip count is an input (m): x <- x * 1.5 + 0.25, n <- n + 1;
 # compiled with --input-range m=0..12.
-body = h.make_graph(
-    [h.make_node("Mul", ["xi", "k"], ["xm"]), h.make_node("Add", ["xm", "b"], ["xo"]),
-     h.make_node("Add", ["ni", "i1"], ["no"]), h.make_node("Identity", ["ci"], ["co"])],
-    "body",
-    [h.make_tensor_value_info("iter", TP.INT64, []), h.make_tensor_value_info("ci", TP.BOOL, []),
-     h.make_tensor_value_info("xi", TP.FLOAT, [8]), h.make_tensor_value_info("ni", TP.INT64, [])],
-    [h.make_tensor_value_info("co", TP.BOOL, []), h.make_tensor_value_info("xo", TP.FLOAT, [8]),
-     h.make_tensor_value_info("no", TP.INT64, [])])
+body = step_body([h.make_node("Identity", ["ci"], ["co"])])
 g = h.make_graph([h.make_node("Loop", ["m", "", "x", "n0"], ["xf", "nf"], body=body)], "loop_count",
                  [h.make_tensor_value_info("x", TP.FLOAT, [8]), h.make_tensor_value_info("m", TP.INT64, [])],
                  [h.make_tensor_value_info("xf", TP.FLOAT, [8]), h.make_tensor_value_info("nf", TP.INT64, [])],
