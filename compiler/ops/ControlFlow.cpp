@@ -386,8 +386,10 @@ Nodes expandLoopCarry(ir::Node &n, ir::Graph &g) {
   std::string owner = n.attrString("owner", "a Loop");
   if (active->Const) {
     bool runs = active->Const->intAt(0) != 0;
-    g.Decisions.push_back(owner + ": iteration " + std::to_string(n.attrInt("iteration", 0)) +
-                          (runs ? " runs" : " does not run"));
+    std::string decided = owner + ": iteration " + std::to_string(n.attrInt("iteration", 0)) +
+                          (runs ? " runs" : " does not run");
+    if (g.Decisions.empty() || g.Decisions.back() != decided) // once per iteration
+      g.Decisions.push_back(decided);
     e.node("Identity", {runs ? next : before}, {n.Outputs[0]});
     return out;
   }

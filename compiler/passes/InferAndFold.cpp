@@ -232,10 +232,11 @@ void inferAndFold(ir::Graph &g, const FoldOptions &options) {
       // inside a branch, which must run when the outer one is not taken
       // too, to be false then.
       std::vector<std::unique_ptr<ir::Node>> expansion = schema.Expand(n, g);
-      for (auto &m : expansion)
-        if (!m->Guard &&
-            std::find(m->Inputs.begin(), m->Inputs.end(), n.Guard) == m->Inputs.end())
-          m->Guard = n.Guard;
+      if (n.Guard)
+        for (auto &m : expansion)
+          if (!m->Guard &&
+              std::find(m->Inputs.begin(), m->Inputs.end(), n.Guard) == m->Inputs.end())
+            m->Guard = n.Guard;
       g.Nodes.erase(g.Nodes.begin() + (long)index);
       g.Nodes.insert(g.Nodes.begin() + (long)index,
                      std::make_move_iterator(expansion.begin()),
