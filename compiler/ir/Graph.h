@@ -51,6 +51,17 @@ struct BoundedDim {
   int64_t Min = 0, Max = 0;
 };
 
+/// A Loop or Scan whose number of iterations follows the bounded
+/// dimensions (found by tools/mlcc/BoundedDims.cpp, which compiles the
+/// model at several values): Coeffs[k] * dimension k summed, plus Offset.
+/// It unrolls to Most iterations, iteration t guarded by "t is below that
+/// count", computed when the library runs.
+struct TripRule {
+  std::vector<int64_t> Coeffs;
+  int64_t Offset = 0;
+  int64_t Most = 0;
+};
+
 /// An axis whose extent follows the bounded dimensions (compiler/support/
 /// Tensor.h); the value's TensorType holds the extent at every dimension's
 /// Max.
@@ -122,6 +133,14 @@ inline Attribute intAttr(int64_t v) {
   Attribute a;
   a.Kind = AttrKind::Int;
   a.I = v;
+  return a;
+}
+
+/// An Ints attribute of values `v`.
+inline Attribute intsAttr(std::vector<int64_t> v) {
+  Attribute a;
+  a.Kind = AttrKind::Ints;
+  a.Ints = std::move(v);
   return a;
 }
 
@@ -219,6 +238,18 @@ public:
   /// compares them between values (tools/mlcc/BoundedDims.cpp): a decision
   /// computed from the dimension must not change in its range.
   std::vector<std::string> Decisions;
+  /// Each Loop's and Scan's number of iterations where it was known at
+  /// compile time, by node name (the bounded-dimension analysis finds those
+  /// that follow a dimension).
+  std::map<std::string, int64_t> TripCounts;
+  /// Loops and Scans (by node name) to unroll to the most iterations of a
+  /// bounded dimension's range, their count known at run time.
+  std::map<std::string, TripRule> TripRules;
+  /// Name prefixes of the values of iterations that a TripRule's loop has
+  /// beyond its count at this compile's dimension values: copies of its last
+  /// iteration, there so that the graph has the same nodes at every value;
+  /// the bounded-dimension analysis ignores their extents.
+  std::vector<std::string> SpareIterations;
 
   /// The value named `name`, or null.
   Value *findValue(const std::string &name) const;

@@ -21,6 +21,14 @@
 //    stay true: mlcc.internal.AssertTrue nodes check each iteration's
 //    condition once constant folding has run.
 //  - Scan (opset 9+) is unrolled over the scan axis.
+//  - A Loop's or Scan's number of iterations may follow bounded dimensions
+//    (ir::Graph::TripRules, found by compiling at several values): it
+//    unrolls to the most the range allows, iteration t guarded by "t is
+//    below the count", which mlcc.internal.TripCount computes from the
+//    dimensions when the library runs; its scan outputs are Sliced to the
+//    count. Iterations beyond this compile's own count are copies of its
+//    last one (Graph::SpareIterations), so that every value of the
+//    dimensions gives the same nodes.
 //
 // The expansions are ordinary nodes (Gather, Unsqueeze, Concat, Where, Not,
 // And, Identity) placed where the control-flow node was; inference
@@ -186,27 +194,87 @@ Nodes expandIf(ir::Node &n, ir::Graph &g) {
 
 // --- Loop ---------------------------------------------------------------
 
-/// A Loop without scan outputs, `trips` iterations unrolled, each under the
-/// guard that the loop has not ended (see the file comment). `runTrips`:
-/// the trip count when it is known only at run time (`trips` its most).
-Nodes expandGuardedLoop(ir::Node &n, Emitter &e, const ir::Graph &body, int64_t trips,
-                        ir::Value *runTrips, std::vector<ir::Value *> state) {
+/// How a Loop or Scan unrolls.
+struct Unroll {
+  int64_t Trips = 0;             ///< iterations unrolled
+  ir::Value *RunTrips = nullptr; ///< the count, known at run time (null: Trips)
+  /// With a TripRule: the count at this compile's dimension values;
+  /// iterations from it on are spare (see the file comment). -1: none.
+  int64_t Known = -1;
+};
+
+/// The name prefix of iteration t's values and nodes.
+std::string iterationPrefix(const ir::Node &n, int64_t t) {
+  return n.Name + "/it" + std::to_string(t) + "/";
+}
+
+/// The iteration that iteration t computes: t, or for a spare iteration
+/// (registered here) the last one of this compile's count.
+int64_t iterationAt(ir::Graph &g, const ir::Node &n, const Unroll &u, int64_t t) {
+  if (u.Known < 0 || t < u.Known)
+    return t;
+  g.SpareIterations.push_back(iterationPrefix(n, t));
+  return std::max<int64_t>(u.Known - 1, 0);
+}
+
+/// The hint of a value an expansion makes for iteration t: under the
+/// iteration's prefix with a TripRule, so that it has the same name at
+/// every value of the dimensions and a spare iteration's is known as such.
+std::string iterationHint(const Unroll &u, int64_t t, const std::string &hint) {
+  return u.Known >= 0 ? "it" + std::to_string(t) + "/" + hint : hint;
+}
+
+/// The run-time count of a TripRule (mlcc.internal.TripCount).
+ir::Value *tripCount(Emitter &e, const ir::TripRule &r) {
+  ir::Value *v = e.fresh("trips");
+  ir::Node *c = e.node("TripCount", {}, {v}, "mlcc.internal");
+  c->Attrs["coeffs"] = ir::intsAttr(r.Coeffs);
+  c->Attrs["offset"] = ir::intAttr(r.Offset);
+  return v;
+}
+
+/// Scan outputs: each iteration's values stacked on `axis`, reversed with
+/// `reverse`, cut to `known` entries when the count is known at run time
+/// (Unroll::Known).
+ir::Value *stack(Emitter &e, std::vector<ir::Value *> parts, int64_t axis, bool reverse,
+                 int64_t known) {
+  ir::Value *ax = e.int64s({axis}, {1}, "axis");
+  for (ir::Value *&v : parts)
+    v = e.op1("Unsqueeze", {v, ax}, "scan");
+  if (reverse)
+    std::reverse(parts.begin(), parts.end());
+  ir::Value *all = e.op1("Concat", parts, "scan", {{"axis", ir::intAttr(axis)}});
+  if (known < 0)
+    return all;
+  return e.op1("Slice", {all, e.int64s({0}, {1}, "start"), e.int64s({known}, {1}, "trips"), ax},
+               "scan");
+}
+
+/// A Loop unrolled with guards, each iteration running only while the loop
+/// has not ended (see the file comment). Scan outputs need a condition
+/// that stays true (their length is the number of iterations).
+Nodes expandGuardedLoop(ir::Node &n, Emitter &e, const ir::Graph &body, const Unroll &u,
+                        std::vector<ir::Value *> state, size_t scans) {
   ir::Value *active = n.hasInput(1) ? e.scalar(n.Inputs[1])
                                     : e.constant(Tensor::fromInts(DType::Bool, {}, {1}), "cond");
-  ir::Value *count = runTrips ? e.scalar(runTrips) : nullptr;
+  ir::Value *count = u.RunTrips ? e.scalar(u.RunTrips) : nullptr;
   // "and iteration t is within the run's trip count"
   auto within = [&](ir::Value *a, int64_t t) {
     if (!count)
       return a;
     ir::Value *at = e.int64s({t}, {}, "iter"); // M is int64 (the schema checks it)
-    return e.op1("And", {a, e.op1("Less", {at, count}, "within")}, "active");
+    ir::Value *less = e.op1("Less", {at, count}, "within");
+    return a ? e.op1("And", {a, less}, "active") : less;
   };
   active = within(active, 0);
-  for (int64_t t = 0; t < trips; ++t) {
-    std::vector<ir::Value *> args = {e.int64s({t}, {}, "iter"), active};
+  std::vector<std::vector<ir::Value *>> scanned(scans);
+  for (int64_t t = 0; t < u.Trips; ++t) {
+    int64_t at = iterationAt(e.G, n, u, t);
+    // With scan outputs the condition stays true (checked below).
+    ir::Value *cond = scans ? e.constant(Tensor::fromInts(DType::Bool, {}, {1}), "cond") : active;
+    std::vector<ir::Value *> args = {e.int64s({at}, {}, iterationHint(u, t, "iter")), cond};
     args.insert(args.end(), state.begin(), state.end());
-    ir::InlinedGraph inl =
-        ir::inlineGraph(e.G, n, body, args, n.Name + "/it" + std::to_string(t) + "/");
+    ir::InlinedGraph inl = ir::inlineGraph(e.G, n, body, args, iterationPrefix(n, t));
     std::vector<ir::Value *> res = inl.Outputs;
     e.appendGuarded(std::move(inl), e.conjoin(n.Guard, active));
     for (size_t i = 0; i < state.size(); ++i) {
@@ -216,11 +284,27 @@ Nodes expandGuardedLoop(ir::Node &n, Emitter &e, const ir::Graph &body, int64_t 
       carry->Attrs["iteration"] = ir::intAttr(t);
       state[i] = next;
     }
-    active = within(e.op1("And", {active, e.scalar(res[0])}, "active"), t + 1);
+    for (size_t k = 0; k < scans; ++k)
+      scanned[k].push_back(res[1 + state.size() + k]);
+    if (scans) { // the count of scanned values must not depend on the run
+      ir::Node *check = e.node("AssertTrue", {res[0]}, {}, "mlcc.internal");
+      check->Attrs["owner"] = stringAttr(n.where());
+      check->Attrs["iteration"] = ir::intAttr(t + 1);
+      active = within(nullptr, t + 1);
+    } else {
+      active = within(e.op1("And", {active, e.scalar(res[0])}, "active"), t + 1);
+    }
   }
   for (size_t i = 0; i < state.size(); ++i)
     e.bindOutput(i, state[i]);
+  for (size_t k = 0; k < scans; ++k)
+    e.bindOutput(state.size() + k, stack(e, scanned[k], 0, false, u.Known));
   return std::move(e.Out);
+}
+
+const ir::TripRule *tripRule(const ir::Graph &g, const ir::Node &n) {
+  auto it = g.TripRules.find(n.Name);
+  return it == g.TripRules.end() ? nullptr : &it->second;
 }
 
 Nodes expandLoop(ir::Node &n, ir::Graph &g) {
@@ -233,15 +317,28 @@ Nodes expandLoop(ir::Node &n, ir::Graph &g) {
            "number of iterations must be known at compile time";
   // A trip count known only at run time: a graph input whose values
   // --input-range bounds (ir::Value::Range); the loop unrolls to the most.
-  ir::Value *runTrips = nullptr;
-  int64_t trips = 0;
+  // A trip count that follows bounded dimensions (TripRule): unrolled to
+  // the most, the count computed when the library runs.
+  Unroll u;
+  const ir::TripRule *rule = tripRule(g, n);
   if (!n.Inputs[0]->Const && n.Inputs[0]->Range) {
-    runTrips = n.Inputs[0];
-    trips = n.Inputs[0]->Range->second;
+    u.RunTrips = n.Inputs[0];
+    u.Trips = n.Inputs[0]->Range->second;
   } else {
-    trips = n.constInputInts(0, "the loop is unrolled at compile time; a graph input may "
-                                "instead be bounded with --input-range NAME=MIN..MAX")[0];
-    g.Decisions.push_back(n.where() + ": " + std::to_string(trips) + " iterations");
+    int64_t trips = n.constInputInts(0, "the loop is unrolled at compile time; a graph input "
+                                        "may instead be bounded with --input-range NAME=MIN..MAX")[0];
+    if (rule) {
+      u.Known = std::max<int64_t>(trips, 0);
+      u.Trips = rule->Most;
+      u.RunTrips = tripCount(e, *rule);
+      if (u.Known > u.Trips)
+        n.error() << "its trip count " << trips << " is above the most its bounded dimensions "
+                  << "give (" << u.Trips << ")";
+    } else {
+      u.Trips = trips;
+      g.Decisions.push_back(n.where() + ": " + std::to_string(trips) + " iterations");
+      g.TripCounts[n.Name] = trips;
+    }
   }
   size_t carried = n.Inputs.size() - 2;
   if (body->Inputs.size() != carried + 2 || body->Outputs.size() < carried + 1)
@@ -249,20 +346,26 @@ Nodes expandLoop(ir::Node &n, ir::Graph &g) {
               << body->Outputs.size() << " outputs for " << carried
               << " loop-carried values";
   size_t scans = body->Outputs.size() - 1 - carried;
-  if (trips < 0)
-    trips = 0;
+  int64_t trips = std::max<int64_t>(u.Trips, 0);
+  u.Trips = trips;
   std::vector<ir::Value *> state(n.Inputs.begin() + 2, n.Inputs.end());
   if (scans == 0)
-    return expandGuardedLoop(n, e, *body, trips, runTrips, std::move(state));
-  if (runTrips)
+    return expandGuardedLoop(n, e, *body, u, std::move(state), 0);
+  if (u.RunTrips && !rule)
     n.error(ErrorKind::Unsupported)
-        << "its trip count '" << runTrips->Name << "' is known only at run time, and its scan "
-        << "outputs would have that many elements: a Loop with scan outputs needs a trip "
-           "count known at compile time";
+        << "its trip count '" << u.RunTrips->Name << "' is known only at run time, and its "
+        << "scan outputs would have that many elements: a Loop with scan outputs needs a trip "
+           "count known at compile time or computed from bounded dimensions (--dim)";
   bool condTrue = true;
   if (n.hasInput(1))
     condTrue = n.constInputInts(1, "the number of its scan outputs' elements is the number of "
                                    "iterations, which its condition decides")[0] != 0;
+  if (rule) {
+    if (!condTrue)
+      n.error(ErrorKind::Unsupported)
+          << "its condition is false, and its trip count follows a bounded dimension";
+    return expandGuardedLoop(n, e, *body, u, std::move(state), scans);
+  }
   if (!condTrue) {
     trips = 0;
     g.Decisions.push_back(n.where() + ": its condition is false");
@@ -292,13 +395,8 @@ Nodes expandLoop(ir::Node &n, ir::Graph &g) {
   }
   for (size_t i = 0; i < carried; ++i)
     e.bindOutput(i, state[i]);
-  ir::Value *axis0 = scans ? e.int64s({0}, {1}, "axis0") : nullptr;
-  for (size_t k = 0; k < scans; ++k) {
-    std::vector<ir::Value *> parts;
-    for (ir::Value *v : scanned[k])
-      parts.push_back(e.op1("Unsqueeze", {v, axis0}, "scan"));
-    e.bindOutput(carried + k, e.op1("Concat", parts, "scan", {{"axis", ir::intAttr(0)}}));
-  }
+  for (size_t k = 0; k < scans; ++k)
+    e.bindOutput(carried + k, stack(e, scanned[k], 0, false, -1));
   return out;
 }
 
@@ -339,36 +437,75 @@ Nodes expandScan(ir::Node &n, ir::Graph &g) {
   if (length == 0 && scansOut > 0)
     n.error(ErrorKind::Unsupported) << "a Scan over zero elements with scan outputs is not supported";
 
+  // A length that follows bounded dimensions (TripRule): unrolled to the
+  // most, iteration t guarded by "t is below the run's length".
+  Unroll u;
+  u.Trips = length;
+  ir::Value *runLength = nullptr;
+  if (const ir::TripRule *rule = tripRule(g, n)) {
+    for (size_t j = 0; j < inDirs.size(); ++j)
+      if (inDirs[j])
+        n.error(ErrorKind::Unsupported)
+            << "scan input " << j << " runs backwards over a bounded dimension: not supported "
+               "(its first element would be at a position known only at run time)";
+    for (size_t k = 0; k < outDirs.size(); ++k)
+      if (outDirs[k])
+        n.error(ErrorKind::Unsupported)
+            << "scan output " << k << " is stacked backwards over a bounded dimension: not "
+               "supported";
+    u.Known = length;
+    u.Trips = rule->Most;
+    u.RunTrips = tripCount(e, *rule);
+    if (u.Known > u.Trips)
+      n.error() << "its length " << length << " is above the most its bounded dimensions give ("
+                << u.Trips << ")";
+    runLength = e.scalar(u.RunTrips);
+  } else {
+    g.TripCounts[n.Name] = length;
+  }
   std::vector<ir::Value *> state(n.Inputs.begin(), n.Inputs.begin() + states);
   std::vector<std::vector<ir::Value *>> scanned((size_t)scansOut);
-  for (int64_t t = 0; t < length; ++t) {
+  for (int64_t t = 0; t < u.Trips; ++t) {
+    int64_t it = iterationAt(g, n, u, t);
+    ir::Value *active = runLength ? e.op1("Less", {e.int64s({t}, {}, "iter"), runLength}, "active")
+                                  : nullptr;
+    ir::Value *guard = e.conjoin(n.Guard, active);
     std::vector<ir::Value *> args = state;
     for (int64_t j = 0; j < numScan; ++j) {
-      int64_t at = inDirs[(size_t)j] ? length - 1 - t : t;
-      args.push_back(e.op1("Gather", {n.Inputs[(size_t)(states + j)], e.int64s({at}, {}, "at")},
-                           "elem", {{"axis", ir::intAttr(inAxes[(size_t)j])}}));
+      int64_t at = inDirs[(size_t)j] ? length - 1 - it : it;
+      ir::Value *elem = e.fresh(iterationHint(u, t, "elem"));
+      e.node("Gather", {n.Inputs[(size_t)(states + j)], e.int64s({at}, {}, iterationHint(u, t, "at"))},
+             {elem})->Attrs = {{"axis", ir::intAttr(inAxes[(size_t)j])}};
+      if (guard)
+        e.Out.back()->Guard = guard;
+      args.push_back(elem);
     }
-    ir::InlinedGraph inl =
-        ir::inlineGraph(g, n, *body, args, n.Name + "/it" + std::to_string(t) + "/");
+    ir::InlinedGraph inl = ir::inlineGraph(g, n, *body, args, iterationPrefix(n, t));
     std::vector<ir::Value *> res = inl.Outputs;
-    e.append(std::move(inl));
-    for (int64_t i = 0; i < states; ++i)
-      state[(size_t)i] = res[(size_t)i];
+    if (guard)
+      e.appendGuarded(std::move(inl), guard);
+    else
+      e.append(std::move(inl));
+    for (int64_t i = 0; i < states; ++i) {
+      if (!active) {
+        state[(size_t)i] = res[(size_t)i];
+        continue;
+      }
+      ir::Value *next = e.fresh("carry");
+      ir::Node *carry = e.node("LoopCarry", {active, res[(size_t)i], state[(size_t)i]}, {next},
+                               "mlcc.internal");
+      carry->Attrs["owner"] = stringAttr(n.where());
+      carry->Attrs["iteration"] = ir::intAttr(t);
+      state[(size_t)i] = next;
+    }
     for (int64_t k = 0; k < scansOut; ++k)
       scanned[(size_t)k].push_back(res[(size_t)(states + k)]);
   }
   for (int64_t i = 0; i < states; ++i)
     e.bindOutput((size_t)i, state[(size_t)i]);
-  for (int64_t k = 0; k < scansOut; ++k) {
-    std::vector<ir::Value *> parts;
-    ir::Value *axis = e.int64s({outAxes[(size_t)k]}, {1}, "axis");
-    for (ir::Value *v : scanned[(size_t)k])
-      parts.push_back(e.op1("Unsqueeze", {v, axis}, "scan"));
-    if (outDirs[(size_t)k])
-      std::reverse(parts.begin(), parts.end());
-    e.bindOutput((size_t)(states + k),
-                 e.op1("Concat", parts, "scan", {{"axis", ir::intAttr(outAxes[(size_t)k])}}));
-  }
+  for (int64_t k = 0; k < scansOut; ++k)
+    e.bindOutput((size_t)(states + k), stack(e, scanned[(size_t)k], outAxes[(size_t)k],
+                                             outDirs[(size_t)k] != 0, u.Known));
   return out;
 }
 
@@ -421,6 +558,22 @@ void inferAssertSameType(ir::Node &n) {
                   "must be known at compile time");
 }
 
+// --- the run-time trip count ----------------------------------------------
+
+/// mlcc.internal.TripCount: sum of coeffs[k] * bounded dimension k, plus
+/// offset, as an int64 scalar computed when the library runs.
+void inferTripCount(ir::Node &n) { n.setOutput(0, DType::I64, {}); }
+
+void lowerTripCount(LowerCtx &c) {
+  const ir::Node &n = c.node();
+  std::vector<int64_t> coeffs = n.attrInts("coeffs", {});
+  kir::Expr count = kir::indexConst(n.attrInt("offset", 0));
+  for (size_t k = 0; k < coeffs.size(); ++k)
+    if (coeffs[k])
+      count = count + kir::indexConst(coeffs[k]) * c.dimValue(k, coeffs.size());
+  c.out(0).store({}, kir::cast(DType::I64, count));
+}
+
 OpSchema internalCheck(const char *name, std::function<void(ir::Node &)> infer) {
   OpSchema s;
   s.Domain = "mlcc.internal";
@@ -438,6 +591,9 @@ MLCC_OPS(ControlFlow) {
   R.add({.Name = "Scan", .SinceVersion = 8, .Expand = expandScan});
   R.add({.Domain = "mlcc.internal", .Name = "LoopCarry", .SinceVersion = 1,
          .Expand = expandLoopCarry});
+  R.add({.Domain = "mlcc.internal", .Name = "TripCount", .SinceVersion = 1,
+         .Infer = inferTripCount, .Lower = lowerTripCount, .Foldable = false,
+         .RunTimeExtents = true});
   R.add(internalCheck("AssertTrue", inferAssertTrue));
   R.add(internalCheck("AssertSameType", inferAssertSameType));
 }

@@ -31,6 +31,14 @@ Expr safeIndex(const Expr &v, int64_t dim) {
   return clamp(i, indexConst(0), indexConst(std::max<int64_t>(dim - 1, 0)));
 }
 
+/// The same along an axis whose extent is known when the kernel runs (it
+/// follows a bounded dimension): a negative index counts from that end.
+Expr safeIndex(const Expr &v, const Expr &dim) {
+  Expr i = toIndex(v);
+  i = select(lt(i, indexConst(0)), i + dim, i);
+  return clamp(i, indexConst(0), max(dim - indexConst(1), indexConst(0)));
+}
+
 // --- Gather ---------------------------------------------------------------
 
 void inferGather(ir::Node &n) {
@@ -53,17 +61,14 @@ void lowerGather(LowerCtx &c) {
                                (int64_t)x.rank());
   size_t q = ind.rank();
   int64_t dim = x.shape()[(size_t)axis];
-  // A negative index counts from the end of the axis, which moves when the
-  // axis follows a bounded dimension.
-  if (x.boundedAxis(axis))
-    c.node().error(ErrorKind::Unsupported)
-        << "gathers along axis " << axis
-        << ", which follows a bounded dimension; only axes of fixed extent are gathered "
-           "along so far";
+  // Along an axis that follows a bounded dimension, indices (a negative
+  // one counts from the end) refer to its extent when the kernel runs.
+  const bool bounded = x.boundedAxis(axis);
+  const Expr extent = x.extent(axis);
   c.b().loops(y.extents(), [&](const std::vector<Expr> &o) {
     std::vector<Expr> ii(o.begin() + axis, o.begin() + axis + (int64_t)q);
     std::vector<Expr> src(o.begin(), o.begin() + axis);
-    src.push_back(safeIndex(ind.load(ii), dim));
+    src.push_back(bounded ? safeIndex(ind.load(ii), extent) : safeIndex(ind.load(ii), dim));
     src.insert(src.end(), o.begin() + axis + (int64_t)q, o.end());
     y.store(o, x.load(src));
   });

@@ -138,6 +138,7 @@ std::vector<std::string> passNames() {
 }
 
 kir::Program runPipeline(ir::Graph &g, const PipelineOptions &options) {
+  g.TripRules = options.TripRules;
   PassRunner passes(g, options);
   // Until fuse-qdq, DequantizeLinear nodes of constants stay (it reads the
   // quantized weights and biases).

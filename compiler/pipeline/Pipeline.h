@@ -43,6 +43,9 @@ struct PipelineOptions {
   /// Plans given by node name, taken as they are (the probes of a bounded
   /// dimension run with the plans chosen at its MAX).
   std::map<std::string, ir::KernelPlan> FixedPlans;
+  /// Loops and Scans whose trip count follows bounded dimensions
+  /// (ir::Graph::TripRules), by node name.
+  std::map<std::string, ir::TripRule> TripRules;
   /// Where each pass announces itself (may be null).
   Progress *Status = nullptr;
   /// The "quantize" pass (--quantize: annotate, calibrate, realize), run

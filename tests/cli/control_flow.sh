@@ -132,6 +132,46 @@ if library "$n" "$data/loop_grow.onnx"; then
   fi
 fi
 
+# Loops over a bounded dimension, compiled once with --dim seq=1..16: a
+# Loop of Shape(x)[0] iterations (`for i in range(x.shape[0])`) with a
+# carried and a scan output, and a Scan over axis 1. Run at seq = 1, 5 and
+# 16 against ONNX Runtime, nothing written past the run-time extent
+# (tests/cli/run_bounded.c); 17 is out of range; a run makes the
+# iterations of its length only.
+for model in loop scan; do
+  for backend in llvm c; do
+    n=frames-$model-$backend
+    d=$work/$n
+    mkdir -p "$d"
+    if ! "$mlcc" "$data/frames_$model.onnx" --dim seq=1..16 --backend "$backend" --name m \
+         -o "$d/libm.a" 2>"$d/mlcc.err"; then
+      fail "$n: mlcc status $?: $(head -2 "$d/mlcc.err")"; continue
+    fi
+    "$cc" -O1 -I"$d" -o "$d/run" "$root/tests/cli/run_bounded.c" "$d/libm.a" -lm 2>"$d/cc.err" ||
+      { fail "$n: the runner does not build"; head -3 "$d/cc.err"; continue; }
+    for seq in 1 5 16; do
+      if "$d/run" compare "$seq" "$data/frames_x$seq.bin" "$data/frames_${model}_y$seq.bin" 1e-5 \
+           >"$d/seq$seq.txt" 2>&1; then
+        ok "$n: $(cat "$d/seq$seq.txt")"
+      else
+        fail "$n: $(cat "$d/seq$seq.txt")"
+      fi
+    done
+    if "$d/run" range 17 2>"$d/range.txt"; then
+      ok "$n: seq=17 returns MLCC_ERR_DIM_RANGE, the output untouched"
+    else
+      fail "$n: seq=17: $(cat "$d/range.txt")"
+    fi
+    c1=$("$d/run" calls 1 "$data/frames_x1.bin") c5=$("$d/run" calls 5 "$data/frames_x5.bin")
+    c16=$("$d/run" calls 16 "$data/frames_x16.bin")
+    if ((c1 < c5 && c5 < c16)); then
+      ok "$n: kernel calls at seq 1, 5, 16: $c1, $c5, $c16"
+    else
+      fail "$n: kernel calls at seq 1, 5, 16: $c1, $c5, $c16"
+    fi
+  done
+done
+
 # A trip count known only at run time needs --input-range; bad ranges are
 # one line, exit status 2, and no library.
 expect_error() { # NAME STATUS TEXT ARGS...

@@ -17,6 +17,13 @@ with these references.
   --input-range m=0..12): x <- x * 1.5 + 0.25, n <- n + 1. Run at m = 0, 3,
   12.
 
+- frames_loop.onnx: x[seq, 8] (seq a named dimension); a Loop of
+  Shape(x)[0] iterations, as `for i in range(x.shape[0])` exports: h <-
+  0.5 * h + tanh(x[i] @ W), each h a scan output; y = the scan output plus
+  the last h. Compiled once with --dim seq=1..16, run at seq = 1, 5, 16.
+- frames_scan.onnx: x[1, seq, 8]; a Scan over axis 1 (h <- tanh(x_t @ W +
+  h @ U), each h stacked on axis 1); y = the stack plus the last h.
+
 Run once; the output is committed, so the tests need neither Python nor
 ONNX Runtime. Needs numpy, onnx and onnxruntime-node (tests/models/
 compare_ort.sh installs it into .cache/ort).
@@ -167,3 +174,45 @@ for m in (0, 3, 12):
         [os.path.join(out, "count_x_%d.bin" % m), os.path.join(out, "count_n_%d.bin" % m)])
 write("m13.bin", np.array(13, np.int64))
 write("m-1.bin", np.array(-1, np.int64))
+
+# --- loops over a bounded dimension ------------------------------------------
+w = nh.from_array(rng.standard_normal((8, 8)).astype(np.float32) * 0.5, "w")
+u = nh.from_array(rng.standard_normal((8, 8)).astype(np.float32) * 0.5, "u")
+half = nh.from_array(np.array(0.5, np.float32), "half")
+body = h.make_graph(
+    [h.make_node("Gather", ["x", "iter"], ["xi"], axis=0), h.make_node("MatMul", ["xi", "w"], ["p"]),
+     h.make_node("Tanh", ["p"], ["t"]), h.make_node("Mul", ["hi", "half"], ["hm"]),
+     h.make_node("Add", ["hm", "t"], ["ho"]), h.make_node("Identity", ["ho"], ["hs"]),
+     h.make_node("Identity", ["ci"], ["co"])],
+    "body",
+    [h.make_tensor_value_info("iter", TP.INT64, []), h.make_tensor_value_info("ci", TP.BOOL, []),
+     h.make_tensor_value_info("hi", TP.FLOAT, [8])],
+    [h.make_tensor_value_info("co", TP.BOOL, []), h.make_tensor_value_info("ho", TP.FLOAT, [8]),
+     h.make_tensor_value_info("hs", TP.FLOAT, [8])])
+g = h.make_graph(
+    [h.make_node("Shape", ["x"], ["shape"]), h.make_node("Gather", ["shape", "zero"], ["n"], axis=0),
+     h.make_node("Loop", ["n", "", "h0"], ["hf", "ys"], body=body), h.make_node("Add", ["ys", "hf"], ["y"])],
+    "frames_loop", [h.make_tensor_value_info("x", TP.FLOAT, ["seq", 8])],
+    [h.make_tensor_value_info("y", TP.FLOAT, ["seq", 8])],
+    [w, half, nh.from_array(np.array(0, np.int64), "zero"), nh.from_array(np.zeros(8, np.float32), "h0")])
+save(g, "frames_loop.onnx")
+
+body = h.make_graph(
+    [h.make_node("MatMul", ["xt", "w"], ["p"]), h.make_node("MatMul", ["hi", "u"], ["q"]),
+     h.make_node("Add", ["p", "q"], ["r"]), h.make_node("Tanh", ["r"], ["ho"]),
+     h.make_node("Identity", ["ho"], ["hs"])],
+    "body", [h.make_tensor_value_info("hi", TP.FLOAT, [1, 8]), h.make_tensor_value_info("xt", TP.FLOAT, [1, 8])],
+    [h.make_tensor_value_info("ho", TP.FLOAT, [1, 8]), h.make_tensor_value_info("hs", TP.FLOAT, [1, 8])])
+g = h.make_graph(
+    [h.make_node("Scan", ["h0", "x"], ["hf", "ys"], body=body, num_scan_inputs=1, scan_input_axes=[1],
+                 scan_output_axes=[1]),
+     h.make_node("Unsqueeze", ["hf", "one_axis"], ["hf3"]), h.make_node("Add", ["ys", "hf3"], ["y"])],
+    "frames_scan", [h.make_tensor_value_info("x", TP.FLOAT, [1, "seq", 8])],
+    [h.make_tensor_value_info("y", TP.FLOAT, [1, "seq", 8])],
+    [w, u, nh.from_array(np.zeros((1, 8), np.float32), "h0"), nh.from_array(np.array([1], np.int64), "one_axis")])
+save(g, "frames_scan.onnx")
+
+for seq in (1, 5, 16):
+    x = write("frames_x%d.bin" % seq, rng.standard_normal((seq, 8)).astype(np.float32))
+    ort("frames_loop.onnx", [(x, [seq, 8], "float32")], [os.path.join(out, "frames_loop_y%d.bin" % seq)])
+    ort("frames_scan.onnx", [(x, [1, seq, 8], "float32")], [os.path.join(out, "frames_scan_y%d.bin" % seq)])

@@ -9,6 +9,9 @@
  *       and nothing written past the run-time extent
  *   run_bounded range SEQ                     SEQ is out of range: m_run and
  *       m_run_ptrs return MLCC_ERR_DIM_RANGE and leave the output untouched
+ *   run_bounded calls SEQ IN.bin              runs m_run_with and prints how
+ *       many kernel calls ran (counted through the profiling hook: a call a
+ *       run skips, a loop's iteration beyond the run's length, is not)
  *   run_bounded info 0                        m_info() names the dimension
  *       `seq` with its bounds and gives -1 for the axes that follow it
  *   run_bounded relu SEQ BATCH                a Relu over x[batch, seq, 4]
@@ -33,6 +36,13 @@ static size_t countAt(const mlcc_tensor_info *t, long seq) {
   for (int32_t d = 0; d < t->rank; ++d)
     n *= (size_t)(t->shape[d] < 0 ? seq : t->shape[d]);
   return n;
+}
+
+static int callsRun;
+
+static void countCall(void *context, int32_t call, const char *name, int32_t phase) {
+  (void)context, (void)call, (void)name;
+  callsRun += phase == 0;
 }
 
 static int readFloats(const char *path, float *to, size_t n) {
@@ -116,9 +126,19 @@ int main(int argc, char **argv) {
     }
     return 0;
   }
-  if (argc < 5 || !readFloats(argv[3], x, inCount))
+  if (argc < 4 || !readFloats(argv[3], x, inCount))
     return 2;
+  if (!strcmp(mode, "calls")) {
+    mlcc_run_options options;
+    memset(&options, 0, sizeof options);
+    options.on_kernel = countCall;
+    int s = m_run_with(&in, &out, a, M_ARENA_SIZE, &options);
+    printf("%d\n", callsRun);
+    return s != 0;
+  }
   if (!strcmp(mode, "write")) {
+    if (argc < 5)
+      return 2;
     int s = m_run(&in, &out, a, M_ARENA_SIZE);
     FILE *f = fopen(argv[4], "wb");
     if (s || !f || fwrite(y, sizeof(float), outCount, f) != outCount) {

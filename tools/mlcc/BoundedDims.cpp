@@ -105,6 +105,42 @@ bool prefixOf(const Tensor &small, const Tensor &large) {
   return true;
 }
 
+/// Whether `name` is a value of a spare iteration of `g` (see
+/// ir::Graph::SpareIterations): its extents say nothing about `g`'s
+/// dimension values.
+bool spare(const ir::Graph &g, const std::string &name) {
+  for (const std::string &p : g.SpareIterations)
+    if (name.compare(0, p.size(), p) == 0)
+      return true;
+  return false;
+}
+
+/// `po` for the compiles that compare values of the dimensions.
+PipelineOptions probeOptions(PipelineOptions po) {
+  po.Status = nullptr;
+  po.DumpIr.clear();
+  po.TimePasses = false;
+  po.GraphOnly = true;
+  return po;
+}
+
+/// The graph with dimension k at values[k]; an error names those values
+/// that are not their MAX (the model compiles at MAX but not there).
+std::unique_ptr<ir::Graph> compileAt(const DriverOptions &o, const llvmgen::TargetSpec &target,
+                                     const PipelineOptions &po,
+                                     const std::vector<ir::BoundedDim> &dims,
+                                     const std::vector<int64_t> &vs, const std::string &flags) {
+  try {
+    return compileModel(atValues(o, dims, vs), target, po).Graph;
+  } catch (const CompileError &e) {
+    std::string at;
+    for (size_t k = 0; k < dims.size(); ++k)
+      if (vs[k] != dims[k].Max)
+        at += (at.empty() ? "" : ", ") + dims[k].Name + "=" + std::to_string(vs[k]);
+    throw CompileError(e.kind(), flags + ": at " + at + ": " + e.what());
+  }
+}
+
 } // namespace
 
 std::string flagText(const ir::BoundedDim &d) {
@@ -148,14 +184,100 @@ DriverOptions atValues(const DriverOptions &o, const std::vector<ir::BoundedDim>
   return p;
 }
 
+bool addTripRules(const DriverOptions &o, const llvmgen::TargetSpec &target, PipelineOptions &po,
+                  const ir::Graph &g, const std::vector<ir::BoundedDim> &dims) {
+  if (g.TripCounts.empty())
+    return false;
+  const PipelineOptions probePo = probeOptions(po);
+  std::vector<int64_t> maxes;
+  for (const ir::BoundedDim &d : dims)
+    maxes.push_back(d.Max);
+  std::map<std::string, ir::TripRule> rules;
+  for (size_t k = 0; k < dims.size(); ++k) {
+    const ir::BoundedDim &d = dims[k];
+    if (d.Min == d.Max)
+      continue;
+    const std::string flag = flagText(d);
+    // A count must be affine in the dimension (MAX, MAX-1, MAX-2) and hold
+    // at MIN as well.
+    std::vector<int64_t> at = {d.Max - 1};
+    if (d.Max - 2 >= d.Min)
+      at.push_back(d.Max - 2);
+    if (d.Min < d.Max - 2)
+      at.push_back(d.Min);
+    std::vector<std::unique_ptr<ir::Graph>> probes;
+    for (int64_t v : at) {
+      std::vector<int64_t> vs = maxes;
+      vs[k] = v;
+      probes.push_back(compileAt(o, target, probePo, dims, vs, flag));
+    }
+    for (const auto &[name, count] : g.TripCounts) {
+      std::vector<int64_t> counts;
+      for (const auto &q : probes) {
+        auto it = q->TripCounts.find(name);
+        if (it == q->TripCounts.end() || spare(*q, name))
+          break; // inside a loop that runs fewer times there: a later round
+        counts.push_back(it->second);
+      }
+      if (counts.empty() || counts[0] == count)
+        continue;
+      const int64_t slope = count - counts[0];
+      std::string seen = std::to_string(count) + " at " + d.Name + "=" + std::to_string(d.Max);
+      for (size_t p = 0; p < counts.size(); ++p)
+        seen += ", " + std::to_string(counts[p]) + " at " + std::to_string(at[p]);
+      for (size_t p = 1; p < counts.size(); ++p)
+        if (counts[p] != count - slope * (d.Max - at[p]))
+          fail(ErrorKind::Unsupported)
+              << flag << ": node '" << name << "' runs " << seen
+              << " times: its number of iterations is not an affine function of " << d.Name;
+      if (slope < 0)
+        fail(ErrorKind::Unsupported)
+            << flag << ": node '" << name << "' runs " << seen << " times: a number of "
+            << "iterations that falls as " << d.Name << " grows is not supported";
+      ir::TripRule &r = rules[name];
+      r.Coeffs.resize(dims.size(), 0);
+      r.Coeffs[k] = slope;
+    }
+  }
+  for (auto &[name, r] : rules) {
+    r.Most = r.Offset = g.TripCounts.at(name);
+    for (size_t k = 0; k < dims.size(); ++k)
+      r.Offset -= r.Coeffs[k] * dims[k].Max;
+  }
+  // A count that multiplies two dimensions has other slopes elsewhere:
+  // every varying dimension at MAX-1 at once shows it.
+  std::vector<int64_t> joint = maxes;
+  size_t varying = 0;
+  for (size_t k = 0; k < dims.size(); ++k)
+    if (dims[k].Min < dims[k].Max)
+      joint[k] = dims[k].Max - 1, ++varying;
+  if (varying > 1 && !rules.empty()) {
+    std::string flags;
+    for (const ir::BoundedDim &d : dims)
+      flags += (flags.empty() ? "" : " ") + flagText(d);
+    std::unique_ptr<ir::Graph> q = compileAt(o, target, probePo, dims, joint, flags);
+    for (const auto &[name, r] : rules) {
+      int64_t want = r.Offset;
+      for (size_t k = 0; k < dims.size(); ++k)
+        want += r.Coeffs[k] * joint[k];
+      auto it = q->TripCounts.find(name);
+      if (it != q->TripCounts.end() && it->second != want)
+        fail(ErrorKind::Unsupported)
+            << flags << ": node '" << name << "' runs " << it->second << " times with every "
+            << "dimension at MAX-1, not the " << want << " each dimension alone gives: not an "
+            << "affine function of the dimensions (a product of two?)";
+    }
+  }
+  for (auto &[name, r] : rules)
+    po.TripRules[name] = r;
+  return !rules.empty();
+}
+
 void attachBoundedExtents(const DriverOptions &o, const llvmgen::TargetSpec &target,
                           PipelineOptions po, ir::Graph &g,
                           const std::vector<ir::BoundedDim> &dims) {
   g.BoundedDims = dims;
-  po.Status = nullptr;
-  po.DumpIr.clear();
-  po.TimePasses = false;
-  po.GraphOnly = true;
+  po = probeOptions(po);
   // Every value runs the kernels planned at MAX: the probes take those
   // plans (a tile chosen for fewer rows would pack other panels).
   for (const auto &n : g.Nodes)
@@ -172,18 +294,8 @@ void attachBoundedExtents(const DriverOptions &o, const llvmgen::TargetSpec &tar
   std::vector<int64_t> maxes;
   for (const ir::BoundedDim &d : dims)
     maxes.push_back(d.Max);
-  // The graph with dimension k at values[k]; an error names those values
-  // that are not their MAX (the model compiles at MAX but not there).
   auto compileAt = [&](const std::vector<int64_t> &vs, const std::string &flags) {
-    try {
-      return compileModel(atValues(o, dims, vs), target, po).Graph;
-    } catch (const CompileError &e) {
-      std::string at;
-      for (size_t k = 0; k < dims.size(); ++k)
-        if (vs[k] != dims[k].Max)
-          at += (at.empty() ? "" : ", ") + dims[k].Name + "=" + std::to_string(vs[k]);
-      throw CompileError(e.kind(), flags + ": at " + at + ": " + e.what());
-    }
+    return mlcc::compileAt(o, target, po, dims, vs, flags);
   };
   for (size_t k = 0; k < dims.size(); ++k) {
     const ir::BoundedDim &d = dims[k];
@@ -248,8 +360,11 @@ void attachBoundedExtents(const DriverOptions &o, const llvmgen::TargetSpec &tar
             << "); a bounded dimension needs one graph for every value";
     }
     for (ir::Value *v : values) {
+      // The probes where `v` is computed for that value of the dimension
+      // (not a spare iteration's copy); a leading part of them, as a
+      // smaller value has more spare iterations.
       std::vector<const ir::Value *> pv;
-      for (size_t p = 0; p < probes.size(); ++p) {
+      for (size_t p = 0; p < probes.size() && !spare(*probes[p], v->Name); ++p) {
         const ir::Value *x = probes[p]->findValue(v->Name);
         if (!x || x->Type.rank() != v->Type.rank() || x->Type.Type != v->Type.Type ||
             x->isConstant() != v->isConstant())
@@ -260,6 +375,8 @@ void attachBoundedExtents(const DriverOptions &o, const llvmgen::TargetSpec &tar
               << " at " << where(p) << "; its rank and type must not depend on " << d.Name;
         pv.push_back(x);
       }
+      if (pv.empty())
+        continue; // computed at MAX only: its extents are MAX's
       std::vector<int64_t> slope(v->Type.rank(), 0);
       for (size_t a = 0; a < v->Type.rank(); ++a) {
         const int64_t e0 = v->Type.Dims[a];
@@ -314,6 +431,8 @@ void attachBoundedExtents(const DriverOptions &o, const llvmgen::TargetSpec &tar
     }
     std::unique_ptr<ir::Graph> q = compileAt(joint, flags);
     for (const ir::Value *v : values) {
+      if (spare(*q, v->Name))
+        continue;
       const ir::Value *x = q->findValue(v->Name);
       if (!x || x->Type.rank() != v->Type.rank())
         fail(ErrorKind::Unsupported) << flags << ": value '" << v->Name << "' of " << origin(*v)

@@ -35,6 +35,15 @@ std::string flagText(const ir::BoundedDim &d);
 DriverOptions atValues(const DriverOptions &o, const std::vector<ir::BoundedDim> &dims,
                        const std::vector<int64_t> &values);
 
+/// Adds to po.TripRules the Loops and Scans of `g` (the graph compiled at
+/// every dimension's MAX with `po`) whose number of iterations follows the
+/// dimensions, found by compiling at other values; true when it added any
+/// (compile `g` again with them: a loop inside one may follow next).
+/// Counts that are not affine in the dimensions, or that fall as one
+/// grows, are Unsupported errors.
+bool addTripRules(const DriverOptions &o, const llvmgen::TargetSpec &target, PipelineOptions &po,
+                  const ir::Graph &g, const std::vector<ir::BoundedDim> &dims);
+
 /// Sets g.BoundedDims and every value's Value::Bounded, `g` being the graph
 /// compiled (GraphOnly) at every dimension's MAX; compiles the probes with
 /// `po` (GraphOnly).

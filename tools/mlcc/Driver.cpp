@@ -558,6 +558,11 @@ void runDriver(const DriverOptions &o) {
   PipelineOptions graphPo = po;
   graphPo.GraphOnly = po.GraphOnly || !bounded.empty();
   CompiledModel compiled = compileModel(atValues(o, bounded, maxes), target, graphPo);
+  // Loops and Scans whose number of iterations follows the dimensions run
+  // to the count the caller's dimensions give.
+  while (!bounded.empty() && addTripRules(o, target, graphPo, *compiled.Graph, bounded))
+    compiled = compileModel(atValues(o, bounded, maxes), target, graphPo);
+  po.TripRules = graphPo.TripRules;
   if (!bounded.empty()) {
     attachBoundedExtents(o, target, po, *compiled.Graph, bounded);
     if (!po.GraphOnly) {
