@@ -36,14 +36,16 @@ void lowerCum(LowerCtx &c, bool product) {
   TensorRef x = c.in(0), y = c.out(0);
   KernelBuilder &b = c.b();
   DType ct = y.computeType();
-  Shape outer = x.shape();
-  int64_t len = outer[(size_t)axis];
+  // Extents known when the kernel runs (an axis may follow a bounded
+  // dimension, the summed one too).
+  std::vector<Expr> outer = x.extents();
+  Expr len = outer[(size_t)axis];
   outer.erase(outer.begin() + axis);
   b.loops(outer, [&](const std::vector<Expr> &o) {
     Local acc = b.local("acc", constant(ct, product ? 1 : 0));
-    b.loop("k", len, [&](Expr k) {
+    b.loopTo("k", len, [&](Expr k) {
       std::vector<Expr> idx = o;
-      idx.insert(idx.begin() + axis, reverse ? indexConst(len - 1) - k : k);
+      idx.insert(idx.begin() + axis, reverse ? len - indexConst(1) - k : k);
       Expr v = x.load(idx);
       Expr next = product ? acc.get() * v : acc.get() + v;
       if (exclusive) {
@@ -61,9 +63,11 @@ void lowerCum(LowerCtx &c, bool product) {
 
 MLCC_OPS(CumSum) {
   R.add({.Name = "CumSum", .SinceVersion = 11, .Fusion = FusionClass::Opaque,
-         .Infer = inferCum, .Lower = [](LowerCtx &c) { lowerCum(c, false); }});
+         .Infer = inferCum, .Lower = [](LowerCtx &c) { lowerCum(c, false); },
+         .RunTimeExtents = true});
   R.add({.Name = "CumProd", .SinceVersion = 26, .Fusion = FusionClass::Opaque,
-         .Infer = inferCum, .Lower = [](LowerCtx &c) { lowerCum(c, true); }});
+         .Infer = inferCum, .Lower = [](LowerCtx &c) { lowerCum(c, true); },
+         .RunTimeExtents = true});
 }
 
 } // namespace mlcc::ops

@@ -2,7 +2,9 @@
 //
 // Expand broadcasts its input to the shape given by input 1 (numpy rules, in
 // both directions); Tile repeats it along every axis. The target shape and
-// the repeats determine the output shape and must be compile-time constants.
+// the repeats determine the output shape and must be compile-time constants
+// (computed from a bounded dimension they may be: both run to the extents
+// known when the kernel runs).
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/ops/Lowering.h"
@@ -24,7 +26,7 @@ void inferExpand(ir::Node &n) {
 
 void lowerExpand(LowerCtx &c) {
   TensorRef x = c.in(0), y = c.out(0);
-  c.b().loops(y.shape(), [&](const std::vector<Expr> &o) {
+  c.b().loops(y.extents(), [&](const std::vector<Expr> &o) {
     y.store(o, x.loadBroadcast(o));
   });
 }
@@ -63,11 +65,16 @@ void inferTile(ir::Node &n) {
 
 void lowerTile(LowerCtx &c) {
   TensorRef x = c.in(0), y = c.out(0);
-  c.b().loops(y.shape(), [&](const std::vector<Expr> &o) {
+  c.b().loops(y.extents(), [&](const std::vector<Expr> &o) {
     std::vector<Expr> src(o.size());
     for (size_t d = 0; d < o.size(); ++d) {
       int64_t e = x.shape()[d];
-      src[d] = e == y.shape()[d] ? o[d] : o[d] % e;
+      // An axis that follows a bounded dimension repeats its extent at run
+      // time.
+      if (x.boundedAxis((int64_t)d))
+        src[d] = o[d] % x.extent((int64_t)d);
+      else
+        src[d] = e == y.shape()[d] ? o[d] : o[d] % e;
     }
     y.store(o, x.load(src));
   });
@@ -77,9 +84,9 @@ void lowerTile(LowerCtx &c) {
 
 MLCC_OPS(Expand) {
   R.add({.Name = "Expand", .SinceVersion = 8, .Fusion = FusionClass::Injective,
-         .Infer = inferExpand, .Lower = lowerExpand});
+         .Infer = inferExpand, .Lower = lowerExpand, .RunTimeExtents = true});
   R.add({.Name = "Tile", .SinceVersion = 1, .Fusion = FusionClass::Injective,
-         .Infer = inferTile, .Lower = lowerTile});
+         .Infer = inferTile, .Lower = lowerTile, .RunTimeExtents = true});
 }
 
 } // namespace mlcc::ops

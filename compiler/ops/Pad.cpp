@@ -114,13 +114,39 @@ void lowerPad(LowerCtx &c) {
   else
     value = constant(ct, 0);
   bool empty = x.numel() == 0;
-  c.b().loops(y.shape(), [&](const std::vector<Expr> &o) {
+  c.b().loops(y.extents(), [&](const std::vector<Expr> &o) {
     std::vector<Expr> src(o.size());
     Expr inside = boolConst(true);
     for (size_t d = 0; d < o.size(); ++d) {
       int64_t len = p.Len[d];
       Expr s = o[d] - p.Before[d]; // relative to the cropped axis
       if (p.Before[d] == 0 && p.Out[d] == len) {
+        src[d] = s + p.Lo[d];
+        continue;
+      }
+      if (x.boundedAxis((int64_t)d)) {
+        // An axis that follows a bounded dimension: its cropped length
+        // when the kernel runs (the pads and crops are fixed).
+        Expr n = x.extent((int64_t)d) - indexConst(x.shape()[d] - len);
+        Expr last = max(n - indexConst(1), indexConst(0));
+        switch (p.Mode) {
+        case PadMode::Constant:
+          inside = land(inside, land(ge(s, indexConst(0)), lt(s, n)));
+          s = clamp(s, indexConst(0), last);
+          break;
+        case PadMode::Edge:
+          s = clamp(s, indexConst(0), last);
+          break;
+        case PadMode::Reflect: {
+          Expr period = max(indexConst(2) * last, indexConst(1));
+          Expr m = floorMod(s, period);
+          s = select(lt(m, n), m, period - m);
+          break;
+        }
+        case PadMode::Wrap:
+          s = floorMod(s, max(n, indexConst(1)));
+          break;
+        }
         src[d] = s + p.Lo[d];
         continue;
       }
@@ -161,7 +187,7 @@ void lowerPad(LowerCtx &c) {
 
 MLCC_OPS(Pad) {
   R.add({.Name = "Pad", .SinceVersion = 1, .Fusion = FusionClass::Injective,
-         .Infer = inferPad, .Lower = lowerPad});
+         .Infer = inferPad, .Lower = lowerPad, .RunTimeExtents = true});
 }
 
 } // namespace mlcc::ops

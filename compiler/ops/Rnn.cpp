@@ -14,7 +14,9 @@
 //
 // Gate orders (ONNX): GRU z, r, h; LSTM i, o, f, c; peepholes i, o, f.
 // layout 1 swaps the sequence and batch axes of X and Y and puts the
-// batch first in initial_h/initial_c/Y_h/Y_c.
+// batch first in initial_h/initial_c/Y_h/Y_c. The sequence and batch may
+// follow bounded dimensions (--dim): the steps and batch elements run to
+// their extents when the kernel runs.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/ops/Lowering.h"
@@ -256,7 +258,7 @@ void lowerRnn(LowerCtx &c, Cell cell) {
 
   KernelBuilder &b = c.b();
   DType t = x.computeType();
-  int64_t S = s.S, B = s.B, I = s.I, H = s.H, G = s.Gates;
+  int64_t B = s.B, I = s.I, H = s.H, G = s.Gates;
   TensorRef hs = c.scratch("h_state", t, {B, H});
   std::optional<TensorRef> cs;
   if (cell == Cell::Lstm)
@@ -284,6 +286,10 @@ void lowerRnn(LowerCtx &c, Cell cell) {
     });
   }
 
+  // The sequence and batch extents when the kernel runs: either axis may
+  // follow a bounded dimension (--dim), the buffers keeping their layout at
+  // its MAX.
+  const Expr steps = x.extent(s.Layout1 ? 1 : 0), batch = x.extent(s.Layout1 ? 0 : 1);
   auto xAt = [&](Expr tt, Expr bb, Expr i) {
     return s.Layout1 ? x.load({bb, tt, i}) : x.load({tt, bb, i});
   };
@@ -353,7 +359,7 @@ void lowerRnn(LowerCtx &c, Cell cell) {
     };
 
     // Initial state.
-    b.loop("b", B, [&](Expr bb) {
+    b.loopTo("b", batch, [&](Expr bb) {
       b.loop("j", H, [&](Expr j) {
         hs.store({bb, j}, h0 ? h0->load(stateIdx(d, bb, j)) : constant(t, 0));
         if (cs)
@@ -361,12 +367,11 @@ void lowerRnn(LowerCtx &c, Cell cell) {
       });
     });
 
-    b.loop("s", S, [&](Expr step) {
-      b.loop("b", B, [&](Expr bb) {
+    b.loopTo("s", steps, [&](Expr step) {
+      b.loopTo("b", batch, [&](Expr bb) {
         Local len = b.local(
-            "len", seqLens ? clamp(toIndex(seqLens->load({bb})), indexConst(0),
-                                   indexConst(S))
-                           : indexConst(S));
+            "len", seqLens ? clamp(toIndex(seqLens->load({bb})), indexConst(0), steps)
+                           : steps);
         b.ifThen(lt(step, len.get()), [&] {
           Local tt = b.local("t", reverse ? len.get() - 1 - step : step);
           inputRows(tt.get(), bb);
@@ -446,7 +451,7 @@ void lowerRnn(LowerCtx &c, Cell cell) {
       });
     });
 
-    b.loop("b", B, [&](Expr bb) {
+    b.loopTo("b", batch, [&](Expr bb) {
       b.loop("j", H, [&](Expr j) {
         if (yh)
           yh->store(stateIdx(d, bb, j), hs.load({bb, j}));
@@ -465,7 +470,7 @@ MLCC_OPS(Rnn) {
   for (auto [name, cell] : cells)
     R.add({.Name = name, .SinceVersion = 1, .Fusion = FusionClass::Opaque,
            .Infer = [cell](ir::Node &n) { inferRnn(n, cell); },
-           .Lower = [cell](LowerCtx &c) { lowerRnn(c, cell); }});
+           .Lower = [cell](LowerCtx &c) { lowerRnn(c, cell); }, .RunTimeExtents = true});
 }
 
 } // namespace mlcc::ops

@@ -75,8 +75,8 @@ expect dim-zero      2 "--dim seq=0..4: a bounded dimension's MIN is at least 1"
                        -- "$bounded" --dim seq=0..4 --emit graph -o "$work/out/g.txt"
 expect dim-syntax    2 "--dim seq=1..n: expected a range MIN..MAX of non-negative integers" \
                        -- "$bounded" --dim seq=1..n -o "$work/out/libm.a"
-expect dim-op        3 "node 'running_sum' (CumSum): reads or writes 'x' (its axis 1 follows seq); CumSum does not run to extents known only at run time so far" \
-                       -- "$data/bounded_cumsum.onnx" --dim seq=1..64 -o "$work/out/libm.a"
+expect dim-op        3 "node 'norm_over_seq' (LpNormalization): reads or writes 'x' (its axis 1 follows seq); LpNormalization does not run to extents known only at run time so far" \
+                       -- "$data/bounded_lpnorm.onnx" --dim seq=1..64 -o "$work/out/libm.a"
 expect dim-slice     3 "node 'last_four' (Slice): its input 1 ('starts') is computed from a bounded dimension; a Slice takes such numbers only as its ends so far" \
                        -- "$data/bounded_tail.onnx" --dim seq=5..64 -o "$work/out/libm.a"
 expect dim-if        3 "--dim seq=1..64: control flow is decided from seq at compile time: node 'by_length' (If): the then branch at seq=64, but node 'by_length' (If): the else branch at seq=1" \

@@ -21,6 +21,8 @@ with these references.
   Shape(x)[0] iterations, as `for i in range(x.shape[0])` exports: h <-
   0.5 * h + tanh(x[i] @ W), each h a scan output; y = the scan output plus
   the last h. Compiled once with --dim seq=1..16, run at seq = 1, 5, 16.
+- frames_loop_square.onnx, frames_loop_falling.onnx: the same Loop run
+  seq * seq and 20 - seq times (errors: not affine in seq; falling).
 - frames_scan.onnx: x[1, seq, 8]; a Scan over axis 1 (h <- tanh(x_t @ W +
   h @ U), each h stacked on axis 1); y = the stack plus the last h.
 
@@ -196,6 +198,16 @@ g = h.make_graph(
     [h.make_tensor_value_info("y", TP.FLOAT, ["seq", 8])],
     [w, half, nh.from_array(np.array(0, np.int64), "zero"), nh.from_array(np.zeros(8, np.float32), "h0")])
 save(g, "frames_loop.onnx")
+for name, count in (("square", [h.make_node("Mul", ["n", "n"], ["m"])]),
+                    ("falling", [h.make_node("Sub", ["twenty", "n"], ["m"])])):
+    g = h.make_graph(
+        [h.make_node("Shape", ["x"], ["shape"]), h.make_node("Gather", ["shape", "zero"], ["n"], axis=0)] + count +
+        [h.make_node("Loop", ["m", "", "h0"], ["hf", "ys"], body=body)],
+        "frames_loop_" + name, [h.make_tensor_value_info("x", TP.FLOAT, ["seq", 8])],
+        [h.make_tensor_value_info("hf", TP.FLOAT, [8])],
+        [w, half, nh.from_array(np.array(0, np.int64), "zero"), nh.from_array(np.array(20, np.int64), "twenty"),
+         nh.from_array(np.zeros(8, np.float32), "h0")])
+    save(g, "frames_loop_%s.onnx" % name)
 
 body = h.make_graph(
     [h.make_node("MatMul", ["xt", "w"], ["p"]), h.make_node("MatMul", ["hi", "u"], ["q"]),

@@ -176,11 +176,11 @@ save(helper.make_graph([
     "bounded_concat", [xa], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, None, 32])],
     [helper.make_tensor("rows", i64, [3], [1, -1, 32])]),
     "bounded_concat.onnx")
-# An op whose kernel does not run to a run-time extent yet: a running sum
-# along the sequence.
-save(helper.make_graph([helper.make_node("CumSum", ["x", "ax"], ["y"], name="running_sum")],
-                       "bounded_cumsum", [xa], [yb], [helper.make_tensor("ax", i64, [], [1])]),
-     "bounded_cumsum.onnx")
+# An op whose kernel does not run to a run-time extent yet: an L2
+# normalization along the sequence.
+save(helper.make_graph([helper.make_node("LpNormalization", ["x"], ["y"], name="norm_over_seq", axis=1)],
+                       "bounded_lpnorm", [xa], [yb]),
+     "bounded_lpnorm.onnx")
 # A Slice that starts at a number computed from seq (the last 4 positions):
 # its start moves with the run-time length.
 save(helper.make_graph([

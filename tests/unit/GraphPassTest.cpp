@@ -217,3 +217,114 @@ TEST_CASE("a call's guard keeps its buffer alive, and lowering guards the branch
   CHECK(guarded == 2);
   CHECK(kir::printProgram(p).find("if input 1: ") != std::string::npos);
 }
+
+namespace {
+
+/// A Loop of 3 iterations (a constant trip count, no condition) carrying
+/// x[4] <- x + 1, each new x also a scan output (of shape [3, 4]).
+struct CountedLoop {
+  ir::Graph G;
+  ir::Value *Carried = nullptr, *Scanned = nullptr;
+  CountedLoop() {
+    auto body = std::make_shared<ir::Graph>();
+    ir::Value *iter = body->addValue("iter", {DType::I64, {}});
+    ir::Value *ci = body->addValue("ci", {DType::Bool, {}});
+    ir::Value *xi = body->addValue("xi", {DType::F32, {4}});
+    body->Inputs = {iter, ci, xi};
+    ir::Value *one = body->addValue("one", {DType::F32, {}});
+    one->Const = std::make_shared<Tensor>(Tensor::fromDoubles(DType::F32, {}, {1.0}));
+    auto bodyNode = [&](const std::string &name, const std::string &op,
+                        std::vector<ir::Value *> ins) {
+      auto n = std::make_unique<ir::Node>();
+      n->Name = name;
+      n->OpType = op;
+      n->Opset = 14;
+      n->Inputs = std::move(ins);
+      ir::Value *out = body->addValue(name);
+      out->Producer = n.get();
+      n->Outputs = {out};
+      return body->addNode(std::move(n))->Outputs[0];
+    };
+    ir::Value *co = bodyNode("co", "Identity", {ci});
+    ir::Value *xo = bodyNode("xo", "Add", {xi, one});
+    ir::Value *xs = bodyNode("xs", "Identity", {xo});
+    body->Outputs = {co, xo, xs};
+
+    ir::Value *m = G.addValue("m", {DType::I64, {}});
+    m->Const = std::make_shared<Tensor>(Tensor::fromInts(DType::I64, {}, {3}));
+    ir::Value *x = G.addValue("x", {DType::F32, {4}});
+    G.Inputs = {x};
+    auto loop = std::make_unique<ir::Node>();
+    loop->Name = "loop";
+    loop->OpType = "Loop";
+    loop->Opset = 13;
+    loop->Inputs = {m, nullptr, x};
+    Carried = G.addValue("carried");
+    Scanned = G.addValue("scanned");
+    Carried->Producer = Scanned->Producer = loop.get();
+    loop->Outputs = {Carried, Scanned};
+    ir::Attribute a;
+    a.Kind = ir::AttrKind::Graph;
+    a.G = body;
+    loop->Attrs["body"] = a;
+    G.addNode(std::move(loop));
+    G.Outputs = {Carried, Scanned};
+  }
+  size_t count(const std::string &op) const {
+    size_t k = 0;
+    for (auto &n : G.Nodes)
+      k += n->OpType == op;
+    return k;
+  }
+  bool hasNodeUnder(const std::string &prefix) const {
+    for (auto &n : G.Nodes)
+      if (n->Name.compare(0, prefix.size(), prefix) == 0)
+        return true;
+    return false;
+  }
+};
+
+} // namespace
+
+TEST_CASE("a Loop whose trip count follows a bounded dimension unrolls to the most",
+          "[passes]") {
+  SECTION("a count known at compile time is recorded, and unrolled as it is") {
+    CountedLoop l;
+    passes::inferAndFold(l.G, {});
+    passes::eliminateDeadCode(l.G);
+    CHECK(l.G.TripCounts.at("loop") == 3);
+    CHECK(l.count("TripCount") == 0);
+    CHECK(l.hasNodeUnder("loop/it2/"));
+    CHECK(!l.hasNodeUnder("loop/it3/"));
+    CHECK(l.Scanned->Type.Dims == Shape{3, 4});
+    CHECK(l.G.SpareIterations.empty());
+  }
+  SECTION("a TripRule: guarded iterations to the most, the count computed at run time") {
+    CountedLoop l;
+    l.G.TripRules["loop"] = ir::TripRule{{1}, 0, 5};
+    passes::inferAndFold(l.G, {});
+    passes::eliminateDeadCode(l.G);
+    CHECK(!l.G.TripCounts.count("loop"));
+    CHECK(l.G.Decisions.empty());
+    REQUIRE(l.count("TripCount") == 1);
+    // Iterations 3 and 4 (beyond this compile's count of 3) are spare
+    // copies of iteration 2; every iteration's nodes run under a guard.
+    CHECK(l.hasNodeUnder("loop/it4/"));
+    CHECK(l.G.SpareIterations == std::vector<std::string>{"loop/it3/", "loop/it4/"});
+    for (auto &n : l.G.Nodes)
+      if (n->Name.compare(0, 8, "loop/it0") == 0 || n->Name.compare(0, 8, "loop/it4") == 0)
+        CHECK(n->Guard);
+    // The scan output is the first 3 (this compile's count) of 5, the
+    // carried value selected after each iteration.
+    CHECK(l.Scanned->Type.Dims == Shape{3, 4});
+    CHECK(l.Carried->Type.Dims == Shape{4});
+    CHECK(l.count("Where") == 5);
+    CHECK(l.count("Slice") == 1);
+  }
+  SECTION("a count above the rule's most is an error") {
+    CountedLoop l;
+    l.G.TripRules["loop"] = ir::TripRule{{1}, 0, 2};
+    CHECK_THROWS_WITH(passes::inferAndFold(l.G, {}),
+                      Catch::Contains("above the most its bounded dimensions give (2)"));
+  }
+}

@@ -222,17 +222,18 @@ bool addTripRules(const DriverOptions &o, const llvmgen::TargetSpec &target, Pip
       if (counts.empty() || counts[0] == count)
         continue;
       const int64_t slope = count - counts[0];
-      std::string seen = std::to_string(count) + " at " + d.Name + "=" + std::to_string(d.Max);
+      std::string seen = std::to_string(count) + " times at " + d.Name + "=" + std::to_string(d.Max);
       for (size_t p = 0; p < counts.size(); ++p)
-        seen += ", " + std::to_string(counts[p]) + " at " + std::to_string(at[p]);
+        seen += (p + 1 < counts.size() ? ", " : " and ") + std::to_string(counts[p]) + " at " +
+                std::to_string(at[p]);
       for (size_t p = 1; p < counts.size(); ++p)
         if (counts[p] != count - slope * (d.Max - at[p]))
           fail(ErrorKind::Unsupported)
               << flag << ": node '" << name << "' runs " << seen
-              << " times: its number of iterations is not an affine function of " << d.Name;
+              << ": its number of iterations is not an affine function of " << d.Name;
       if (slope < 0)
         fail(ErrorKind::Unsupported)
-            << flag << ": node '" << name << "' runs " << seen << " times: a number of "
+            << flag << ": node '" << name << "' runs " << seen << ": a number of "
             << "iterations that falls as " << d.Name << " grows is not supported";
       ir::TripRule &r = rules[name];
       r.Coeffs.resize(dims.size(), 0);
