@@ -194,37 +194,32 @@ if library attention-bounded "$attention" --dim seq=1..64; then
     fi
   done
 fi
-# Ops over the bounded axis (tests/cli/make_bounded_ops.py): CumSum along
-# it, Pad of each mode across it (edge, reflect, wrap, constant), Tile of
-# it, Expand to it; one library for seq=2..16, by LLVM and by the C
-# backend, against ONNX Runtime at 2, 5 and 16.
+# Ops over the bounded axis (tests/cli/make_bounded_ops.py), each model
+# compiled once by LLVM and by the C backend and run against ONNX Runtime:
+# against_ort NAME MODEL RANGE PREFIX WHAT SEQ... runs $ops/PREFIX{x,y}SEQ.bin.
 ops=$root/tests/cli/data/bounded_ops
-for backend in llvm c; do
-  if library "ops-$backend" "$ops/ops.onnx" --dim seq=2..16 --backend "$backend"; then
-    for seq in 2 5 16; do
-      if "$work/ops-$backend/run" compare "$seq" "$ops/x$seq.bin" "$ops/y$seq.bin" 1e-5 \
-           >"$work/ops-$backend/$seq.txt" 2>&1; then
-        ok "CumSum, Pad, Tile, Expand ($backend), seq=2..16, at $seq: $(cat "$work/ops-$backend/$seq.txt")"
+against_ort() {
+  local name=$1 model=$2 range=$3 prefix=$4 what=$5 backend seq dir
+  shift 5
+  for backend in llvm c; do
+    dir=$work/$name-$backend
+    library "$name-$backend" "$model" --dim "seq=$range" --backend "$backend" || continue
+    for seq in "$@"; do
+      if "$dir/run" compare "$seq" "$ops/${prefix}x$seq.bin" "$ops/${prefix}y$seq.bin" 1e-5 \
+           >"$dir/$seq.txt" 2>&1; then
+        ok "$what ($backend), seq=$range, at $seq: $(cat "$dir/$seq.txt")"
       else
-        fail "CumSum, Pad, Tile, Expand ($backend) at $seq: $(cat "$work/ops-$backend/$seq.txt")"
+        fail "$what ($backend) at $seq: $(cat "$dir/$seq.txt")"
       fi
     done
-  fi
-done
-# Recurrent cells over the bounded axis: a bidirectional LSTM (Y and Y_h)
-# and a GRU over x[seq, 1, 8], one library for seq=1..16, at 1, 5 and 16.
-for backend in llvm c; do
-  if library "rnn-$backend" "$ops/rnn.onnx" --dim seq=1..16 --backend "$backend"; then
-    for seq in 1 5 16; do
-      if "$work/rnn-$backend/run" compare "$seq" "$ops/rnn_x$seq.bin" "$ops/rnn_y$seq.bin" 1e-5 \
-           >"$work/rnn-$backend/$seq.txt" 2>&1; then
-        ok "LSTM and GRU ($backend), seq=1..16, at $seq: $(cat "$work/rnn-$backend/$seq.txt")"
-      else
-        fail "LSTM and GRU ($backend) at $seq: $(cat "$work/rnn-$backend/$seq.txt")"
-      fi
-    done
-  fi
-done
+  done
+}
+# CumSum along it, Pad of each mode across it (edge, reflect, wrap,
+# constant), Tile of it, Expand to it.
+against_ort ops "$ops/ops.onnx" 2..16 "" "CumSum, Pad, Tile, Expand" 2 5 16
+# Recurrent cells over its time steps: a bidirectional LSTM (Y and Y_h) and
+# a GRU over x[seq, 1, 8].
+against_ort rnn "$ops/rnn.onnx" 1..16 rnn_ "LSTM and GRU" 1 5 16
 
 if [[ $failures -ne 0 ]]; then
   echo "bounded-dims: $failures case(s) failed"

@@ -62,18 +62,27 @@ inits = [ints("one", [1]), ints("two", [2]), ints("zero", [0]), ints("axis1", 1)
          ints("pads_wrap", [0, 2, 0, 0, 0, 0]), ints("pads_const", [0, 1, 0, 0, 1, 0])]
 g = h.make_graph(nodes, "bounded_ops", [h.make_tensor_value_info("x", TP.FLOAT, [1, "seq", 8])],
                  [h.make_tensor_value_info("y", TP.FLOAT, [1, "seq", 8])], inits)
-m = h.make_model(g, opset_imports=[h.make_opsetid("", 19)], producer_name="mlcc-tests")
-m.ir_version = 8
-onnx.checker.check_model(m)
-model = os.path.join(out, "ops.onnx")
-onnx.save(m, model)
 
-for seq in (2, 5, 16):
-    x = os.path.join(out, "x%d.bin" % seq)
-    rng.standard_normal((1, seq, 8)).astype(np.float32).tofile(x)
-    subprocess.run(["node", os.path.join(root, "tests", "models", "ort_run.js"), model, "0",
-                    "%s:1,%d,8" % (x, seq), "--", os.path.join(out, "y%d.bin" % seq)],
-                   check=True, env=env, stdout=subprocess.DEVNULL)
+
+def save_and_run(graph, name, prefix, shapes):
+    """Saves OUT/NAME.onnx and, for each input shape, a random input
+    OUT/PREFIXxSEQ.bin and ONNX Runtime's output OUT/PREFIXySEQ.bin (SEQ the
+    given with each shape)."""
+    m = h.make_model(graph, opset_imports=[h.make_opsetid("", 19)], producer_name="mlcc-tests")
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    model = os.path.join(out, name + ".onnx")
+    onnx.save(m, model)
+    for seq, shape in shapes:
+        x = os.path.join(out, "%sx%d.bin" % (prefix, seq))
+        rng.standard_normal(shape).astype(np.float32).tofile(x)
+        subprocess.run(["node", os.path.join(root, "tests", "models", "ort_run.js"), model, "0",
+                        "%s:%s" % (x, ",".join(map(str, shape))), "--",
+                        os.path.join(out, "%sy%d.bin" % (prefix, seq))],
+                       check=True, env=env, stdout=subprocess.DEVNULL)
+
+
+save_and_run(g, "ops", "", [(seq, (1, seq, 8)) for seq in (2, 5, 16)])
 
 # --- recurrent cells over the bounded axis -------------------------------------
 def weights(name, shape):
@@ -88,14 +97,4 @@ g = h.make_graph(
     [h.make_tensor_value_info("y", TP.FLOAT, ["seq", 2, 1, 8])],
     [weights("lw", (2, 32, 8)), weights("lr", (2, 32, 8)), weights("lb", (2, 64)),
      weights("gw", (1, 24, 8)), weights("gr", (1, 24, 8)), weights("gb", (1, 48))])
-m = h.make_model(g, opset_imports=[h.make_opsetid("", 19)], producer_name="mlcc-tests")
-m.ir_version = 8
-onnx.checker.check_model(m)
-model = os.path.join(out, "rnn.onnx")
-onnx.save(m, model)
-for seq in (1, 5, 16):
-    x = os.path.join(out, "rnn_x%d.bin" % seq)
-    rng.standard_normal((seq, 1, 8)).astype(np.float32).tofile(x)
-    subprocess.run(["node", os.path.join(root, "tests", "models", "ort_run.js"), model, "0",
-                    "%s:%d,1,8" % (x, seq), "--", os.path.join(out, "rnn_y%d.bin" % seq)],
-                   check=True, env=env, stdout=subprocess.DEVNULL)
+save_and_run(g, "rnn", "rnn_", [(seq, (seq, 1, 8)) for seq in (1, 5, 16)])

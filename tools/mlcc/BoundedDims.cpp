@@ -141,6 +141,38 @@ std::unique_ptr<ir::Graph> compileAt(const DriverOptions &o, const llvmgen::Targ
   }
 }
 
+/// Each dimension at its MAX.
+std::vector<int64_t> maxesOf(const std::vector<ir::BoundedDim> &dims) {
+  std::vector<int64_t> maxes;
+  for (const ir::BoundedDim &d : dims)
+    maxes.push_back(d.Max);
+  return maxes;
+}
+
+/// The other values of dimension `d` compiled to compare with MAX: MAX - 1,
+/// and MAX - 2 where the range has it (three values show a line), then with
+/// `withMin` MIN where it is below those.
+std::vector<int64_t> probeValues(const ir::BoundedDim &d, bool withMin) {
+  std::vector<int64_t> at = {d.Max - 1};
+  if (d.Max - 2 >= d.Min)
+    at.push_back(d.Max - 2);
+  if (withMin && d.Min < d.Max - 2)
+    at.push_back(d.Min);
+  return at;
+}
+
+/// Every varying dimension at MAX - 1 at once (the others at MAX), and how
+/// many vary: a product of two dimensions has other slopes there than each
+/// dimension alone.
+std::vector<int64_t> jointValues(const std::vector<ir::BoundedDim> &dims, size_t &varying) {
+  std::vector<int64_t> joint = maxesOf(dims);
+  varying = 0;
+  for (size_t k = 0; k < dims.size(); ++k)
+    if (dims[k].Min < dims[k].Max)
+      joint[k] = dims[k].Max - 1, ++varying;
+  return joint;
+}
+
 } // namespace
 
 std::string flagText(const ir::BoundedDim &d) {
@@ -189,22 +221,15 @@ bool addTripRules(const DriverOptions &o, const llvmgen::TargetSpec &target, Pip
   if (g.TripCounts.empty())
     return false;
   const PipelineOptions probePo = probeOptions(po);
-  std::vector<int64_t> maxes;
-  for (const ir::BoundedDim &d : dims)
-    maxes.push_back(d.Max);
+  const std::vector<int64_t> maxes = maxesOf(dims);
   std::map<std::string, ir::TripRule> rules;
   for (size_t k = 0; k < dims.size(); ++k) {
     const ir::BoundedDim &d = dims[k];
     if (d.Min == d.Max)
       continue;
     const std::string flag = flagText(d);
-    // A count must be affine in the dimension (MAX, MAX-1, MAX-2) and hold
-    // at MIN as well.
-    std::vector<int64_t> at = {d.Max - 1};
-    if (d.Max - 2 >= d.Min)
-      at.push_back(d.Max - 2);
-    if (d.Min < d.Max - 2)
-      at.push_back(d.Min);
+    // A count must be affine in the dimension and hold at MIN as well.
+    const std::vector<int64_t> at = probeValues(d, true);
     std::vector<std::unique_ptr<ir::Graph>> probes;
     for (int64_t v : at) {
       std::vector<int64_t> vs = maxes;
@@ -245,13 +270,9 @@ bool addTripRules(const DriverOptions &o, const llvmgen::TargetSpec &target, Pip
     for (size_t k = 0; k < dims.size(); ++k)
       r.Offset -= r.Coeffs[k] * dims[k].Max;
   }
-  // A count that multiplies two dimensions has other slopes elsewhere:
-  // every varying dimension at MAX-1 at once shows it.
-  std::vector<int64_t> joint = maxes;
+  // A count that multiplies two dimensions (see jointValues).
   size_t varying = 0;
-  for (size_t k = 0; k < dims.size(); ++k)
-    if (dims[k].Min < dims[k].Max)
-      joint[k] = dims[k].Max - 1, ++varying;
+  const std::vector<int64_t> joint = jointValues(dims, varying);
   if (varying > 1 && !rules.empty()) {
     std::string flags;
     for (const ir::BoundedDim &d : dims)
@@ -292,9 +313,7 @@ void attachBoundedExtents(const DriverOptions &o, const llvmgen::TargetSpec &tar
     for (size_t i = 0; i < n->Inputs.size(); ++i)
       if (n->Inputs[i])
         readers[n->Inputs[i]].push_back({n.get(), i});
-  std::vector<int64_t> maxes;
-  for (const ir::BoundedDim &d : dims)
-    maxes.push_back(d.Max);
+  const std::vector<int64_t> maxes = maxesOf(dims);
   auto compileAt = [&](const std::vector<int64_t> &vs, const std::string &flags) {
     return mlcc::compileAt(o, target, po, dims, vs, flags);
   };
@@ -303,11 +322,8 @@ void attachBoundedExtents(const DriverOptions &o, const llvmgen::TargetSpec &tar
     if (d.Min == d.Max)
       continue;
     const std::string flag = flagText(d);
-    // The probes: MAX - 1, and MAX - 2 where the range has it (an extent
-    // must be affine in the dimension: three values show a line).
-    std::vector<int64_t> at = {d.Max - 1};
-    if (d.Max - 2 >= d.Min)
-      at.push_back(d.Max - 2);
+    // The probes (an extent must be affine in the dimension).
+    const std::vector<int64_t> at = probeValues(d, false);
     std::vector<std::unique_ptr<ir::Graph>> probes;
     for (int64_t v : at) {
       std::vector<int64_t> vs = maxes;
@@ -417,13 +433,9 @@ void attachBoundedExtents(const DriverOptions &o, const llvmgen::TargetSpec &tar
   }
   // Each dimension's coefficients are its slopes with the others at MAX:
   // an extent that multiplies two dimensions (a Reshape that flattens
-  // batch and seq) has other slopes elsewhere. Every varying dimension at
-  // MAX-1 at once shows it.
-  std::vector<int64_t> joint = maxes;
+  // batch and seq) shows at jointValues.
   size_t varying = 0;
-  for (size_t k = 0; k < dims.size(); ++k)
-    if (dims[k].Min < dims[k].Max)
-      joint[k] = dims[k].Max - 1, ++varying;
+  const std::vector<int64_t> joint = jointValues(dims, varying);
   if (varying > 1) {
     std::string flags, at;
     for (size_t k = 0; k < dims.size(); ++k) {
