@@ -521,7 +521,8 @@ MLCC_OPS(Pool) {
   for (auto [name, kind] : globals)
     R.add({.Name = name, .SinceVersion = 1, .Fusion = FusionClass::Reduction,
            .Infer = [kind](ir::Node &n) { inferGlobalPool(n, kind); },
-           .Lower = [kind](LowerCtx &c) { lowerGlobalPool(c, kind); }});
+           .Lower = [kind](LowerCtx &c) { lowerGlobalPool(c, kind); },
+           .RunTimeExtents = true}); // lowerReduction's loops and count
   R.add({.Name = "MaxUnpool", .SinceVersion = 9, .Fusion = FusionClass::Opaque,
          .Infer = inferMaxUnpool, .Lower = lowerMaxUnpool});
   R.add({.Name = "MaxRoiPool", .SinceVersion = 1, .Fusion = FusionClass::Opaque,

@@ -215,8 +215,9 @@ against_ort() {
   done
 }
 # CumSum along it, Pad of each mode across it (edge, reflect, wrap,
-# constant), Tile of it, Expand to it.
-against_ort ops "$ops/ops.onnx" 2..16 "" "CumSum, Pad, Tile, Expand" 2 5 16
+# constant), Tile of it, Expand to it, GlobalAveragePool and GlobalMaxPool
+# over it.
+against_ort ops "$ops/ops.onnx" 2..16 "" "CumSum, Pad, Tile, Expand, global pooling" 2 5 16
 # Recurrent cells over its time steps: a bidirectional LSTM (Y and Y_h) and
 # a GRU over x[seq, 1, 8].
 against_ort rnn "$ops/rnn.onnx" 1..16 rnn_ "LSTM and GRU" 1 5 16

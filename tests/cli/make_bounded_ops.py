@@ -9,6 +9,8 @@ y = CumSum(x, axis 1)
     wrap 2 before, constant 0.5 1 before and 1 after), cut to its first seq
     rows by a Slice whose end is Shape(x)[1]
   + Expand(ReduceSum(Tile(x, [1, 2, 1]), axis 1), Shape(x))
+  + GlobalAveragePool and GlobalMaxPool of x over seq (x transposed to
+    [1, 8, seq] and the [1, 8, 1] result back)
 
 rnn.onnx: x[seq, 1, 8] through a bidirectional LSTM and a GRU of hidden
 size 8 (the time steps follow seq); y = the LSTM's Y plus its Y_h plus the
@@ -52,6 +54,11 @@ nodes += [h.make_node("Tile", ["x", "reps"], ["tiled"]),
           h.make_node("ReduceSum", ["tiled", "one"], ["total"], keepdims=1),
           h.make_node("Expand", ["total", "shape"], ["spread"])]
 terms.append("spread")
+nodes.append(h.make_node("Transpose", ["x"], ["xt"], perm=[0, 2, 1]))
+for pool in ("GlobalAveragePool", "GlobalMaxPool"):
+    nodes += [h.make_node(pool, ["xt"], [pool + "_t"]),
+              h.make_node("Transpose", [pool + "_t"], [pool], perm=[0, 2, 1])]
+    terms.append(pool)
 acc = terms[0]
 for i, t in enumerate(terms[1:]):
     nodes.append(h.make_node("Add", [acc, t], ["y" if i == len(terms) - 2 else "acc%d" % i]))
