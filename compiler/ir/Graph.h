@@ -231,16 +231,21 @@ public:
   /// The dimensions bound to a range (--dim NAME=MIN..MAX), which
   /// Value::Bounded refers to by index.
   std::vector<BoundedDim> BoundedDims;
-  /// What the compile decided from constants that control flow reads, as
-  /// text: each If's branch ("node 'If_0' (If): the then branch"), each
-  /// Loop's trip count and whether each iteration runs, when known at
-  /// compile time. A bounded dimension
-  /// compares them between values (tools/mlcc/BoundedDims.cpp): a decision
-  /// computed from the dimension must not change in its range.
-  std::vector<std::string> Decisions;
-  /// Each Loop's and Scan's number of iterations where it was known at
-  /// compile time, by node name (the bounded-dimension analysis finds those
-  /// that follow a dimension).
+  /// What the compile decided from constants that control flow reads: each
+  /// If's branch ("node 'If_0' (If): the then branch"), each Loop's trip
+  /// count and whether each iteration runs, when known at compile time. A
+  /// bounded dimension compares them between values (tools/mlcc/
+  /// BoundedDims.cpp): a decision computed from the dimension must not
+  /// change in its range.
+  struct Decision {
+    std::string Node; ///< the node that decided (its name)
+    std::string Text; ///< what, for messages
+    bool operator==(const Decision &o) const { return Text == o.Text; }
+  };
+  std::vector<Decision> Decisions;
+  /// Each Loop's and Scan's number of iterations at this compile's values,
+  /// by node name, where known at compile time (the bounded-dimension
+  /// analysis finds those that follow a dimension, and checks its rules).
   std::map<std::string, int64_t> TripCounts;
   /// Loops and Scans (by node name) to unroll to the most iterations of a
   /// bounded dimension's range, their count known at run time.

@@ -163,7 +163,7 @@ Nodes expandIf(ir::Node &n, ir::Graph &g) {
     n.error() << "input 0 (cond) is required";
   if (cond->Const) {
     bool take = cond->Const->numel() > 0 && cond->Const->intAt(0) != 0;
-    g.Decisions.push_back(n.where() + ": the " + (take ? "then" : "else") + " branch");
+    g.Decisions.push_back({n.Name, n.where() + ": the " + (take ? "then" : "else") + " branch"});
     ir::InlinedGraph inl = ir::inlineGraph(g, n, take ? *thenG : *elseG, {},
                                            n.Name + (take ? "/then/" : "/else/"));
     std::vector<ir::Value *> results = inl.Outputs;
@@ -327,6 +327,7 @@ Nodes expandLoop(ir::Node &n, ir::Graph &g) {
   } else {
     int64_t trips = n.constInputInts(0, "the loop is unrolled at compile time; a graph input "
                                         "may instead be bounded with --input-range NAME=MIN..MAX")[0];
+    g.TripCounts[n.Name] = trips; // with a rule too: BoundedDims checks it
     if (rule) {
       u.Known = std::max<int64_t>(trips, 0);
       u.Trips = rule->Most;
@@ -336,8 +337,7 @@ Nodes expandLoop(ir::Node &n, ir::Graph &g) {
                   << "give (" << u.Trips << ")";
     } else {
       u.Trips = trips;
-      g.Decisions.push_back(n.where() + ": " + std::to_string(trips) + " iterations");
-      g.TripCounts[n.Name] = trips;
+      g.Decisions.push_back({n.Name, n.where() + ": " + std::to_string(trips) + " iterations"});
     }
   }
   size_t carried = n.Inputs.size() - 2;
@@ -368,7 +368,7 @@ Nodes expandLoop(ir::Node &n, ir::Graph &g) {
   }
   if (!condTrue) {
     trips = 0;
-    g.Decisions.push_back(n.where() + ": its condition is false");
+    g.Decisions.push_back({n.Name, n.where() + ": its condition is false"});
   }
   if (trips == 0)
     n.error(ErrorKind::Unsupported) << "a Loop that runs zero times with scan outputs is not supported";
@@ -442,6 +442,7 @@ Nodes expandScan(ir::Node &n, ir::Graph &g) {
   Unroll u;
   u.Trips = length;
   ir::Value *runLength = nullptr;
+  g.TripCounts[n.Name] = length; // with a rule too: BoundedDims checks it
   if (const ir::TripRule *rule = tripRule(g, n)) {
     for (size_t j = 0; j < inDirs.size(); ++j)
       if (inDirs[j])
@@ -460,8 +461,6 @@ Nodes expandScan(ir::Node &n, ir::Graph &g) {
       n.error() << "its length " << length << " is above the most its bounded dimensions give ("
                 << u.Trips << ")";
     runLength = e.scalar(u.RunTrips);
-  } else {
-    g.TripCounts[n.Name] = length;
   }
   std::vector<ir::Value *> state(n.Inputs.begin(), n.Inputs.begin() + states);
   std::vector<std::vector<ir::Value *>> scanned((size_t)scansOut);
@@ -525,8 +524,8 @@ Nodes expandLoopCarry(ir::Node &n, ir::Graph &g) {
     bool runs = active->Const->intAt(0) != 0;
     std::string decided = owner + ": iteration " + std::to_string(n.attrInt("iteration", 0)) +
                           (runs ? " runs" : " does not run");
-    if (g.Decisions.empty() || g.Decisions.back() != decided) // once per iteration
-      g.Decisions.push_back(decided);
+    if (g.Decisions.empty() || g.Decisions.back().Text != decided) // once per iteration
+      g.Decisions.push_back({n.Name, decided});
     e.node("Identity", {runs ? next : before}, {n.Outputs[0]});
     return out;
   }

@@ -134,11 +134,13 @@ fi
 
 # Loops over a bounded dimension, compiled once with --dim seq=1..16: a
 # Loop of Shape(x)[0] iterations (`for i in range(x.shape[0])`) with a
-# carried and a scan output, and a Scan over axis 1. Run at seq = 1, 5 and
-# 16 against ONNX Runtime, nothing written past the run-time extent
-# (tests/cli/run_bounded.c); 17 is out of range; a run makes the
-# iterations of its length only.
-for model in loop scan; do
+# carried and a scan output, one of Shape(x)[0] - 1 (none at seq 1), a Loop
+# of seq iterations in one of seq iterations, one of i + 1 iterations in
+# iteration i of one of seq iterations, and a Scan over axis 1. Run
+# at seq = 1, 5 and 16 against ONNX Runtime, nothing written past the
+# run-time extent (tests/cli/run_bounded.c); 17 is out of range; a run
+# makes the iterations of its length only.
+for model in loop offset nested triangle scan; do
   for backend in llvm c; do
     n=frames-$model-$backend
     d=$work/$n

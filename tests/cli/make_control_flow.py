@@ -23,6 +23,13 @@ with these references.
   the last h. Compiled once with --dim seq=1..16, run at seq = 1, 5, 16.
 - frames_loop_square.onnx, frames_loop_falling.onnx: the same Loop run
   seq * seq and 20 - seq times (errors: not affine in seq; falling).
+- frames_offset.onnx: a Loop of Shape(x)[0] - 1 iterations over x[i + 1] -
+  x[i] (none at seq 1, with a scan output); y = the scan output with the
+  last h after it.
+- frames_nested.onnx: for i in range(seq): g = 0; for j in range(seq):
+  g = 0.9 g + 0.1 x[j]; h = tanh(h + g + x[i]); y = each h.
+- frames_triangle.onnx: the same with the inner loop over range(i + 1) (its
+  count follows the outer iteration, not seq).
 - frames_scan.onnx: x[1, seq, 8]; a Scan over axis 1 (h <- tanh(x_t @ W +
   h @ U), each h stacked on axis 1); y = the stack plus the last h.
 
@@ -228,3 +235,65 @@ for seq in (1, 5, 16):
     x = write("frames_x%d.bin" % seq, rng.standard_normal((seq, 8)).astype(np.float32))
     ort("frames_loop.onnx", [(x, [seq, 8], "float32")], [os.path.join(out, "frames_loop_y%d.bin" % seq)])
     ort("frames_scan.onnx", [(x, [1, seq, 8], "float32")], [os.path.join(out, "frames_scan_y%d.bin" % seq)])
+
+# --- loops over a bounded dimension: an offset count, nested loops ------------
+one = nh.from_array(np.array(1, np.int64), "one")
+ax0 = nh.from_array(np.array([0], np.int64), "ax0")
+zero_i = nh.from_array(np.array(0, np.int64), "zero")
+h0 = nh.from_array(np.zeros(8, np.float32), "h0")
+frame_head = [h.make_node("Shape", ["x"], ["shape"]), h.make_node("Gather", ["shape", "zero"], ["n"], axis=0)]
+body = h.make_graph(
+    [h.make_node("Add", ["iter", "one"], ["i1"]), h.make_node("Gather", ["x", "i1"], ["a"], axis=0),
+     h.make_node("Gather", ["x", "iter"], ["b"], axis=0), h.make_node("Sub", ["a", "b"], ["d"]),
+     h.make_node("MatMul", ["d", "w"], ["p"]), h.make_node("Add", ["hi", "p"], ["q"]),
+     h.make_node("Tanh", ["q"], ["ho"]), h.make_node("Identity", ["ho"], ["hs"]),
+     h.make_node("Identity", ["ci"], ["co"])],
+    "body",
+    [h.make_tensor_value_info("iter", TP.INT64, []), h.make_tensor_value_info("ci", TP.BOOL, []),
+     h.make_tensor_value_info("hi", TP.FLOAT, [8])],
+    [h.make_tensor_value_info("co", TP.BOOL, []), h.make_tensor_value_info("ho", TP.FLOAT, [8]),
+     h.make_tensor_value_info("hs", TP.FLOAT, [8])])
+g = h.make_graph(
+    frame_head + [h.make_node("Sub", ["n", "one"], ["m"]), h.make_node("Loop", ["m", "", "h0"], ["hf", "ys"], body=body),
+                  h.make_node("Unsqueeze", ["hf", "ax0"], ["hf1"]), h.make_node("Concat", ["ys", "hf1"], ["y"], axis=0)],
+    "frames_offset", [h.make_tensor_value_info("x", TP.FLOAT, ["seq", 8])],
+    [h.make_tensor_value_info("y", TP.FLOAT, ["seq", 8])], [w, one, ax0, zero_i, h0])
+save(g, "frames_offset.onnx")
+
+inner = h.make_graph(
+    [h.make_node("Gather", ["x", "j"], ["xj"], axis=0), h.make_node("Mul", ["gi", "p9"], ["g9"]),
+     h.make_node("Mul", ["xj", "p1"], ["x1"]), h.make_node("Add", ["g9", "x1"], ["go"]),
+     h.make_node("Identity", ["cj"], ["cjo"])],
+    "inner",
+    [h.make_tensor_value_info("j", TP.INT64, []), h.make_tensor_value_info("cj", TP.BOOL, []),
+     h.make_tensor_value_info("gi", TP.FLOAT, [8])],
+    [h.make_tensor_value_info("cjo", TP.BOOL, []), h.make_tensor_value_info("go", TP.FLOAT, [8])])
+outer = h.make_graph(
+    [h.make_node("Loop", ["n", "", "h0"], ["gf"], body=inner), h.make_node("Gather", ["x", "iter"], ["xi"], axis=0),
+     h.make_node("Add", ["hi", "gf"], ["s"]), h.make_node("Add", ["s", "xi"], ["s2"]),
+     h.make_node("Tanh", ["s2"], ["ho"]), h.make_node("Identity", ["ho"], ["hs"]),
+     h.make_node("Identity", ["ci"], ["co"])],
+    "outer",
+    [h.make_tensor_value_info("iter", TP.INT64, []), h.make_tensor_value_info("ci", TP.BOOL, []),
+     h.make_tensor_value_info("hi", TP.FLOAT, [8])],
+    [h.make_tensor_value_info("co", TP.BOOL, []), h.make_tensor_value_info("ho", TP.FLOAT, [8]),
+     h.make_tensor_value_info("hs", TP.FLOAT, [8])])
+g = h.make_graph(
+    frame_head + [h.make_node("Loop", ["n", "", "h0"], ["hf", "y"], body=outer)],
+    "frames_nested", [h.make_tensor_value_info("x", TP.FLOAT, ["seq", 8])],
+    [h.make_tensor_value_info("y", TP.FLOAT, ["seq", 8])],
+    [zero_i, h0, nh.from_array(np.array(0.9, np.float32), "p9"), nh.from_array(np.array(0.1, np.float32), "p1")])
+save(g, "frames_nested.onnx")
+outer.node.insert(0, h.make_node("Add", ["iter", "one"], ["i1"]))
+outer.node[1].input[0] = "i1"
+g = h.make_graph(
+    frame_head + [h.make_node("Loop", ["n", "", "h0"], ["hf", "y"], body=outer)],
+    "frames_triangle", [h.make_tensor_value_info("x", TP.FLOAT, ["seq", 8])],
+    [h.make_tensor_value_info("y", TP.FLOAT, ["seq", 8])],
+    [zero_i, one, h0, nh.from_array(np.array(0.9, np.float32), "p9"), nh.from_array(np.array(0.1, np.float32), "p1")])
+save(g, "frames_triangle.onnx")
+for seq in (1, 5, 16):
+    x = os.path.join(out, "frames_x%d.bin" % seq)
+    for name in ("offset", "nested", "triangle"):
+        ort("frames_%s.onnx" % name, [(x, [seq, 8], "float32")],
+            [os.path.join(out, "frames_%s_y%d.bin" % (name, seq))])

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 
 namespace mlcc {
@@ -223,39 +224,80 @@ bool addTripRules(const DriverOptions &o, const llvmgen::TargetSpec &target, Pip
   const PipelineOptions probePo = probeOptions(po);
   const std::vector<int64_t> maxes = maxesOf(dims);
   std::map<std::string, ir::TripRule> rules;
+  // A MIN where the model compiles only with the rules the other values
+  // show (a Loop with scan outputs that runs no time there): the rules are
+  // checked there in the next round.
+  std::optional<CompileError> minError;
   for (size_t k = 0; k < dims.size(); ++k) {
     const ir::BoundedDim &d = dims[k];
     if (d.Min == d.Max)
       continue;
     const std::string flag = flagText(d);
     // A count must be affine in the dimension and hold at MIN as well.
-    const std::vector<int64_t> at = probeValues(d, true);
+    std::vector<int64_t> at = probeValues(d, true);
+    std::vector<std::vector<int64_t>> values;
     std::vector<std::unique_ptr<ir::Graph>> probes;
-    for (int64_t v : at) {
-      std::vector<int64_t> vs = maxes;
-      vs[k] = v;
-      probes.push_back(compileAt(o, target, probePo, dims, vs, flag));
+    for (size_t p = 0; p < at.size(); ++p) {
+      values.push_back(maxes);
+      values.back()[k] = at[p];
+      try {
+        probes.push_back(compileAt(o, target, probePo, dims, values.back(), flag));
+      } catch (const CompileError &e) {
+        if (p != 2) // MAX-1 and MAX-2 compile where MAX does
+          throw;
+        minError = e;
+        at.pop_back();
+      }
     }
     for (const auto &[name, count] : g.TripCounts) {
+      // The counts where the loop runs as at those values; past them it is
+      // absent (inside a loop that runs fewer times there: a later round
+      // finds it) or in a spare iteration (a copy of another, which runs at
+      // none of those values).
       std::vector<int64_t> counts;
+      bool spareDiffers = false;
       for (const auto &q : probes) {
         auto it = q->TripCounts.find(name);
-        if (it == q->TripCounts.end() || spare(*q, name))
-          break; // inside a loop that runs fewer times there: a later round
-        counts.push_back(it->second);
+        if (it == q->TripCounts.end())
+          break;
+        if (spare(*q, name)) {
+          spareDiffers |= it->second != count;
+          continue;
+        }
+        counts.push_back(it->second); // a leading part: smaller values spare more
       }
-      if (counts.empty() || counts[0] == count)
-        continue;
-      const int64_t slope = count - counts[0];
       std::string seen = std::to_string(count) + " times at " + d.Name + "=" + std::to_string(d.Max);
       for (size_t p = 0; p < counts.size(); ++p)
         seen += (p + 1 < counts.size() ? ", " : " and ") + std::to_string(counts[p]) + " at " +
                 std::to_string(at[p]);
+      auto notAffine = [&] {
+        fail(ErrorKind::Unsupported)
+            << flag << ": node '" << name << "' runs " << seen
+            << ": its number of iterations is not an affine function of " << d.Name;
+      };
+      // A rule of an earlier round: its count at each value.
+      auto known = po.TripRules.find(name);
+      if (known != po.TripRules.end()) {
+        for (size_t p = 0; p < counts.size(); ++p) {
+          int64_t want = known->second.Offset;
+          for (size_t j = 0; j < dims.size(); ++j)
+            want += known->second.Coeffs[j] * values[p][j];
+          if (counts[p] != want)
+            notAffine();
+        }
+        continue;
+      }
+      if (counts.empty() || counts[0] == count) {
+        // The same count wherever the loop runs as itself, but not in the
+        // spare copies: a rule of that count keeps the graph the same.
+        if (spareDiffers)
+          rules[name].Coeffs.resize(dims.size(), 0);
+        continue;
+      }
+      const int64_t slope = count - counts[0];
       for (size_t p = 1; p < counts.size(); ++p)
         if (counts[p] != count - slope * (d.Max - at[p]))
-          fail(ErrorKind::Unsupported)
-              << flag << ": node '" << name << "' runs " << seen
-              << ": its number of iterations is not an affine function of " << d.Name;
+          notAffine();
       if (slope < 0)
         fail(ErrorKind::Unsupported)
             << flag << ": node '" << name << "' runs " << seen << ": a number of "
@@ -265,6 +307,8 @@ bool addTripRules(const DriverOptions &o, const llvmgen::TargetSpec &target, Pip
       r.Coeffs[k] = slope;
     }
   }
+  if (rules.empty() && minError)
+    throw *minError;
   for (auto &[name, r] : rules) {
     r.Most = r.Offset = g.TripCounts.at(name);
     for (size_t k = 0; k < dims.size(); ++k)
@@ -334,19 +378,29 @@ void attachBoundedExtents(const DriverOptions &o, const llvmgen::TargetSpec &tar
     // What control flow decided from constants (ir::Graph::Decisions) must
     // be the same at every value: at the probes, and at MIN, where a test
     // such as seq > 1 changes that the probes near MAX do not see.
+    // Those of a spare iteration of `q` (see ir::Graph::SpareIterations) are
+    // copies made for the graph's structure and left out.
     auto sameDecisions = [&](const ir::Graph &q, int64_t value) {
+      auto kept = [&](const std::vector<ir::Graph::Decision> &ds) {
+        std::vector<ir::Graph::Decision> out;
+        for (const ir::Graph::Decision &x : ds)
+          if (!spare(q, x.Node))
+            out.push_back(x);
+        return out;
+      };
+      const std::vector<ir::Graph::Decision> mine = kept(g.Decisions), theirs = kept(q.Decisions);
       size_t i = 0;
-      while (i < q.Decisions.size() && i < g.Decisions.size() && q.Decisions[i] == g.Decisions[i])
+      while (i < theirs.size() && i < mine.size() && theirs[i] == mine[i])
         ++i;
-      if (i == q.Decisions.size() && i == g.Decisions.size())
+      if (i == theirs.size() && i == mine.size())
         return;
-      auto text = [&](const std::vector<std::string> &ds) {
-        return i < ds.size() ? ds[i] : std::string("no such decision");
+      auto text = [&](const std::vector<ir::Graph::Decision> &ds) {
+        return i < ds.size() ? ds[i].Text : std::string("no such decision");
       };
       fail(ErrorKind::Unsupported)
           << flag << ": control flow is decided from " << d.Name << " at compile time: "
-          << text(g.Decisions) << " at " << d.Name << "=" << d.Max << ", but "
-          << text(q.Decisions) << " at " << d.Name << "=" << value
+          << text(mine) << " at " << d.Name << "=" << d.Max << ", but "
+          << text(theirs) << " at " << d.Name << "=" << value
           << "; a bounded dimension needs the same decisions at every value (narrow the "
              "range, or compile a library for each part)";
     };
