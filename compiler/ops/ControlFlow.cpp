@@ -268,10 +268,11 @@ Nodes expandGuardedLoop(ir::Node &n, Emitter &e, const ir::Graph &body, const Un
   };
   active = within(active, 0);
   std::vector<std::vector<ir::Value *>> scanned(scans);
+  // With scan outputs the condition stays true (checked below).
+  ir::Value *always = scans ? e.constant(Tensor::fromInts(DType::Bool, {}, {1}), "cond") : nullptr;
   for (int64_t t = 0; t < u.Trips; ++t) {
     int64_t at = iterationAt(e.G, n, u, t);
-    // With scan outputs the condition stays true (checked below).
-    ir::Value *cond = scans ? e.constant(Tensor::fromInts(DType::Bool, {}, {1}), "cond") : active;
+    ir::Value *cond = scans ? always : active;
     std::vector<ir::Value *> args = {e.int64s({at}, {}, iterationHint(u, t, "iter")), cond};
     args.insert(args.end(), state.begin(), state.end());
     ir::InlinedGraph inl = ir::inlineGraph(e.G, n, body, args, iterationPrefix(n, t));
@@ -468,7 +469,9 @@ Nodes expandScan(ir::Node &n, ir::Graph &g) {
     int64_t it = iterationAt(g, n, u, t);
     ir::Value *active = runLength ? e.op1("Less", {e.int64s({t}, {}, "iter"), runLength}, "active")
                                   : nullptr;
-    ir::Value *guard = e.conjoin(n.Guard, active);
+    // Without a rule the iterations run under the Scan's own guard, which
+    // the expansion's nodes take (see the file comment).
+    ir::Value *guard = active ? e.conjoin(n.Guard, active) : nullptr;
     std::vector<ir::Value *> args = state;
     for (int64_t j = 0; j < numScan; ++j) {
       int64_t at = inDirs[(size_t)j] ? length - 1 - it : it;

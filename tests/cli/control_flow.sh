@@ -120,6 +120,19 @@ for backend in llvm c; do
   fi
 done
 
+# A Scan in a branch taken at run time: its iterations run under the
+# branch's guard (the else branch makes fewer calls).
+n=scan-in-if
+if library "$n" "$data/scan_in_if.onnx"; then
+  run "$n" then "$data/scan_x.bin" "$data/c1.bin" -- "$data/scan_in_if_y1.bin"
+  run "$n" else "$data/scan_x.bin" "$data/c0.bin" -- "$data/scan_in_if_y0.bin"
+  if (($(calls "$n" else) < $(calls "$n" then))); then
+    ok "$n: the Scan runs only when its branch is taken"
+  else
+    fail "$n: calls run $(calls "$n" then) and $(calls "$n" else)"
+  fi
+fi
+
 # A Loop whose carried value grows (y <- Concat(y, x), 3 iterations): the
 # condition is known, so no selection stands between the iterations.
 n=grow

@@ -30,6 +30,8 @@ with these references.
   g = 0.9 g + 0.1 x[j]; h = tanh(h + g + x[i]); y = each h.
 - frames_triangle.onnx: the same with the inner loop over range(i + 1) (its
   count follows the outer iteration, not seq).
+- scan_in_if.onnx: y = If(c, then: the running sums of x[4, 8] by a Scan,
+  else: -x); c a boolean input.
 - frames_scan.onnx: x[1, seq, 8]; a Scan over axis 1 (h <- tanh(x_t @ W +
   h @ U), each h stacked on axis 1); y = the stack plus the last h.
 
@@ -297,3 +299,19 @@ for seq in (1, 5, 16):
     for name in ("offset", "nested", "triangle"):
         ort("frames_%s.onnx" % name, [(x, [seq, 8], "float32")],
             [os.path.join(out, "frames_%s_y%d.bin" % (name, seq))])
+
+# --- a Scan in a branch taken at run time --------------------------------------
+body = h.make_graph([h.make_node("Add", ["si", "xt"], ["so"]), h.make_node("Identity", ["so"], ["ys"])], "body",
+                    [h.make_tensor_value_info("si", TP.FLOAT, [8]), h.make_tensor_value_info("xt", TP.FLOAT, [8])],
+                    [h.make_tensor_value_info("so", TP.FLOAT, [8]), h.make_tensor_value_info("ys", TP.FLOAT, [8])])
+then_g = h.make_graph([h.make_node("Scan", ["s0", "x"], ["sf", "yt"], body=body, num_scan_inputs=1)], "then", [],
+                      [h.make_tensor_value_info("yt", TP.FLOAT, [4, 8])])
+else_g = h.make_graph([h.make_node("Neg", ["x"], ["ye"])], "else", [], [h.make_tensor_value_info("ye", TP.FLOAT, [4, 8])])
+g = h.make_graph([h.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)], "scan_in_if",
+                 [h.make_tensor_value_info("x", TP.FLOAT, [4, 8]), h.make_tensor_value_info("c", TP.BOOL, [])],
+                 [h.make_tensor_value_info("y", TP.FLOAT, [4, 8])], [nh.from_array(np.zeros(8, np.float32), "s0")])
+save(g, "scan_in_if.onnx")
+x = write("scan_x.bin", rng.standard_normal((4, 8)).astype(np.float32))
+for c in (0, 1):
+    ort("scan_in_if.onnx", [(x, [4, 8], "float32"), (os.path.join(out, "c%d.bin" % c), [], "bool")],
+        [os.path.join(out, "scan_in_if_y%d.bin" % c)])
