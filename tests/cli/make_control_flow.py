@@ -187,19 +187,26 @@ write("m13.bin", np.array(13, np.int64))
 write("m-1.bin", np.array(-1, np.int64))
 
 # --- loops over a bounded dimension ------------------------------------------
+def frame_body(nodes, name="body"):
+    """A Loop body over frames: (iter, ci, hi[8]) -> (co, ho[8], hs[8]),
+    ho carried and hs scanned."""
+    return h.make_graph(
+        nodes, name,
+        [h.make_tensor_value_info("iter", TP.INT64, []), h.make_tensor_value_info("ci", TP.BOOL, []),
+         h.make_tensor_value_info("hi", TP.FLOAT, [8])],
+        [h.make_tensor_value_info("co", TP.BOOL, []), h.make_tensor_value_info("ho", TP.FLOAT, [8]),
+         h.make_tensor_value_info("hs", TP.FLOAT, [8])])
+
+
 w = nh.from_array(rng.standard_normal((8, 8)).astype(np.float32) * 0.5, "w")
 u = nh.from_array(rng.standard_normal((8, 8)).astype(np.float32) * 0.5, "u")
 half = nh.from_array(np.array(0.5, np.float32), "half")
-body = h.make_graph(
+body = frame_body(
     [h.make_node("Gather", ["x", "iter"], ["xi"], axis=0), h.make_node("MatMul", ["xi", "w"], ["p"]),
      h.make_node("Tanh", ["p"], ["t"]), h.make_node("Mul", ["hi", "half"], ["hm"]),
      h.make_node("Add", ["hm", "t"], ["ho"]), h.make_node("Identity", ["ho"], ["hs"]),
      h.make_node("Identity", ["ci"], ["co"])],
-    "body",
-    [h.make_tensor_value_info("iter", TP.INT64, []), h.make_tensor_value_info("ci", TP.BOOL, []),
-     h.make_tensor_value_info("hi", TP.FLOAT, [8])],
-    [h.make_tensor_value_info("co", TP.BOOL, []), h.make_tensor_value_info("ho", TP.FLOAT, [8]),
-     h.make_tensor_value_info("hs", TP.FLOAT, [8])])
+    "body")
 g = h.make_graph(
     [h.make_node("Shape", ["x"], ["shape"]), h.make_node("Gather", ["shape", "zero"], ["n"], axis=0),
      h.make_node("Loop", ["n", "", "h0"], ["hf", "ys"], body=body), h.make_node("Add", ["ys", "hf"], ["y"])],
@@ -244,17 +251,13 @@ ax0 = nh.from_array(np.array([0], np.int64), "ax0")
 zero_i = nh.from_array(np.array(0, np.int64), "zero")
 h0 = nh.from_array(np.zeros(8, np.float32), "h0")
 frame_head = [h.make_node("Shape", ["x"], ["shape"]), h.make_node("Gather", ["shape", "zero"], ["n"], axis=0)]
-body = h.make_graph(
+body = frame_body(
     [h.make_node("Add", ["iter", "one"], ["i1"]), h.make_node("Gather", ["x", "i1"], ["a"], axis=0),
      h.make_node("Gather", ["x", "iter"], ["b"], axis=0), h.make_node("Sub", ["a", "b"], ["d"]),
      h.make_node("MatMul", ["d", "w"], ["p"]), h.make_node("Add", ["hi", "p"], ["q"]),
      h.make_node("Tanh", ["q"], ["ho"]), h.make_node("Identity", ["ho"], ["hs"]),
      h.make_node("Identity", ["ci"], ["co"])],
-    "body",
-    [h.make_tensor_value_info("iter", TP.INT64, []), h.make_tensor_value_info("ci", TP.BOOL, []),
-     h.make_tensor_value_info("hi", TP.FLOAT, [8])],
-    [h.make_tensor_value_info("co", TP.BOOL, []), h.make_tensor_value_info("ho", TP.FLOAT, [8]),
-     h.make_tensor_value_info("hs", TP.FLOAT, [8])])
+    "body")
 g = h.make_graph(
     frame_head + [h.make_node("Sub", ["n", "one"], ["m"]), h.make_node("Loop", ["m", "", "h0"], ["hf", "ys"], body=body),
                   h.make_node("Unsqueeze", ["hf", "ax0"], ["hf1"]), h.make_node("Concat", ["ys", "hf1"], ["y"], axis=0)],
@@ -270,30 +273,29 @@ inner = h.make_graph(
     [h.make_tensor_value_info("j", TP.INT64, []), h.make_tensor_value_info("cj", TP.BOOL, []),
      h.make_tensor_value_info("gi", TP.FLOAT, [8])],
     [h.make_tensor_value_info("cjo", TP.BOOL, []), h.make_tensor_value_info("go", TP.FLOAT, [8])])
-outer = h.make_graph(
+outer = frame_body(
     [h.make_node("Loop", ["n", "", "h0"], ["gf"], body=inner), h.make_node("Gather", ["x", "iter"], ["xi"], axis=0),
      h.make_node("Add", ["hi", "gf"], ["s"]), h.make_node("Add", ["s", "xi"], ["s2"]),
      h.make_node("Tanh", ["s2"], ["ho"]), h.make_node("Identity", ["ho"], ["hs"]),
      h.make_node("Identity", ["ci"], ["co"])],
-    "outer",
-    [h.make_tensor_value_info("iter", TP.INT64, []), h.make_tensor_value_info("ci", TP.BOOL, []),
-     h.make_tensor_value_info("hi", TP.FLOAT, [8])],
-    [h.make_tensor_value_info("co", TP.BOOL, []), h.make_tensor_value_info("ho", TP.FLOAT, [8]),
-     h.make_tensor_value_info("hs", TP.FLOAT, [8])])
-g = h.make_graph(
-    frame_head + [h.make_node("Loop", ["n", "", "h0"], ["hf", "y"], body=outer)],
-    "frames_nested", [h.make_tensor_value_info("x", TP.FLOAT, ["seq", 8])],
-    [h.make_tensor_value_info("y", TP.FLOAT, ["seq", 8])],
-    [zero_i, h0, nh.from_array(np.array(0.9, np.float32), "p9"), nh.from_array(np.array(0.1, np.float32), "p1")])
-save(g, "frames_nested.onnx")
+    "outer")
+
+
+def outer_loop(name, inits):
+    """y = each h of a Loop of seq iterations whose body is `outer`."""
+    save(h.make_graph(
+        frame_head + [h.make_node("Loop", ["n", "", "h0"], ["hf", "y"], body=outer)],
+        name, [h.make_tensor_value_info("x", TP.FLOAT, ["seq", 8])],
+        [h.make_tensor_value_info("y", TP.FLOAT, ["seq", 8])],
+        inits + [h0, nh.from_array(np.array(0.9, np.float32), "p9"), nh.from_array(np.array(0.1, np.float32), "p1")]),
+        name + ".onnx")
+
+
+outer_loop("frames_nested", [zero_i])
+# The inner loop over range(iter + 1).
 outer.node.insert(0, h.make_node("Add", ["iter", "one"], ["i1"]))
 outer.node[1].input[0] = "i1"
-g = h.make_graph(
-    frame_head + [h.make_node("Loop", ["n", "", "h0"], ["hf", "y"], body=outer)],
-    "frames_triangle", [h.make_tensor_value_info("x", TP.FLOAT, ["seq", 8])],
-    [h.make_tensor_value_info("y", TP.FLOAT, ["seq", 8])],
-    [zero_i, one, h0, nh.from_array(np.array(0.9, np.float32), "p9"), nh.from_array(np.array(0.1, np.float32), "p1")])
-save(g, "frames_triangle.onnx")
+outer_loop("frames_triangle", [zero_i, one])
 for seq in (1, 5, 16):
     x = os.path.join(out, "frames_x%d.bin" % seq)
     for name in ("offset", "nested", "triangle"):
