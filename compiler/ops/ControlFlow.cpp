@@ -233,6 +233,17 @@ ir::Value *tripCount(Emitter &e, const ir::TripRule &r) {
   return v;
 }
 
+/// A carried value after iteration t of `n`, which runs while `active`
+/// (mlcc.internal.LoopCarry, see expandLoopCarry).
+ir::Value *carry(Emitter &e, const ir::Node &n, int64_t t, ir::Value *active, ir::Value *next,
+                 ir::Value *before) {
+  ir::Value *v = e.fresh("carry");
+  ir::Node *c = e.node("LoopCarry", {active, next, before}, {v}, "mlcc.internal");
+  c->Attrs["owner"] = stringAttr(n.where());
+  c->Attrs["iteration"] = ir::intAttr(t);
+  return v;
+}
+
 /// Scan outputs: each iteration's values stacked on `axis`, reversed with
 /// `reverse`, cut to `known` entries when the count is known at run time
 /// (Unroll::Known).
@@ -278,13 +289,8 @@ Nodes expandGuardedLoop(ir::Node &n, Emitter &e, const ir::Graph &body, const Un
     ir::InlinedGraph inl = ir::inlineGraph(e.G, n, body, args, iterationPrefix(n, t));
     std::vector<ir::Value *> res = inl.Outputs;
     e.appendGuarded(std::move(inl), e.conjoin(n.Guard, active));
-    for (size_t i = 0; i < state.size(); ++i) {
-      ir::Value *next = e.fresh("carry");
-      ir::Node *carry = e.node("LoopCarry", {active, res[1 + i], state[i]}, {next}, "mlcc.internal");
-      carry->Attrs["owner"] = stringAttr(n.where());
-      carry->Attrs["iteration"] = ir::intAttr(t);
-      state[i] = next;
-    }
+    for (size_t i = 0; i < state.size(); ++i)
+      state[i] = carry(e, n, t, active, res[1 + i], state[i]);
     for (size_t k = 0; k < scans; ++k)
       scanned[k].push_back(res[1 + state.size() + k]);
     if (scans) { // the count of scanned values must not depend on the run
@@ -488,18 +494,9 @@ Nodes expandScan(ir::Node &n, ir::Graph &g) {
       e.appendGuarded(std::move(inl), guard);
     else
       e.append(std::move(inl));
-    for (int64_t i = 0; i < states; ++i) {
-      if (!active) {
-        state[(size_t)i] = res[(size_t)i];
-        continue;
-      }
-      ir::Value *next = e.fresh("carry");
-      ir::Node *carry = e.node("LoopCarry", {active, res[(size_t)i], state[(size_t)i]}, {next},
-                               "mlcc.internal");
-      carry->Attrs["owner"] = stringAttr(n.where());
-      carry->Attrs["iteration"] = ir::intAttr(t);
-      state[(size_t)i] = next;
-    }
+    for (int64_t i = 0; i < states; ++i)
+      state[(size_t)i] = active ? carry(e, n, t, active, res[(size_t)i], state[(size_t)i])
+                                : res[(size_t)i];
     for (int64_t k = 0; k < scansOut; ++k)
       scanned[(size_t)k].push_back(res[(size_t)(states + k)]);
   }

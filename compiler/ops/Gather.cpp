@@ -25,19 +25,16 @@ void requireIndexType(const ir::Node &n, size_t i) {
 
 /// A data-dependent index into an axis of extent `dim`: negative values
 /// count from the end; the result is clamped into [0, dim).
-Expr safeIndex(const Expr &v, int64_t dim) {
-  Expr i = toIndex(v);
-  i = select(lt(i, indexConst(0)), i + dim, i);
-  return clamp(i, indexConst(0), indexConst(std::max<int64_t>(dim - 1, 0)));
-}
-
-/// The same along an axis whose extent is known when the kernel runs (it
-/// follows a bounded dimension): a negative index counts from that end.
+/// `dim` may be known only when the kernel runs (an axis that follows a
+/// bounded dimension: a negative index counts from its run-time end); a
+/// constant folds as before.
 Expr safeIndex(const Expr &v, const Expr &dim) {
   Expr i = toIndex(v);
   i = select(lt(i, indexConst(0)), i + dim, i);
   return clamp(i, indexConst(0), max(dim - indexConst(1), indexConst(0)));
 }
+
+Expr safeIndex(const Expr &v, int64_t dim) { return safeIndex(v, indexConst(dim)); }
 
 // --- Gather ---------------------------------------------------------------
 
@@ -60,15 +57,13 @@ void lowerGather(LowerCtx &c) {
   int64_t axis = normalizeAxis(c.node(), c.node().attrInt("axis", 0),
                                (int64_t)x.rank());
   size_t q = ind.rank();
-  int64_t dim = x.shape()[(size_t)axis];
-  // Along an axis that follows a bounded dimension, indices (a negative
-  // one counts from the end) refer to its extent when the kernel runs.
-  const bool bounded = x.boundedAxis(axis);
+  // Indices (a negative one counts from the end) refer to the axis's
+  // extent when the kernel runs: it may follow a bounded dimension.
   const Expr extent = x.extent(axis);
   c.b().loops(y.extents(), [&](const std::vector<Expr> &o) {
     std::vector<Expr> ii(o.begin() + axis, o.begin() + axis + (int64_t)q);
     std::vector<Expr> src(o.begin(), o.begin() + axis);
-    src.push_back(bounded ? safeIndex(ind.load(ii), extent) : safeIndex(ind.load(ii), dim));
+    src.push_back(safeIndex(ind.load(ii), extent));
     src.insert(src.end(), o.begin() + axis + (int64_t)q, o.end());
     y.store(o, x.load(src));
   });

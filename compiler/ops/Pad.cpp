@@ -124,50 +124,29 @@ void lowerPad(LowerCtx &c) {
         src[d] = s + p.Lo[d];
         continue;
       }
-      if (x.boundedAxis((int64_t)d)) {
-        // An axis that follows a bounded dimension: its cropped length
-        // when the kernel runs (the pads and crops are fixed).
-        Expr n = x.extent((int64_t)d) - indexConst(x.shape()[d] - len);
-        Expr last = max(n - indexConst(1), indexConst(0));
-        switch (p.Mode) {
-        case PadMode::Constant:
-          inside = land(inside, land(ge(s, indexConst(0)), lt(s, n)));
-          s = clamp(s, indexConst(0), last);
-          break;
-        case PadMode::Edge:
-          s = clamp(s, indexConst(0), last);
-          break;
-        case PadMode::Reflect: {
-          Expr period = max(indexConst(2) * last, indexConst(1));
-          Expr m = floorMod(s, period);
-          s = select(lt(m, n), m, period - m);
-          break;
-        }
-        case PadMode::Wrap:
-          s = floorMod(s, max(n, indexConst(1)));
-          break;
-        }
-        src[d] = s + p.Lo[d];
-        continue;
-      }
+      // The cropped length when the kernel runs: the axis may follow a
+      // bounded dimension (the pads and crops are fixed); a constant folds.
+      Expr cropped = x.extent((int64_t)d) - indexConst(x.shape()[d] - len);
+      Expr last = max(cropped - indexConst(1), indexConst(0));
       switch (p.Mode) {
       case PadMode::Constant:
-        inside = land(inside, land(ge(s, indexConst(0)), lt(s, indexConst(len))));
-        s = clamp(s, indexConst(0), indexConst(std::max<int64_t>(len - 1, 0)));
+        inside = land(inside, land(ge(s, indexConst(0)), lt(s, cropped)));
+        s = clamp(s, indexConst(0), last);
         break;
       case PadMode::Edge:
-        s = clamp(s, indexConst(0), indexConst(len - 1));
+        s = clamp(s, indexConst(0), last);
         break;
       case PadMode::Reflect:
-        if (len == 1) {
+        if (!x.boundedAxis((int64_t)d) && len == 1) {
           s = indexConst(0);
-        } else {
-          Expr m = floorMod(s, indexConst(2 * (len - 1)));
-          s = select(lt(m, indexConst(len)), m, indexConst(2 * (len - 1)) - m);
+        } else { // a period of 2 (cropped - 1), at least 1
+          Expr period = max(indexConst(2) * last, indexConst(1));
+          Expr m = floorMod(s, period);
+          s = select(lt(m, cropped), m, period - m);
         }
         break;
       case PadMode::Wrap:
-        s = floorMod(s, indexConst(len));
+        s = floorMod(s, max(cropped, indexConst(1)));
         break;
       }
       src[d] = s + p.Lo[d];
