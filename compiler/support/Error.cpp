@@ -22,6 +22,17 @@ const char *errorKindName(ErrorKind kind) {
   return "unknown";
 }
 
+int exitStatus(ErrorKind kind) {
+  switch (kind) {
+  case ErrorKind::Usage: return 2;
+  case ErrorKind::Unsupported: return 3;
+  case ErrorKind::DataDependent: return 4;
+  case ErrorKind::OverBudget: return 5;
+  case ErrorKind::Internal: return 70;
+  default: return 1;
+  }
+}
+
 std::string escapeForMessage(const std::string &text) {
   static const char hex[] = "0123456789abcdef";
   std::string out;

@@ -70,9 +70,14 @@ HostModel::HostModel(const kir::Program &p, const TargetSpec &target,
 
 HostModel::~HostModel() = default;
 
+int32_t HostModel::tryRun(const std::vector<const void *> &inputs,
+                          const std::vector<void *> &outputs) {
+  return I->Run(inputs.data(), outputs.data(), I->Arena, I->ArenaSize);
+}
+
 void HostModel::run(const std::vector<const void *> &inputs,
                     const std::vector<void *> &outputs) {
-  int32_t rc = I->Run(inputs.data(), outputs.data(), I->Arena, I->ArenaSize);
+  int32_t rc = tryRun(inputs, outputs);
   if (rc != 0)
     fail(ErrorKind::Internal) << "internal error: the host-compiled model returned status "
                               << rc;

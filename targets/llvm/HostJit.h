@@ -31,6 +31,10 @@ public:
   /// Runs the model: one pointer per graph input and output, in order, to
   /// dense buffers of their types.
   void run(const std::vector<const void *> &inputs, const std::vector<void *> &outputs);
+  /// The same, returning NAME_run_ptrs's status (a run-time dimension out
+  /// of its range: MLCC_ERR_DIM_RANGE) instead of failing on one; the
+  /// run-time dimensions follow the inputs, each a pointer to its int64_t.
+  int32_t tryRun(const std::vector<const void *> &inputs, const std::vector<void *> &outputs);
 
   /// The same through NAME_run_with, with its on_kernel hook (mlcc.h):
   /// `hook(context, call, kernel name, phase)` before and after every call.

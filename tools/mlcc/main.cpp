@@ -4,15 +4,14 @@
 //   mlcc model.onnx -o model.c           C source + model.h
 //   mlcc model.onnx --emit graph -o -    the optimized graph IR on stdout
 //
-// Options become a PipelineOptions and a Driver request; all errors end in
-// one line on stderr and a non-zero exit, with no output file written.
+// The options become a CompileOptions for the compiler's API
+// (mlcc/Compiler.h); all errors end in one line on stderr and a non-zero
+// exit, with no output file written.
 //
 //===----------------------------------------------------------------------===//
-#include "tools/mlcc/Check.h"
-#include "tools/mlcc/Driver.h"
+#include "tools/mlcc/Options.h"
 
-#include "compiler/output/Header.h"
-#include "compiler/support/Error.h"
+#include "mlcc/Compiler.h"
 
 #include <CLI/CLI.hpp>
 
@@ -22,9 +21,7 @@
 
 namespace mlcc {
 
-/// The options that say how a model is compiled: mlcc and mlcc check share
-/// them.
-void addCompileOptions(CLI::App &app, DriverOptions &o) {
+void addCompileOptions(CLI::App &app, CompileOptions &o) {
   app.add_option("--dim", o.Dims,
                  "Bind a symbolic input dimension: NAME=VALUE (repeatable)");
   app.add_option("--shape", o.Shapes,
@@ -90,7 +87,7 @@ void addCompileOptions(CLI::App &app, DriverOptions &o) {
 int main(int argc, char **argv) {
   if (argc > 1 && std::string(argv[1]) == "check")
     return mlcc::checkMain(argc - 1, argv + 1);
-  mlcc::DriverOptions o;
+  mlcc::CompileOptions o;
   CLI::App app{"mlcc: compiles an ONNX model into a static library with a C "
                "interface (no runtime, no malloc).\n\nExamples:\n"
                "  mlcc model.onnx -o libmodel.a         library + model.h\n"
@@ -171,7 +168,7 @@ int main(int argc, char **argv) {
              "input must be known at compile time (see --freeze); 5 a "
              "--max-arena/--max-weights/--max-code budget is exceeded; 70 "
              "internal error.");
-  app.set_version_flag("--version", std::string("mlcc ") + mlcc::output::mlccVersion());
+  app.set_version_flag("--version", "mlcc " + mlcc::version());
 
   try {
     app.parse(argc, argv);
@@ -180,22 +177,18 @@ int main(int argc, char **argv) {
   }
 
   try {
-    if (list) {
-      mlcc::listTargets();
-      return 0;
-    }
-    if (printTarget) {
-      mlcc::printTarget(o);
-      return 0;
-    }
-    if (listOps) {
-      mlcc::listOps();
+    if (list || printTarget || listOps) {
+      std::fputs((list          ? mlcc::targetList()
+                  : printTarget ? mlcc::targetDescription(o)
+                                : mlcc::opList())
+                     .c_str(),
+                 stdout);
       return 0;
     }
     if (o.Model.empty() || o.Output.empty())
-      mlcc::fail(mlcc::ErrorKind::Usage)
-          << "need a model and -o OUTPUT (see mlcc --help)";
-    mlcc::runDriver(o);
+      throw mlcc::CompileError(mlcc::ErrorKind::Usage,
+                               "need a model and -o OUTPUT (see mlcc --help)");
+    mlcc::compile(o).commit();
     return 0;
   } catch (const mlcc::CompileError &e) {
     std::fprintf(stderr, "mlcc: error: %s\n", e.what());

@@ -13,27 +13,12 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "tools/mlcc/Driver.h"
+#include "compiler/driver/Compile.h"
+#include "compiler/driver/DimOptions.h"
 
 #include <vector>
 
 namespace mlcc {
-
-/// The dimensions --dim binds to a range (NAME=MIN..MAX), in the order
-/// given; usage errors for a malformed or empty range.
-std::vector<ir::BoundedDim> boundedDims(const DriverOptions &o);
-
-/// "--dim NAME=MIN..MAX", for messages.
-std::string flagText(const ir::BoundedDim &d);
-
-/// The Unsupported error of `mlcc check` given a range for `d`: it compares
-/// layers at one value of each dimension so far.
-[[noreturn]] void failCheckRange(const ir::BoundedDim &d);
-
-/// `o` with each bounded dimension bound to one value: `values[k]` for
-/// dimension k of `dims` (every --dim NAME=MIN..MAX becomes NAME=VALUE).
-DriverOptions atValues(const DriverOptions &o, const std::vector<ir::BoundedDim> &dims,
-                       const std::vector<int64_t> &values);
 
 /// Adds to po.TripRules the Loops and Scans of `g` (the graph compiled at
 /// every dimension's MAX with `po`) whose number of iterations follows the
@@ -41,13 +26,13 @@ DriverOptions atValues(const DriverOptions &o, const std::vector<ir::BoundedDim>
 /// (compile `g` again with them: a loop inside one may follow next).
 /// Counts that are not affine in the dimensions, or that fall as one
 /// grows, are Unsupported errors.
-bool addTripRules(const DriverOptions &o, const llvmgen::TargetSpec &target, PipelineOptions &po,
+bool addTripRules(const CompileOptions &o, const llvmgen::TargetSpec &target, PipelineOptions &po,
                   const ir::Graph &g, const std::vector<ir::BoundedDim> &dims);
 
 /// Sets g.BoundedDims and every value's Value::Bounded, `g` being the graph
 /// compiled (GraphOnly) at every dimension's MAX; compiles the probes with
 /// `po` (GraphOnly).
-void attachBoundedExtents(const DriverOptions &o, const llvmgen::TargetSpec &target,
+void attachBoundedExtents(const CompileOptions &o, const llvmgen::TargetSpec &target,
                           PipelineOptions po, ir::Graph &g,
                           const std::vector<ir::BoundedDim> &dims);
 

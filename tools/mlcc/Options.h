@@ -1,7 +1,7 @@
-//===- Check.h - mlcc check: every kernel call against a reference --------===//
+//===- Options.h - The command line's shared options and mlcc check -------===//
 #pragma once
 
-#include "tools/mlcc/Driver.h"
+#include "mlcc/Compiler.h"
 
 #include <CLI/CLI.hpp>
 
@@ -9,7 +9,7 @@ namespace mlcc {
 
 /// The options that say how a model is compiled (main.cpp): `mlcc` and
 /// `mlcc check` share them.
-void addCompileOptions(CLI::App &app, DriverOptions &o);
+void addCompileOptions(CLI::App &app, CompileOptions &o);
 
 /// `mlcc check ARGS` (argv[0] is "check"): returns the exit status.
 int checkMain(int argc, char **argv);

@@ -33,7 +33,7 @@
 #include "compiler/output/Report.h"
 #include "compiler/schedule/TuneDb.h"
 #include "compiler/support/Progress.h"
-#include "tools/mlcc/Driver.h"
+#include "compiler/driver/Compile.h"
 
 #include <map>
 #include <string>
@@ -44,7 +44,7 @@ class PlanTuner {
 public:
   /// Checks the flags (a Usage error for --tune-budget without --tune, or
   /// --tune on a target this machine does not run) and reads --tune-db.
-  PlanTuner(const DriverOptions &o, const llvmgen::TargetSpec &target, Progress &status);
+  PlanTuner(const CompileOptions &o, const llvmgen::TargetSpec &target, Progress &status);
 
   /// Whether the compile takes plans from search or a database.
   bool active() const { return Tune || !DbPath.empty(); }
@@ -61,7 +61,7 @@ public:
   void annotate(output::ModelReport &r, bool verbose) const;
 
 private:
-  const DriverOptions &O;
+  const CompileOptions &O;
   llvmgen::TargetSpec Target;
   Progress &Status;
   bool Tune = false;

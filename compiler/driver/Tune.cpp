@@ -1,5 +1,7 @@
 //===- Tune.cpp - Schedule search: --tune, --tune-db, --tune-budget -------===//
-#include "tools/mlcc/Tune.h"
+#include "compiler/driver/Tune.h"
+
+#include "compiler/driver/Harness.h"
 
 #include "compiler/kernel/Mutator.h"
 #include "compiler/output/Header.h"
@@ -636,7 +638,7 @@ constexpr double kMaxAddedIr = 0.10;
 
 } // namespace
 
-PlanTuner::PlanTuner(const DriverOptions &o, const llvmgen::TargetSpec &target, Progress &status)
+PlanTuner::PlanTuner(const CompileOptions &o, const llvmgen::TargetSpec &target, Progress &status)
     : O(o), Target(target), Status(status), Tune(o.Tune), DbPath(o.TuneDb) {
   if (!o.TuneBudget.empty()) {
     if (!Tune)

@@ -25,8 +25,11 @@
 // the compile errors' statuses otherwise.
 //
 //===----------------------------------------------------------------------===//
-#include "tools/mlcc/Check.h"
-#include "tools/mlcc/Tune.h"
+#include "mlcc/Check.h"
+
+#include "compiler/driver/Compile.h"
+#include "compiler/driver/Harness.h"
+#include "compiler/driver/Tune.h"
 
 #include "compiler/check/Reference.h"
 #include "compiler/output/Header.h"
@@ -35,6 +38,7 @@
 #include "compiler/quantizer/Samples.h"
 #include "compiler/support/Error.h"
 #include "compiler/support/Files.h"
+#include "compiler/support/Format.h"
 #include "compiler/support/Process.h"
 #include "targets/llvm/HostJit.h"
 
@@ -54,20 +58,8 @@ namespace mlcc {
 
 namespace {
 
-constexpr int kExitOutOfTolerance = 6;
 constexpr const char *kModelName = "mlcc_check";
 
-struct CheckOptions {
-  DriverOptions D;
-  std::vector<std::string> Inputs, References;
-  double Tolerance = 1e-3;
-  double MinSnr = 20;
-  std::string Json, Html;
-  uint64_t Seed = 1;
-  std::string Cc, Run;
-  std::string BreakNode; ///< test-only: the kernel computing this node is broken
-  bool FailuresOnly = false; ///< print only the rows out of tolerance
-};
 
 double seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
@@ -169,8 +161,8 @@ std::vector<Data> makeInputs(const CheckOptions &o, const kir::Program &p,
   }
   std::vector<std::vector<uint8_t>> samples;
   size_t count = 0;
-  if (!o.D.Calibrate.empty() && !o.D.Quantize.empty())
-    samples = quantizer::loadSamples(original, o.D.Calibrate, count);
+  if (!o.Compile.Calibrate.empty() && !o.Compile.Quantize.empty())
+    samples = quantizer::loadSamples(original, o.Compile.Calibrate, count);
   std::mt19937_64 rng(o.Seed);
   std::vector<Data> out;
   for (size_t i = 0; i < p.Inputs.size(); ++i) {
@@ -289,20 +281,6 @@ std::vector<std::string> words(const std::string &text) {
   return w;
 }
 
-/// The folder of the firmware startup code and linker script (the source
-/// tree's examples/cmake/firmware, found next to the mlcc executable).
-std::string firmwareDir() {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  for (fs::path dir = exe.parent_path(); !ec && !dir.empty() && dir != dir.root_path();
-       dir = dir.parent_path())
-    for (const char *sub : {"examples/cmake/firmware", "share/mlcc/firmware"})
-      if (fs::exists(dir / sub / "arm-mps.ld", ec))
-        return (dir / sub).string();
-  return "";
-}
-
 /// How a program for `t` is built and run: the C compiler command (it links
 /// the harness with the model's object) and the command that runs it.
 void crossTools(const CheckOptions &o, const llvmgen::TargetSpec &t,
@@ -366,7 +344,7 @@ CallBytes runCross(const CheckOptions &o, const kir::Program &p, const llvmgen::
   TempDir tmp;
   tmp.write(std::string(kModelName) + ".o",
             llvmgen::compileProgram(p, t, cg, llvmgen::OutputKind::Object));
-  tmp.write(std::string(kModelName) + ".h", output::writeHeader(p, o.D.Model, false));
+  tmp.write(std::string(kModelName) + ".h", output::writeHeader(p, o.Compile.Model, false));
   tmp.write("harness.c", harnessSource(p));
   std::string inBytes;
   for (auto &b : ins)
@@ -417,107 +395,6 @@ bool runsHere(const CheckOptions &o, const llvmgen::TargetSpec &t) {
   return o.Run.empty() && runsInProcess(t);
 }
 
-} // namespace
-
-bool runsInProcess(const llvmgen::TargetSpec &t) {
-  llvmgen::TargetSpec host = llvmgen::resolveTarget("host", "", "");
-  auto arch = [](const std::string &triple) { return triple.substr(0, triple.find('-')); };
-  if (arch(t.Triple) != arch(host.Triple) || t.Triple.find("linux") == std::string::npos)
-    return false;
-  if (t.Cpu == host.Cpu && t.Features == host.Features)
-    return true;
-#if defined(__x86_64__) && defined(__GNUC__)
-  if (t.Features.empty()) {
-    if (t.Cpu == "x86-64")
-      return true;
-    if (t.Cpu == "x86-64-v2")
-      return __builtin_cpu_supports("x86-64-v2");
-    if (t.Cpu == "x86-64-v3")
-      return __builtin_cpu_supports("x86-64-v3");
-    if (t.Cpu == "x86-64-v4")
-      return __builtin_cpu_supports("x86-64-v4");
-  }
-#endif
-  return false;
-}
-
-std::string harnessBuffers(const kir::Program &p) {
-  std::ostringstream s;
-  int64_t align = std::max<int64_t>(p.ArenaAlign, 64);
-  s << "static uint8_t arena[" << kir::alignedArenaBytes(p.ArenaSize, align)
-    << "] __attribute__((aligned(" << align << ")));\n";
-  for (size_t i = 0; i < p.Inputs.size(); ++i)
-    s << "static uint8_t in" << i << "[" << p.Inputs[i].bytes() + 1
-      << "] __attribute__((aligned(64)));\n";
-  for (size_t i = 0; i < p.Outputs.size(); ++i)
-    s << "static uint8_t out" << i << "[" << p.Outputs[i].bytes() + 1
-      << "] __attribute__((aligned(64)));\n";
-  s << "static void *ins[] = {";
-  for (size_t i = 0; i < p.Inputs.size(); ++i)
-    s << "in" << i << ", ";
-  s << "0};\nstatic void *outs[] = {";
-  for (size_t i = 0; i < p.Outputs.size(); ++i)
-    s << "out" << i << ", ";
-  s << "0};\nstatic const int64_t in_bytes[] = {";
-  for (auto &in : p.Inputs)
-    s << in.bytes() << ", ";
-  s << "0};\nstatic const int64_t out_bytes[] = {";
-  for (auto &out : p.Outputs)
-    s << out.bytes() << ", ";
-  s << "0};\n";
-  return s.str();
-}
-
-std::string harnessReadInputs(const kir::Program &p) {
-  std::ostringstream s;
-  s << "  FILE *f = fopen(\"inputs.bin\", \"rb\");\n  if (!f)\n    return 90;\n"
-       "  for (size_t i = 0; i < " << p.Inputs.size() << "; ++i)\n"
-       "    if (fread(ins[i], 1, (size_t)in_bytes[i], f) != (size_t)in_bytes[i])\n"
-       "      return 91;\n  fclose(f);\n";
-  return s.str();
-}
-
-void crossCommands(const llvmgen::TargetSpec &t, const std::string &who,
-                   std::vector<std::string> &cc, std::vector<std::string> &run) {
-  if (!cc.empty() && !run.empty())
-    return;
-  std::vector<std::string> dcc, drun;
-  const std::string &tr = t.Triple;
-  if (tr.rfind("aarch64", 0) == 0 && tr.find("linux") != std::string::npos) {
-    dcc = {"aarch64-linux-gnu-gcc", "-O1"};
-    drun = {"qemu-aarch64", "-L", "/usr/aarch64-linux-gnu"};
-  } else if (tr.rfind("riscv64", 0) == 0 && tr.find("linux") != std::string::npos) {
-    dcc = {"riscv64-linux-gnu-gcc", "-O1"};
-    drun = {"qemu-riscv64", "-cpu", "rv64,v=true", "-L", "/usr/riscv64-linux-gnu"};
-  } else if (t.Name == "cortex-m4" || t.Name == "cortex-m7") {
-    std::string fw = firmwareDir();
-    if (fw.empty())
-      fail(ErrorKind::Usage) << who << " --target " << t.Name
-                             << ": the firmware startup code (examples/cmake/firmware, or "
-                                "share/mlcc/firmware where mlcc is installed) is not next to mlcc"
-                             << (who == "mlcc check" ? "; give --cc and --run" : "");
-    bool m4 = t.Name == "cortex-m4";
-    dcc = {"arm-none-eabi-gcc", "-O1", "-mcpu=" + t.Name, "-mthumb", "-mfloat-abi=hard",
-           m4 ? "-mfpu=fpv4-sp-d16" : "-mfpu=fpv5-d16", "--specs=rdimon.specs",
-           fw + "/cortex-m-startup.c", "-T", fw + "/arm-mps.ld", "-Wl,--gc-sections",
-           "-Wl,--no-warn-rwx-segments"};
-    drun = {"qemu-system-arm", "-M", m4 ? "mps2-an386" : "mps2-an500", "-nographic",
-            "-monitor", "none", "-serial", "none", "-semihosting-config",
-            "enable=on,target=native", "-kernel"};
-  } else if (cc.empty() || run.empty()) {
-    fail(ErrorKind::Usage) << who << " --target " << t.Name
-                           << (t.Cpu.empty() ? "" : " (CPU " + t.Cpu + ")")
-                           << ": no built-in way to run this code here (it may use "
-                              "instructions this machine lacks); give --cc 'COMPILER FLAGS' "
-                              "(links a C program) and --run 'COMMAND' (runs it, e.g. under QEMU)";
-  }
-  if (cc.empty())
-    cc = dcc;
-  if (run.empty())
-    run = drun;
-}
-
-namespace {
 
 // --- the test-only switch -----------------------------------------------------
 
@@ -809,8 +686,10 @@ std::string htmlReport(const Summary &s, const std::vector<Row> &rows, double mi
 
 // --- the command ------------------------------------------------------------------
 
-int runCheck(const CheckOptions &o) {
-  const DriverOptions &d = o.D;
+CheckResult runCheck(const CheckOptions &o) {
+  CheckResult result;
+  std::string &out = result.Table;
+  const CompileOptions &d = o.Compile;
   if (d.Target == "cuda")
     fail(ErrorKind::Usage) << "mlcc check runs CPU targets; --target cuda code runs on a GPU "
                               "(check its program on this CPU with --gpu-schedule-on-host)";
@@ -820,13 +699,7 @@ int runCheck(const CheckOptions &o) {
     fail(ErrorKind::Usage) << "--tolerance must be >= 0 and --min-snr a number";
   if (d.OptLevel < 0 || d.OptLevel > 3)
     fail(ErrorKind::Usage) << "-O" << d.OptLevel << " is not an optimization level (0-3)";
-  output::OutputFiles files;
-  if (!o.Json.empty())
-    output::OutputFiles::checkWritable(o.Json);
-  if (!o.Html.empty())
-    output::OutputFiles::checkWritable(o.Html);
-  if (!d.MaxTensor.empty())
-    setMaxTensorBytes(output::parseByteSize(d.MaxTensor, "--max-tensor"));
+  applyMaxTensor(d);
   llvmgen::TargetSpec target = llvmgen::resolveTarget(d.Target, d.Cpu, d.Features);
   bool here = runsHere(o, target);
 
@@ -970,10 +843,10 @@ int runCheck(const CheckOptions &o) {
   }
 
   // The table.
-  std::printf("mlcc check %s\n  target:    %s%s\n  reference: %s\n  tolerance: %s\n",
+  out += formatText("mlcc check %s\n  target:    %s%s\n  reference: %s\n  tolerance: %s\n",
               d.Model.c_str(), sum.Target.c_str(), here ? "" : " (run under QEMU)",
               sum.Reference.c_str(), sum.Criterion.c_str());
-  std::printf("\n%5s  %-16s %12s %10s %9s%s  %-6s %s\n", "call", "shape", "max abs err",
+  out += formatText("\n%5s  %-16s %12s %10s %9s%s  %-6s %s\n", "call", "shape", "max abs err",
               "rel err", "SNR dB", sum.Quantized ? "  drop dB" : "", "status", "ONNX nodes");
   size_t hidden = 0;
   for (const Row &r : rows) {
@@ -984,7 +857,7 @@ int runCheck(const CheckOptions &o) {
     }
     std::string nodes = nodesText(r.Nodes, 4);
     if (r.Compared)
-      std::printf("%5zu  %-16s %12s %10s %9s%s  %-6s %s%s\n", r.Call, shapeText(r.Dims).c_str(),
+      out += formatText("%5zu  %-16s %12s %10s %9s%s  %-6s %s%s\n", r.Call, shapeText(r.Dims).c_str(),
                   num(r.S.MaxAbs).c_str(), num(r.S.Rel).c_str(), num(r.S.Snr, "%.1f").c_str(),
                   sum.Quantized ? ("  " + std::string(7 - std::min<size_t>(7, num(r.Drop, "%.1f").size()), ' ') +
                                    num(r.Drop, "%.1f")).c_str()
@@ -992,19 +865,19 @@ int runCheck(const CheckOptions &o) {
                   r.Pass ? "ok" : "FAIL", nodes.c_str(),
                   first ? "  <-- first out of tolerance" : "");
     else
-      std::printf("%5zu  %-16s %s%s  %-6s %s (%s)\n", r.Call, shapeText(r.Dims).c_str(),
+      out += formatText("%5zu  %-16s %s%s  %-6s %s (%s)\n", r.Call, shapeText(r.Dims).c_str(),
                   std::string(33, ' ').c_str(), sum.Quantized ? std::string(9, ' ').c_str() : "",
                   "-", nodes.c_str(), r.Note.c_str());
   }
   if (hidden)
-    std::printf("  (%zu calls within tolerance not shown)\n", hidden);
-  std::printf("\n%zu kernel calls, %zu outputs compared: %s\n", sum.Calls, sum.Compared,
+    out += formatText("  (%zu calls within tolerance not shown)\n", hidden);
+  out += formatText("\n%zu kernel calls, %zu outputs compared: %s\n", sum.Calls, sum.Compared,
               sum.Failed ? (std::to_string(sum.Failed) + " out of tolerance").c_str()
                          : "all within tolerance");
   if (sum.FirstFailure >= 0) {
     for (const Row &r : rows)
       if ((long)r.Call == sum.FirstFailure && !r.Pass) {
-        std::printf("first out of tolerance: call %zu, kernel %s, tensor '%s'\n  ONNX nodes: %s\n",
+        out += formatText("first out of tolerance: call %zu, kernel %s, tensor '%s'\n  ONNX nodes: %s\n",
                     r.Call, r.Kernel.c_str(), r.Tensor.c_str(), nodesText(r.Nodes, 100).c_str());
         break;
       }
@@ -1017,96 +890,30 @@ int runCheck(const CheckOptions &o) {
     std::sort(byDrop.begin(), byDrop.end(),
               [](const Row *a, const Row *b) { return a->Drop > b->Drop; });
     if (!byDrop.empty()) {
-      std::printf("\nlayers that lose the most accuracy (SNR drop in the layer):\n");
+      out += formatText("\nlayers that lose the most accuracy (SNR drop in the layer):\n");
       for (size_t i = 0; i < byDrop.size() && i < 5; ++i)
-        std::printf("  %5.1f dB  call %zu: %s\n", byDrop[i]->Drop, byDrop[i]->Call,
+        out += formatText("  %5.1f dB  call %zu: %s\n", byDrop[i]->Drop, byDrop[i]->Call,
                     nodesText(byDrop[i]->Nodes, 100).c_str());
       std::string anchor;
       for (const kir::NodeRef &n : byDrop[0]->Nodes)
         if (anchor.empty() && (n.Op == "Conv" || n.Op == "MatMul" || n.Op == "Gemm"))
           anchor = n.Name;
       if (!d.Quantize.empty() && !anchor.empty())
-        std::printf("to keep a layer in float, add --keep-float NODE to the compile options "
+        out += formatText("to keep a layer in float, add --keep-float NODE to the compile options "
                     "and check again (here: --keep-float %s)\n", anchor.c_str());
     }
   }
-  std::printf("time: compile %.2f s, run %.2f s, reference %.2f s\n", sum.CompileS, sum.RunS,
+  out += formatText("time: compile %.2f s, run %.2f s, reference %.2f s\n", sum.CompileS, sum.RunS,
               sum.ReferenceS);
-  if (!o.Json.empty())
-    files.write(o.Json, jsonReport(sum, rows));
-  if (!o.Html.empty())
-    files.write(o.Html, htmlReport(sum, rows, o.MinSnr));
-  files.commit();
-  return sum.Failed ? kExitOutOfTolerance : 0;
+  result.Json = jsonReport(sum, rows);
+  if (o.Html)
+    result.Html = htmlReport(sum, rows, o.MinSnr);
+  result.WithinTolerance = sum.Failed == 0;
+  return result;
 }
 
 } // namespace
 
-int checkMain(int argc, char **argv) {
-  CheckOptions o;
-  CLI::App app{"mlcc check: compiles the model as mlcc would with the same options, runs "
-               "the code that ships (on this CPU, or under QEMU for other targets) and "
-               "compares what every kernel call writes, by ONNX tensor, with a reference: "
-               "the model before optimization computed in float64, or --reference tensors.\n\n"
-               "Examples:\n"
-               "  mlcc check model.onnx\n"
-               "  mlcc check model.onnx --quantize int8 --calibrate input=samples.npy "
-               "--report-html snr.html\n"
-               "  mlcc check model.onnx --target cortex-m4\n",
-               "mlcc check"};
-  app.add_option("model", o.D.Model, "The ONNX model file")->required();
-  addCompileOptions(app, o.D);
-  app.add_option("--input", o.Inputs,
-                 "An input's values: NAME=FILE.npy (repeatable; default: the first "
-                 "--calibrate sample, else random values in [-1, 1) seeded by --seed)");
-  app.add_option("--reference", o.References,
-                 "Compare with these tensors instead of mlcc's own: NAME=FILE.npy, or a "
-                 "folder of NAME.npy files (characters other than letters, digits, '.', '-' "
-                 "and '_' in NAME written '_'); repeatable");
-  app.add_option("--tolerance", o.Tolerance,
-                 "Float models: an output is within tolerance when max |error| <= this times "
-                 "the largest |value| of its reference (default 1e-3)");
-  app.add_option("--min-snr", o.MinSnr,
-                 "Quantized models: an output is within tolerance when its SNR against the "
-                 "float reference is at least this, in dB (default 20)");
-  app.add_option("--seed", o.Seed, "Seed of the random inputs (default 1)");
-  app.add_option("--tune-db", o.D.TuneDb,
-                 "Check the library with the plans this tuning database gives (mlcc --tune-db)");
-  app.add_option("--json", o.Json, "Write the table as JSON to this file");
-  app.add_option("--report-html", o.Html,
-                 "Write a page with the SNR of every kernel call as a chart and the table");
-  app.add_flag("--failures-only", o.FailuresOnly,
-               "Print only the calls out of tolerance (and those not compared)");
-  app.add_option("--cc", o.Cc,
-                 "Other targets: the C compiler and flags that link a program for the target "
-                 "(default for aarch64-linux, riscv64-linux, cortex-m4 and cortex-m7: the "
-                 "Debian cross compilers)");
-  app.add_option("--run", o.Run,
-                 "Other targets: the command that runs a program for the target (default: "
-                 "qemu-aarch64, qemu-riscv64, or qemu-system-arm's MPS2 board with "
-                 "semihosting)");
-  app.add_option("--break-kernel-for-test", o.BreakNode,
-                 "Testing aid: the kernel that computes this node writes wrong values")
-      ->group("");
-  app.footer("Exit status: 0 every compared output within tolerance; 6 some are not; 1 "
-             "invalid model or I/O error; 2 bad usage; 3 unsupported; 70 internal error.");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError &e) {
-    return app.exit(e) == 0 ? 0 : 2; // --help, or bad usage
-  }
-  try {
-    return runCheck(o);
-  } catch (const CompileError &e) {
-    std::fprintf(stderr, "mlcc check: error: %s\n", e.what());
-    return exitStatus(e.kind());
-  } catch (const std::bad_alloc &) {
-    std::fprintf(stderr, "mlcc check: error: out of memory\n");
-    return 1;
-  } catch (const std::exception &e) {
-    std::fprintf(stderr, "mlcc check: error: internal error: %s\n", e.what());
-    return 70;
-  }
-}
+CheckResult checkModel(const CheckOptions &o) { return runCheck(o); }
 
 } // namespace mlcc

@@ -1,5 +1,5 @@
 //===- BoundedDims.cpp - --dim NAME=MIN..MAX: dimensions known at run time -===//
-#include "tools/mlcc/BoundedDims.h"
+#include "compiler/driver/BoundedDims.h"
 
 #include "compiler/support/Error.h"
 
@@ -12,30 +12,6 @@
 namespace mlcc {
 
 namespace {
-
-/// Parses "MIN..MAX"; false when `text` is not a range.
-bool parseRange(const std::string &name, const std::string &text, int64_t &lo, int64_t &hi) {
-  auto dots = text.find("..");
-  if (dots == std::string::npos)
-    return false;
-  auto number = [&](const std::string &s, int64_t &v) {
-    char *end = nullptr;
-    long long x = std::strtoll(s.c_str(), &end, 10);
-    if (s.empty() || *end || x < 0)
-      fail(ErrorKind::Usage) << "--dim " << name << "=" << text
-                             << ": expected a range MIN..MAX of non-negative integers";
-    v = x;
-  };
-  number(text.substr(0, dots), lo);
-  number(text.substr(dots + 2), hi);
-  if (lo > hi)
-    fail(ErrorKind::Usage) << "--dim " << name << "=" << text << ": the range is empty (MIN "
-                           << lo << " is greater than MAX " << hi << ")";
-  if (lo < 1)
-    fail(ErrorKind::Usage) << "--dim " << name << "=" << text
-                           << ": a bounded dimension's MIN is at least 1";
-  return true;
-}
 
 /// Where a value comes from, for messages.
 std::string origin(const ir::Value &v) {
@@ -127,7 +103,7 @@ PipelineOptions probeOptions(PipelineOptions po) {
 
 /// The graph with dimension k at values[k]; an error names those values
 /// that are not their MAX (the model compiles at MAX but not there).
-std::unique_ptr<ir::Graph> compileAt(const DriverOptions &o, const llvmgen::TargetSpec &target,
+std::unique_ptr<ir::Graph> compileAt(const CompileOptions &o, const llvmgen::TargetSpec &target,
                                      const PipelineOptions &po,
                                      const std::vector<ir::BoundedDim> &dims,
                                      const std::vector<int64_t> &vs, const std::string &flags) {
@@ -176,48 +152,7 @@ std::vector<int64_t> jointValues(const std::vector<ir::BoundedDim> &dims, size_t
 
 } // namespace
 
-std::string flagText(const ir::BoundedDim &d) {
-  return "--dim " + d.Name + "=" + std::to_string(d.Min) + ".." + std::to_string(d.Max);
-}
-
-void failCheckRange(const ir::BoundedDim &d) {
-  fail(ErrorKind::Unsupported)
-      << flagText(d)
-      << ": mlcc check compares the layers at one value of each dimension so far; check "
-         "with --dim "
-      << d.Name << "=VALUE (each value in the range runs the same kernels)";
-  std::abort(); // not reached: fail throws
-}
-
-std::vector<ir::BoundedDim> boundedDims(const DriverOptions &o) {
-  std::vector<ir::BoundedDim> dims;
-  for (const std::string &d : o.Dims) {
-    auto eq = d.find('=');
-    if (eq == std::string::npos)
-      continue; // loadOptions names the error
-    ir::BoundedDim b;
-    b.Name = d.substr(0, eq);
-    if (parseRange(b.Name, d.substr(eq + 1), b.Min, b.Max))
-      dims.push_back(b);
-  }
-  return dims;
-}
-
-DriverOptions atValues(const DriverOptions &o, const std::vector<ir::BoundedDim> &dims,
-                       const std::vector<int64_t> &values) {
-  DriverOptions p = o;
-  for (std::string &d : p.Dims) {
-    auto eq = d.find('=');
-    if (eq == std::string::npos)
-      continue;
-    for (size_t k = 0; k < dims.size(); ++k)
-      if (d.substr(0, eq) == dims[k].Name)
-        d = dims[k].Name + "=" + std::to_string(values[k]);
-  }
-  return p;
-}
-
-bool addTripRules(const DriverOptions &o, const llvmgen::TargetSpec &target, PipelineOptions &po,
+bool addTripRules(const CompileOptions &o, const llvmgen::TargetSpec &target, PipelineOptions &po,
                   const ir::Graph &g, const std::vector<ir::BoundedDim> &dims) {
   if (g.TripCounts.empty())
     return false;
@@ -339,7 +274,7 @@ bool addTripRules(const DriverOptions &o, const llvmgen::TargetSpec &target, Pip
   return !rules.empty();
 }
 
-void attachBoundedExtents(const DriverOptions &o, const llvmgen::TargetSpec &target,
+void attachBoundedExtents(const CompileOptions &o, const llvmgen::TargetSpec &target,
                           PipelineOptions po, ir::Graph &g,
                           const std::vector<ir::BoundedDim> &dims) {
   g.BoundedDims = dims;

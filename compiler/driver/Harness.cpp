@@ -1,0 +1,128 @@
+//===- Harness.cpp - Running compiled code here or under QEMU -------------===//
+#include "compiler/driver/Harness.h"
+
+#include "compiler/support/Error.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <sstream>
+
+namespace mlcc {
+
+namespace {
+
+/// The folder of the firmware startup code and linker script (the source
+/// tree's examples/cmake/firmware, found next to the mlcc executable).
+std::string firmwareDir() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  for (fs::path dir = exe.parent_path(); !ec && !dir.empty() && dir != dir.root_path();
+       dir = dir.parent_path())
+    for (const char *sub : {"examples/cmake/firmware", "share/mlcc/firmware"})
+      if (fs::exists(dir / sub / "arm-mps.ld", ec))
+        return (dir / sub).string();
+  return "";
+}
+
+} // namespace
+
+bool runsInProcess(const llvmgen::TargetSpec &t) {
+  llvmgen::TargetSpec host = llvmgen::resolveTarget("host", "", "");
+  auto arch = [](const std::string &triple) { return triple.substr(0, triple.find('-')); };
+  if (arch(t.Triple) != arch(host.Triple) || t.Triple.find("linux") == std::string::npos)
+    return false;
+  if (t.Cpu == host.Cpu && t.Features == host.Features)
+    return true;
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (t.Features.empty()) {
+    if (t.Cpu == "x86-64")
+      return true;
+    if (t.Cpu == "x86-64-v2")
+      return __builtin_cpu_supports("x86-64-v2");
+    if (t.Cpu == "x86-64-v3")
+      return __builtin_cpu_supports("x86-64-v3");
+    if (t.Cpu == "x86-64-v4")
+      return __builtin_cpu_supports("x86-64-v4");
+  }
+#endif
+  return false;
+}
+
+std::string harnessBuffers(const kir::Program &p) {
+  std::ostringstream s;
+  int64_t align = std::max<int64_t>(p.ArenaAlign, 64);
+  s << "static uint8_t arena[" << kir::alignedArenaBytes(p.ArenaSize, align)
+    << "] __attribute__((aligned(" << align << ")));\n";
+  for (size_t i = 0; i < p.Inputs.size(); ++i)
+    s << "static uint8_t in" << i << "[" << p.Inputs[i].bytes() + 1
+      << "] __attribute__((aligned(64)));\n";
+  for (size_t i = 0; i < p.Outputs.size(); ++i)
+    s << "static uint8_t out" << i << "[" << p.Outputs[i].bytes() + 1
+      << "] __attribute__((aligned(64)));\n";
+  s << "static void *ins[] = {";
+  for (size_t i = 0; i < p.Inputs.size(); ++i)
+    s << "in" << i << ", ";
+  s << "0};\nstatic void *outs[] = {";
+  for (size_t i = 0; i < p.Outputs.size(); ++i)
+    s << "out" << i << ", ";
+  s << "0};\nstatic const int64_t in_bytes[] = {";
+  for (auto &in : p.Inputs)
+    s << in.bytes() << ", ";
+  s << "0};\nstatic const int64_t out_bytes[] = {";
+  for (auto &out : p.Outputs)
+    s << out.bytes() << ", ";
+  s << "0};\n";
+  return s.str();
+}
+
+std::string harnessReadInputs(const kir::Program &p) {
+  std::ostringstream s;
+  s << "  FILE *f = fopen(\"inputs.bin\", \"rb\");\n  if (!f)\n    return 90;\n"
+       "  for (size_t i = 0; i < " << p.Inputs.size() << "; ++i)\n"
+       "    if (fread(ins[i], 1, (size_t)in_bytes[i], f) != (size_t)in_bytes[i])\n"
+       "      return 91;\n  fclose(f);\n";
+  return s.str();
+}
+
+void crossCommands(const llvmgen::TargetSpec &t, const std::string &who,
+                   std::vector<std::string> &cc, std::vector<std::string> &run) {
+  if (!cc.empty() && !run.empty())
+    return;
+  std::vector<std::string> dcc, drun;
+  const std::string &tr = t.Triple;
+  if (tr.rfind("aarch64", 0) == 0 && tr.find("linux") != std::string::npos) {
+    dcc = {"aarch64-linux-gnu-gcc", "-O1"};
+    drun = {"qemu-aarch64", "-L", "/usr/aarch64-linux-gnu"};
+  } else if (tr.rfind("riscv64", 0) == 0 && tr.find("linux") != std::string::npos) {
+    dcc = {"riscv64-linux-gnu-gcc", "-O1"};
+    drun = {"qemu-riscv64", "-cpu", "rv64,v=true", "-L", "/usr/riscv64-linux-gnu"};
+  } else if (t.Name == "cortex-m4" || t.Name == "cortex-m7") {
+    std::string fw = firmwareDir();
+    if (fw.empty())
+      fail(ErrorKind::Usage) << who << " --target " << t.Name
+                             << ": the firmware startup code (examples/cmake/firmware, or "
+                                "share/mlcc/firmware where mlcc is installed) is not next to mlcc"
+                             << (who == "mlcc check" ? "; give --cc and --run" : "");
+    bool m4 = t.Name == "cortex-m4";
+    dcc = {"arm-none-eabi-gcc", "-O1", "-mcpu=" + t.Name, "-mthumb", "-mfloat-abi=hard",
+           m4 ? "-mfpu=fpv4-sp-d16" : "-mfpu=fpv5-d16", "--specs=rdimon.specs",
+           fw + "/cortex-m-startup.c", "-T", fw + "/arm-mps.ld", "-Wl,--gc-sections",
+           "-Wl,--no-warn-rwx-segments"};
+    drun = {"qemu-system-arm", "-M", m4 ? "mps2-an386" : "mps2-an500", "-nographic",
+            "-monitor", "none", "-serial", "none", "-semihosting-config",
+            "enable=on,target=native", "-kernel"};
+  } else if (cc.empty() || run.empty()) {
+    fail(ErrorKind::Usage) << who << " --target " << t.Name
+                           << (t.Cpu.empty() ? "" : " (CPU " + t.Cpu + ")")
+                           << ": no built-in way to run this code here (it may use "
+                              "instructions this machine lacks); give --cc 'COMPILER FLAGS' "
+                              "(links a C program) and --run 'COMMAND' (runs it, e.g. under QEMU)";
+  }
+  if (cc.empty())
+    cc = dcc;
+  if (run.empty())
+    run = drun;
+}
+
+} // namespace mlcc
