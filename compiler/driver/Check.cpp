@@ -344,7 +344,7 @@ CallBytes runCross(const CheckOptions &o, const kir::Program &p, const llvmgen::
   TempDir tmp;
   tmp.write(std::string(kModelName) + ".o",
             llvmgen::compileProgram(p, t, cg, llvmgen::OutputKind::Object));
-  tmp.write(std::string(kModelName) + ".h", output::writeHeader(p, o.Compile.Model, false));
+  tmp.write(std::string(kModelName) + ".h", output::writeHeader(p, o.Compile.Model));
   tmp.write("harness.c", harnessSource(p));
   std::string inBytes;
   for (auto &b : ins)

@@ -103,7 +103,7 @@ void quantizeGraph(ir::Graph &g, const CompileOptions &o, const onnx::LoadOption
   std::unique_ptr<ir::Graph> cal = onnx::loadModel(o.Model, lo);
   PipelineOptions cpo;
   cpo.Name = "mlcc_calibration";
-  cpo.Schedule = llvmgen::describeTarget(llvmgen::resolveTarget("host", "", ""));
+  cpo.Target = llvmgen::describeTarget(llvmgen::resolveTarget("host", "", ""));
   std::vector<size_t> where; // observed tensor -> output index
   cpo.Quantize = [&](ir::Graph &x) {
     for (const std::string &name : a.Observed) {
@@ -154,11 +154,10 @@ std::unique_ptr<ir::Graph> loadGraph(const CompileOptions &o) {
 }
 
 void setTargetOptions(PipelineOptions &po, const CompileOptions &o,
-                             const llvmgen::TargetSpec &target) {
-  bool cuda = target.Name == "cuda";
-  if (!cuda)
-    po.Schedule = llvmgen::describeTarget(target);
-  po.Gpu = cuda || o.GpuScheduleOnHost;
+                      const llvmgen::TargetSpec &target) {
+  po.Target = llvmgen::describeTarget(target);
+  if (o.GpuScheduleOnHost) // this CPU runs the launches' loops
+    po.Target = asGpu(po.Target);
   po.LibraryDispatch = !o.NoLibraryDispatch;
 }
 

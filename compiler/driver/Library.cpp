@@ -157,7 +157,8 @@ bool needsProgram(const std::string &kind) { return kind != "graph" && kind != "
 /// The header of `L`, made on first use.
 const std::string &headerOf(Library::Impl &L) {
   if (L.Header.empty())
-    L.Header = output::writeHeader(L.Program, L.O.Model, L.Cuda);
+    L.Header = output::writeHeader(L.Program, L.O.Model,
+                                     L.Cuda ? output::Interface::Cuda : output::Interface::Host);
   return L.Header;
 }
 
@@ -520,10 +521,7 @@ Library compile(const CompileOptions &o) {
     if (!o.Cpu.empty() || !o.Features.empty())
       fail(ErrorKind::Usage) << "--cpu and --features do not apply to --target cuda "
                                 "(use --cuda-arch)";
-    target.Name = "cuda";
-    target.Triple = "nvptx64-nvidia-cuda";
-    for (auto &a : archs)
-      target.Cpu += (target.Cpu.empty() ? "" : ",") + a;
+    target = llvmgen::cudaTarget(archs);
   } else {
     target = llvmgen::resolveTarget(o.Target, o.Cpu, o.Features);
   }

@@ -230,7 +230,7 @@ protected:
     Tmp->write(Object, code);
     if (assembly)
       Asm = std::move(code);
-    Tmp->write(std::string(kName) + ".h", output::writeHeader(P, model, false));
+    Tmp->write(std::string(kName) + ".h", output::writeHeader(P, model));
     Tmp->write("harness.c", harness(P));
     std::string in;
     for (auto &b : inputs)

@@ -52,7 +52,7 @@ struct BoundedDim {
 };
 
 /// A Loop or Scan whose number of iterations follows the bounded
-/// dimensions (found by tools/mlcc/BoundedDims.cpp, which compiles the
+/// dimensions (found by compiler/driver/BoundedDims.cpp, which compiles the
 /// model at several values): Coeffs[k] * dimension k summed, plus Offset.
 /// It unrolls to Most iterations, iteration t guarded by "t is below that
 /// count", computed when the library runs.
@@ -234,7 +234,7 @@ public:
   /// What the compile decided from constants that control flow reads: each
   /// If's branch ("node 'If_0' (If): the then branch"), each Loop's trip
   /// count and whether each iteration runs, when known at compile time. A
-  /// bounded dimension compares them between values (tools/mlcc/
+  /// bounded dimension compares them between values (compiler/driver/
   /// BoundedDims.cpp): a decision computed from the dimension must not
   /// change in its range.
   struct Decision {

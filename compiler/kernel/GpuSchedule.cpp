@@ -407,8 +407,8 @@ private:
 
 /// Threads per block of a cooperative row: a power of two from 32 up to
 /// the target's block size, no more than the longest shared loop needs.
-int64_t cooperativeThreads(int64_t longest, const GpuTarget &t) {
-  int64_t n = 32;
+int64_t cooperativeThreads(int64_t longest, const TargetDesc &t) {
+  int64_t n = t.WarpSize;
   while (n < longest && n * 2 <= t.ThreadsPerBlock)
     n *= 2;
   return n;
@@ -421,7 +421,7 @@ int64_t cooperativeThreads(int64_t longest, const GpuTarget &t) {
 /// each row on a thread of its own is faster).
 std::optional<Stmt> toBlockLaunch(const std::vector<const StmtNode *> &nest,
                                   const std::vector<int64_t> &extents, int64_t rows,
-                                  const Stmt &row, const GpuTarget &t) {
+                                  const Stmt &row, const TargetDesc &t) {
   Cooperation probe(t.ThreadsPerBlock);
   if (!probe.build(row))
     return std::nullopt;
@@ -600,7 +600,7 @@ std::optional<Stmt> toTiledLaunch(const std::vector<const StmtNode *> &nest,
 }
 
 /// `s` as a launch, or none when it has no iterations.
-std::optional<Stmt> toLaunch(const Stmt &s, const GpuTarget &t) {
+std::optional<Stmt> toLaunch(const Stmt &s, const TargetDesc &t) {
   // The nest of threadable loops, outermost first, and the row inside.
   std::vector<const StmtNode *> nest;
   Stmt inner = s;
@@ -624,7 +624,7 @@ std::optional<Stmt> toLaunch(const Stmt &s, const GpuTarget &t) {
   if (nest.empty())
     return launch(1, 1, [&](const Expr &) { return s; });
   int64_t threads =
-      std::min<int64_t>(t.ThreadsPerBlock, (points + 31) / 32 * 32);
+      std::min<int64_t>(t.ThreadsPerBlock, (points + t.WarpSize - 1) / t.WarpSize * t.WarpSize);
   int64_t blocks = (points + threads - 1) / threads;
   return launch(blocks, threads, [&](const Expr &flat) {
     Stmt body = bindNest(inner, nest, extents, flat);
@@ -636,9 +636,11 @@ std::optional<Stmt> toLaunch(const Stmt &s, const GpuTarget &t) {
 
 } // namespace
 
-Kernel mapToGpu(const Kernel &k, const GpuTarget &t) {
-  MLCC_CHECK(t.ThreadsPerBlock % 32 == 0 && t.ThreadsPerBlock > 0,
-             "threads per block must be a multiple of 32");
+Kernel mapToGpu(const Kernel &k, const TargetDesc &t) {
+  // The cooperative rows' barriers take warps of kWarp threads.
+  MLCC_CHECK(t.gpu() && t.WarpSize == kWarp && t.ThreadsPerBlock % t.WarpSize == 0 &&
+                 t.ThreadsPerBlock > 0,
+             "a GPU with warps of " << kWarp << " and blocks of a multiple of them");
   std::vector<Stmt> top, launches;
   flatten(k.Body, top);
   for (const Stmt &s : top)
@@ -674,7 +676,7 @@ std::vector<Launch> launchesOf(const Kernel &k) {
   return out;
 }
 
-void scheduleProgramForGpu(Program &p, const GpuTarget &t) {
+void scheduleProgramForGpu(Program &p, const TargetDesc &t) {
   for (auto &k : p.Kernels)
     k = mapToGpu(collapse(k), t);
 }

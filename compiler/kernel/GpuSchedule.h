@@ -38,15 +38,12 @@
 #pragma once
 
 #include "compiler/kernel/Program.h"
+#include "compiler/target/TargetDesc.h"
 
 namespace mlcc::kir {
 
-struct GpuTarget {
-  int ThreadsPerBlock = 256; ///< a multiple of the warp size, 32
-};
-
-/// `k`'s body as launches (see above).
-Kernel mapToGpu(const Kernel &k, const GpuTarget &t);
+/// `k`'s body as launches (see above) on GPU `t` (its warp and block size).
+Kernel mapToGpu(const Kernel &k, const TargetDesc &t);
 
 /// One launch of a GPU-scheduled kernel: the GpuBlock loop, its grid and
 /// block sizes (the extent of its thread loops).
@@ -58,6 +55,6 @@ struct Launch {
 std::vector<Launch> launchesOf(const Kernel &k);
 
 /// mapToGpu on every kernel of the program.
-void scheduleProgramForGpu(Program &p, const GpuTarget &t);
+void scheduleProgramForGpu(Program &p, const TargetDesc &t);
 
 } // namespace mlcc::kir

@@ -106,7 +106,9 @@ bool usesCublas(const kir::Program &p) {
   return false;
 }
 
-std::string writeHeader(const kir::Program &p, const std::string &source, bool cuda) {
+std::string writeHeader(const kir::Program &p, const std::string &source,
+                        Interface interface) {
+  const bool cuda = interface == Interface::Cuda;
   std::ostringstream os;
   std::string N = p.Name, U = upperName(p.Name);
   std::string base = source.substr(source.find_last_of('/') + 1);

@@ -17,10 +17,16 @@ namespace mlcc::output {
 /// The version string recorded in generated files.
 const char *mlccVersion();
 
+/// Which interface a generated header declares.
+enum class Interface {
+  Host, ///< NAME_run on the caller's buffers in host memory
+  Cuda, ///< the CUDA target's: device pointers, device weights, a stream and a cuBLAS handle
+};
+
 /// Text of the generated header. `source` names the model file in the
-/// banner comment. With `cuda`, the interface of the CUDA target (device
-/// pointers, device weights, a stream and a cuBLAS handle).
-std::string writeHeader(const kir::Program &p, const std::string &source, bool cuda = false);
+/// banner comment.
+std::string writeHeader(const kir::Program &p, const std::string &source,
+                        Interface interface = Interface::Host);
 
 /// Alignment of every constant in the CUDA target's device weights.
 constexpr int64_t kCudaWeightsAlign = 256;

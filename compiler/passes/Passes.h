@@ -66,7 +66,7 @@ void fuseQdq(ir::Graph &g);
 
 /// plan-kernels: decides every node's kernel plan (ir::KernelPlan) for
 /// `target` with the cost model of compiler/schedule/CostModel.h (see
-/// PlanKernels.cpp); on a GPU (`gpu`) only one output per thread and the
+/// PlanKernels.cpp); on a GPU (target.gpu()) only one output per thread and the
 /// integer tiles. It only decides: the operands a plan reads are added by
 /// pack-weights and fixed-point-requant. With `integerRequant` (--quantize-io)
 /// the integer products requantize in integers on every target (no float
@@ -78,7 +78,7 @@ void fuseQdq(ir::Graph &g);
 using PlanChooser =
     std::function<size_t(const ir::Node &n, const std::vector<ir::KernelPlan> &candidates)>;
 /// `fixed`: plans by node name, taken as they are.
-bool planKernels(ir::Graph &g, const TargetDesc &target, bool gpu, bool integerRequant = false,
+bool planKernels(ir::Graph &g, const TargetDesc &target, bool integerRequant = false,
                  const PlanChooser &choose = {},
                  const std::map<std::string, ir::KernelPlan> *fixed = nullptr);
 /// The plans schedule search measures for `n`: planKernel's first, then
@@ -96,14 +96,14 @@ bool planKernels(ir::Graph &g, const TargetDesc &target, bool gpu, bool integerR
 /// form's tiles.
 /// Every one computes the same values (integer kernels exactly; f32 ones
 /// in another order of the sums).
-std::vector<ir::KernelPlan> planCandidates(const ir::Node &n, const TargetDesc &target, bool gpu,
+std::vector<ir::KernelPlan> planCandidates(const ir::Node &n, const TargetDesc &target,
                                            bool integerRequant = false);
 /// `p` with its loop knobs at their defaults: the form and tile that
 /// schedule search measures first, the knobs then on the best of those.
 ir::KernelPlan withoutKnobs(ir::KernelPlan p);
 /// The plan of one node (shapes inferred); empty: the op's own loop nest.
-ir::KernelPlan planKernel(const ir::Node &n, const TargetDesc &target, bool gpu,
-                           bool integerRequant = false);
+ir::KernelPlan planKernel(const ir::Node &n, const TargetDesc &target,
+                          bool integerRequant = false);
 
 /// pack-weights: adds the weights the plans read, in their layout, as
 /// nodes that constant folding evaluates: f32 panels of the register

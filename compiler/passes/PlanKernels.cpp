@@ -490,7 +490,8 @@ std::optional<TileProblem> scalarIntProblem(const ir::Node &n, const ops::Intege
 /// registers (a microcontroller: 16 x 4 accumulators would live on the
 /// stack). An integer matrix product gets one only without vectors.
 std::optional<ir::KernelPlan::IntTile> intTile(const ir::Node &n, const ops::IntegerOperands &o,
-                                               const TargetDesc &t, bool gpu, bool paired) {
+                                               const TargetDesc &t, bool paired) {
+  const bool gpu = t.gpu();
   const bool vectors = t.VectorBytes > 0;
   const MacKind mac = paired ? MacKind::IntPair : MacKind::IntScalar;
   if (!o.Conv) {
@@ -520,7 +521,8 @@ std::optional<ir::KernelPlan::IntTile> intTile(const ir::Node &n, const ops::Int
 
 } // namespace
 
-ir::KernelPlan planKernel(const ir::Node &n, const TargetDesc &t, bool gpu, bool integerRequant) {
+ir::KernelPlan planKernel(const ir::Node &n, const TargetDesc &t, bool integerRequant) {
+  const bool gpu = t.gpu(); // one output per thread, nothing packed
   ir::KernelPlan p;
   // Recurrent cells with constant weights read them transposed (see
   // KernelPlan::GateRows).
@@ -539,7 +541,7 @@ ir::KernelPlan planKernel(const ir::Node &n, const TargetDesc &t, bool gpu, bool
   std::optional<ops::IntegerOperands> io = ops::integerOperands(n);
   if (io) {
     const bool paired = !gpu && pairedProducts(n, *io, t);
-    p.Int = intTile(n, *io, t, gpu, paired);
+    p.Int = intTile(n, *io, t, paired);
     p.Pairs = paired && p.Int;
     p.ByteDot = !gpu && !p.Int && byteDot(n, *io, t);
     p.PairWords = p.Pairs && pairWords(n, *io);
@@ -717,11 +719,11 @@ std::vector<ir::KernelPlan> intAlternatives(const ir::Node &n, const TargetDesc 
 
 } // namespace
 
-std::vector<ir::KernelPlan> planCandidates(const ir::Node &n, const TargetDesc &t, bool gpu,
+std::vector<ir::KernelPlan> planCandidates(const ir::Node &n, const TargetDesc &t,
                                            bool integerRequant) {
-  std::vector<ir::KernelPlan> out{planKernel(n, t, gpu, integerRequant)};
+  std::vector<ir::KernelPlan> out{planKernel(n, t, integerRequant)};
   const ir::KernelPlan &d = out[0];
-  if (gpu || d.empty())
+  if (t.gpu() || d.empty())
     return out;
   std::vector<ir::KernelPlan> more;
   if (d.Register && !d.Dot4Lanes && !d.GateRows)
@@ -758,7 +760,7 @@ std::vector<ir::KernelPlan> planCandidates(const ir::Node &n, const TargetDesc &
   for (size_t f = 0; f < t.IntMacs.size(); ++f) {
     TargetDesc without = t;
     without.IntMacs.erase(without.IntMacs.begin() + (std::ptrdiff_t)f);
-    ir::KernelPlan p = planKernel(n, without, gpu, integerRequant);
+    ir::KernelPlan p = planKernel(n, without, integerRequant);
     if (p.empty() || p == d)
       continue;
     std::vector<ir::KernelPlan> tiles = p.Dot4Lanes || p.Taps ? dotAlternatives(n, without, p)
@@ -797,7 +799,7 @@ ir::KernelPlan withoutKnobs(ir::KernelPlan p) {
   return p;
 }
 
-bool planKernels(ir::Graph &g, const TargetDesc &target, bool gpu, bool integerRequant,
+bool planKernels(ir::Graph &g, const TargetDesc &target, bool integerRequant,
                  const PlanChooser &choose,
                  const std::map<std::string, ir::KernelPlan> *fixed) {
   bool changed = false;
@@ -807,12 +809,12 @@ bool planKernels(ir::Graph &g, const TargetDesc &target, bool gpu, bool integerR
     auto given = fixed ? fixed->find(n->Name) : decltype(fixed->end()){};
     if (fixed && given != fixed->end()) {
       n->Plan = given->second;
-    } else if (choose && !gpu) {
-      std::vector<ir::KernelPlan> candidates = planCandidates(*n, target, gpu, integerRequant);
+    } else if (choose && !target.gpu()) {
+      std::vector<ir::KernelPlan> candidates = planCandidates(*n, target, integerRequant);
       size_t pick = candidates.size() > 1 ? choose(*n, candidates) : 0;
       n->Plan = candidates[std::min(pick, candidates.size() - 1)];
     } else {
-      n->Plan = planKernel(*n, target, gpu, integerRequant);
+      n->Plan = planKernel(*n, target, integerRequant);
     }
     changed |= !n->Plan.empty();
   }

@@ -117,14 +117,15 @@ private:
 kir::Program lowerSteps(PassRunner &passes, ir::Graph &g, const PipelineOptions &options) {
   kir::Program program;
   passes.timed("lower-to-kernels", [&] { program = passes::lowerToProgram(g, options.Name); });
-  if (options.Gpu)
-    program.ArenaAlign = 256; // cudaMalloc's alignment: any access is aligned
+  const TargetDesc &target = options.Target;
+  if (target.gpu())
+    program.ArenaAlign = target.DeviceAlign; // any access is aligned
   passes.timed("plan-memory", [&] { kir::planMemory(program); });
   passes.timed("schedule", [&] {
-    if (options.Gpu)
-      kir::scheduleProgramForGpu(program, kir::GpuTarget{});
+    if (target.gpu())
+      kir::scheduleProgramForGpu(program, target);
     else
-      kir::scheduleProgram(program, options.Schedule);
+      kir::scheduleProgram(program, target);
   });
   return program;
 }
@@ -174,7 +175,7 @@ kir::Program runPipeline(ir::Graph &g, const PipelineOptions &options) {
   // hands matrix products to its library below), then the operands the
   // plans read: fixed-point requantization constants, packed weights.
   passes.run("plan-kernels", [&](ir::Graph &x) {
-    passes::planKernels(x, options.Schedule, options.Gpu, options.IntegerRequant,
+    passes::planKernels(x, options.Target, options.IntegerRequant,
                         options.ChoosePlan, &options.FixedPlans);
   });
   passes.run("fixed-point-requant", [&](ir::Graph &x) { passes::fixedPointRequant(x); });
@@ -185,7 +186,7 @@ kir::Program runPipeline(ir::Graph &g, const PipelineOptions &options) {
     cleanUp(options.Fold);
   changed = false;
   passes.run("dispatch-library", [&](ir::Graph &x) {
-    if (options.Gpu && options.LibraryDispatch)
+    if (options.Target.gpu() && options.LibraryDispatch)
       changed = passes::dispatchLibrary(x);
   }, PassRunner::Rewrite);
   if (changed)

@@ -27,15 +27,15 @@ struct PipelineOptions {
   /// Stop after the quantize pass (for --emit onnx: the model still in
   /// standard ONNX ops, QDQ form when quantized).
   bool StopAfterQuantize = false;
-  /// The target's SIMD width and registers, for the kernel schedules.
-  TargetDesc Schedule;
-  /// A GPU target (CUDA): no CPU weight packing, kernels scheduled as GPU
-  /// launches (kir::mapToGpu), arena and weights aligned for the device.
-  bool Gpu = false;
+  /// The target's description: the plans and the schedule read it. A GPU
+  /// (Kind Gpu: CUDA, or --gpu-schedule-on-host): no CPU weight packing,
+  /// kernels scheduled as GPU launches (kir::mapToGpu), the arena aligned
+  /// for the device.
+  TargetDesc Target;
   /// Integer products requantize in integers on every target (--quantize-io:
   /// no float instruction in the model; see passes::planKernels).
   bool IntegerRequant = false;
-  /// With Gpu: matrix products go to the target's library (cuBLAS).
+  /// On a GPU: matrix products go to the target's library (cuBLAS).
   bool LibraryDispatch = true;
   /// Schedule search (--tune, --tune-db): picks each node's plan among its
   /// candidates (passes::planCandidates); none: the cost model's.

@@ -71,7 +71,20 @@ std::string TargetDesc::describe() const {
   for (size_t i = 0; i < IntMacs.size(); ++i)
     s << (i ? "," : "") << "\n  " << macFormName(IntMacs[i]);
   s << "\n";
+  if (gpu())
+    s << "gpu:               warps of " << WarpSize << ", blocks of up to " << ThreadsPerBlock
+      << " threads, " << bytesText(SharedBytesPerBlock) << " shared memory a block, "
+      << "allocations aligned to " << DeviceAlign << "\n";
   return s.str();
+}
+
+TargetDesc asGpu(TargetDesc cpu) {
+  cpu.Kind = Processor::Gpu;
+  cpu.WarpSize = 32;
+  cpu.ThreadsPerBlock = 256;
+  cpu.SharedBytesPerBlock = 48 * 1024;
+  cpu.DeviceAlign = 256;
+  return cpu;
 }
 
 } // namespace mlcc

@@ -1,10 +1,13 @@
 //===- TargetDesc.h - What a target machine offers the kernels -------------===//
 //
-// One value per target, made from its triple, CPU and features
-// (llvmgen::describeTarget): the vector width and registers, the caches to
-// plan for, the floating-point unit and the multiply-accumulate forms it
-// has. `mlcc --print-target` prints it. The schedule and the weight packing
-// read it; no lowering asks LLVM about the target.
+// One value per target, CPU or GPU, made in one place from --target, --cpu
+// and --features (llvmgen::describeTarget): what runs the code (a CPU's
+// cores, or a GPU's threads in blocks), the vector width and registers, the
+// caches to plan for, the floating-point unit and the multiply-accumulate
+// forms it has; for a GPU its warp, block and shared memory, and the
+// alignment of device allocations. `mlcc --print-target` prints it. The
+// plans, the schedule and the weight packing read it; no lowering asks LLVM
+// about the target.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -31,7 +34,14 @@ enum class MacForm : uint8_t {
 };
 const char *macFormName(MacForm f);
 
+/// What runs a target's kernels.
+enum class Processor : uint8_t {
+  Cpu, ///< a CPU: loop nests, vectors, register tiles (kir::scheduleProgram)
+  Gpu, ///< a GPU: each kernel as launches of blocks of threads (kir::mapToGpu)
+};
+
 struct TargetDesc {
+  Processor Kind = Processor::Cpu;
   std::string Name;   ///< the preset, or the triple
   std::string Triple; ///< normalized
   std::string Cpu, Features;
@@ -64,12 +74,27 @@ struct TargetDesc {
   /// The integer multiply-accumulate forms, as the kernels can use them
   /// (X86Vnni and X86Madd16 only on vectors of VectorBytes).
   std::vector<MacForm> IntMacs;
+  /// A GPU (Kind Gpu): threads per warp, the most threads of a block, the
+  /// shared memory one block may use, and the alignment of device
+  /// allocations (the arena, cudaMalloc's); 0 on a CPU.
+  int WarpSize = 0;
+  int ThreadsPerBlock = 0;
+  int64_t SharedBytesPerBlock = 0;
+  int64_t DeviceAlign = 0;
 
+  bool gpu() const { return Kind == Processor::Gpu; }
   bool has(MacForm f) const;
   /// Lanes of a vector of `t` (1 without SIMD).
   int lanes(DType t) const;
   /// Several lines, "key: value" (mlcc --print-target).
   std::string describe() const;
 };
+
+/// `cpu` with its kernels scheduled as GPU launches: the CUDA target's
+/// description (an NVIDIA GPU, sm_75 and newer: warps of 32, blocks of up
+/// to 256 threads, 48 KiB of shared memory a block, 256-byte allocations);
+/// with a CPU's description (--gpu-schedule-on-host) that CPU runs the
+/// launches' loops serially.
+TargetDesc asGpu(TargetDesc cpu = {});
 
 } // namespace mlcc

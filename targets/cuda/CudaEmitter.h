@@ -8,7 +8,7 @@
 // function per launch of each kernel, and NAME_run, which enqueues the
 // launches and the cuBLAS calls of the matrix products (kernels with a
 // kir::GemmCall, unless library dispatch is off) on the caller's stream.
-// The interface is the header of output::writeHeader(..., cuda = true). Like
+// The interface is the header of output::writeHeader(..., Interface::Cuda). Like
 // the other emitters it knows kernel IR only, no op.
 //
 //===----------------------------------------------------------------------===//

@@ -214,7 +214,23 @@ std::unique_ptr<llvm::TargetMachine> makeMachine(const TargetSpec &t,
 
 } // namespace
 
+TargetSpec cudaTarget(const std::vector<std::string> &archs) {
+  TargetSpec t;
+  t.Name = "cuda";
+  t.Triple = "nvptx64-nvidia-cuda";
+  for (const std::string &a : archs)
+    t.Cpu += (t.Cpu.empty() ? "" : ",") + a;
+  return t;
+}
+
 TargetDesc describeTarget(const TargetSpec &t) {
+  if (t.Name == "cuda") {
+    TargetDesc s = asGpu();
+    s.Name = t.Name;
+    s.Triple = t.Triple;
+    s.Cpu = t.Cpu;
+    return s;
+  }
   std::unique_ptr<llvm::TargetMachine> tm = makeMachine(t, CodegenOptions{});
   const llvm::MCSubtargetInfo *sti = tm->getMCSubtargetInfo();
   auto has = [&](const char *f) { return sti->checkFeatures(std::string("+") + f); };

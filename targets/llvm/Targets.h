@@ -38,10 +38,14 @@ std::vector<TargetSpec> targetPresets();
 TargetSpec resolveTarget(const std::string &target, const std::string &cpu,
                          const std::string &features);
 
+/// --target cuda: NVIDIA GPUs of the architectures `archs` (sm_75, ...;
+/// the CPU field lists them), through CUDA C++ and nvcc.
+TargetSpec cudaTarget(const std::vector<std::string> &archs);
+
 /// The description of `t` (compiler/target/TargetDesc.h): vector width
 /// and registers, caches, float unit and integer multiply-accumulate forms,
 /// from the CPU's features as LLVM knows them (--cpu and --features
-/// included).
+/// included); for cudaTarget(), the GPU's (asGpu()).
 TargetDesc describeTarget(const TargetSpec &t);
 
 enum class OutputKind { Object, Assembly, LlvmIr };

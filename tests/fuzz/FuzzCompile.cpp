@@ -333,7 +333,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     std::unique_ptr<ir::Graph> g = onnx::loadModelBytes(bytes, "fuzz.onnx", "", {});
     PipelineOptions po;
     po.Name = "m";
-    po.Schedule = llvmgen::describeTarget(hostTarget());
+    po.Target = llvmgen::describeTarget(hostTarget());
     // Folding with coverage tracing and ASan is ~50x slower: a smaller budget
     // per node keeps a model whose whole network is constant within the
     // fuzzer's timeout.

@@ -222,7 +222,7 @@ TEST_CASE("plan-kernels: f32 convolutions on each target class", "[plan]") {
   // On a GPU: one output per thread, nothing packed.
   {
     OneNode c = floatConv(64, 64, 14, 3);
-    ir::KernelPlan p = passes::planKernel(*c.N, avx512Vnni(), true);
+    ir::KernelPlan p = passes::planKernel(*c.N, asGpu(avx512Vnni()));
     CHECK(p.PerOutput);
     CHECK_FALSE(p.Register);
   }

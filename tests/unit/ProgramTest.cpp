@@ -119,7 +119,7 @@ std::vector<float> compileAndRun(const std::string &model, const TargetDesc &tar
   auto g = onnx::loadModelBytes(model, "test.onnx", "", {});
   PipelineOptions po;
   po.Name = "m";
-  po.Schedule = target;
+  po.Target = target;
   po.ChoosePlan = choose;
   kir::Program p = runPipeline(*g, po);
   if (kernels)
@@ -1441,7 +1441,7 @@ TEST_CASE("every candidate of a NEON-shaped target, compiled by LLVM, computes t
     auto g = onnx::loadModelBytes(model, "test.onnx", "", {});
     PipelineOptions po;
     po.Name = "m";
-    po.Schedule = t;
+    po.Target = t;
     po.ChoosePlan = choose;
     return runPipeline(*g, po);
   };

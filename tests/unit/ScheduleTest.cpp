@@ -451,7 +451,7 @@ TEST_CASE("mapToGpu: a block per row shares reductions among its threads", "[sch
     });
   });
   Kernel k = b.finish();
-  Kernel g = mapToGpu(k, GpuTarget{});
+  Kernel g = mapToGpu(k, asGpu());
   std::vector<Launch> launches = launchesOf(g);
   REQUIRE(launches.size() == 1);
   CHECK(launches[0].Blocks == rows);
@@ -474,7 +474,7 @@ TEST_CASE("mapToGpu: a reduction to one value runs on one block", "[schedule][gp
   b.loop("k", n, [&](Expr k) { b.set(acc, acc.get() + load(x, k)); });
   b.store(y, indexConst(0), acc.get());
   Kernel k = b.finish();
-  Kernel g = mapToGpu(k, GpuTarget{});
+  Kernel g = mapToGpu(k, asGpu());
   std::vector<Launch> launches = launchesOf(g);
   REQUIRE(launches.size() == 1);
   CHECK(launches[0].Blocks == 1);
@@ -501,7 +501,7 @@ TEST_CASE("mapToGpu: a contraction runs in shared-memory tiles", "[schedule][gpu
     });
   });
   Kernel k = b.finish();
-  Kernel g = mapToGpu(k, GpuTarget{});
+  Kernel g = mapToGpu(k, asGpu());
   std::vector<Launch> launches = launchesOf(g);
   REQUIRE(launches.size() == 1);
   CHECK(launches[0].Blocks == 3 * 2);
