@@ -9,6 +9,10 @@
 // session uses one intra-op thread. After a warm-up run the model is run
 // ITERS more times and the mean time is printed as "ort_ms_per_inference X".
 // onnxruntime-node is found through NODE_PATH (compare_ort.sh sets it).
+// ORT_GRAPH_OPTIMIZATION (disabled, basic, extended or all; default all)
+// sets the session's graph optimization level: "disabled" runs a QDQ model
+// as written (DequantizeLinear, float op, QuantizeLinear) instead of ORT's
+// fused integer kernels.
 'use strict';
 const fs = require('fs');
 const ort = require('onnxruntime-node');
@@ -31,6 +35,7 @@ async function main() {
   const session = await ort.InferenceSession.create(modelPath, {
     intraOpNumThreads: 1,
     interOpNumThreads: 1,
+    graphOptimizationLevel: process.env.ORT_GRAPH_OPTIMIZATION || 'all',
   });
   if (inSpecs.length !== session.inputNames.length ||
       outPaths.length !== session.outputNames.length) {
