@@ -1,11 +1,12 @@
 //===- Pipeline.cpp - The ordered list of passes --------------------------===//
 //
-// The whole compiler, one step per line. Each step has one kebab-case name,
-// used by --dump-ir=after-<name>, --time-passes and in the dump file names.
-// No pass runs another: the clean-up a rewrite needs (infer-and-fold of the
-// nodes it added, eliminate-dead-code of those it left unused) is written
-// here after it, and runs when the rewrite reports a change. The progress
-// line counts the passes, not their clean-ups.
+// The whole compiler, one step per line of one table (steps()): runPipeline
+// runs it, passNames() lists it, the progress line counts it. Each step has
+// one kebab-case name, used by --dump-ir=after-<name>, --time-passes and in
+// the dump file names. No pass runs another: the clean-up a rewrite needs
+// (infer-and-fold of the nodes it added, eliminate-dead-code of those it
+// left unused) is asked for by its step and runs after it, not counted as a
+// pass.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/pipeline/Pipeline.h"
@@ -16,10 +17,43 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 namespace mlcc {
 
 namespace {
+
+/// One step of the pipeline: a graph pass, or a step of the lowering that
+/// follows them. The table below is the pipeline: runPipeline runs its
+/// steps in order and passNames() lists their names.
+struct StepContext;
+struct Step {
+  enum Phase { Graph, Lowering };
+  /// How a graph step is checked: a rewrite's new nodes get their types in
+  /// the clean-up after it, so the graph is verified after that.
+  enum Kind { Pass, Rewrite };
+  const char *Name;
+  Phase StepPhase;
+  Kind StepKind;
+  void (*Run)(StepContext &);
+  /// Whether the step runs for these options (null: always).
+  bool (*Enabled)(const PipelineOptions &) = nullptr;
+  /// Whether the pipeline ends after this step (run or not) for these
+  /// options (null: never): --emit onnx, --emit graph.
+  bool (*EndsAfter)(const PipelineOptions &) = nullptr;
+
+  bool enabled(const PipelineOptions &o) const { return !Enabled || Enabled(o); }
+};
+
+const std::vector<Step> &steps();
+
+size_t countSteps(const PipelineOptions &o, bool loweringOnly) {
+  size_t n = 0;
+  for (const Step &s : steps())
+    if (s.enabled(o) && (!loweringOnly || s.StepPhase == Step::Lowering))
+      ++n;
+  return n;
+}
 
 class PassRunner {
 public:
@@ -28,17 +62,13 @@ public:
   PassRunner(ir::Graph &g, const PipelineOptions &o, bool resumed = false) : G(g), Opts(o) {
     Last = ir::printGraph(G);
     if (resumed)
-      Announced = total() - kLoweringSteps;
+      Announced = countSteps(Opts, false) - countSteps(Opts, true);
     else
       dump("000_input", Last, true);
   }
 
-  /// The steps after the graph passes (lowerSteps).
-  static constexpr size_t kLoweringSteps = 3;
-
-  /// How a step runs: a clean-up after a rewrite is not counted in the
-  /// progress line's passes; a rewrite whose new nodes get their types in
-  /// the clean-up after it is verified after that.
+  /// How a graph step runs: a clean-up after a rewrite is not counted in
+  /// the progress line's passes; a rewrite is verified after its clean-up.
   enum Kind { Pass, Rewrite, CleanUp };
 
   void run(const std::string &name, const std::function<void(ir::Graph &)> &pass,
@@ -85,12 +115,9 @@ private:
   void announce(const std::string &name) {
     if (!Opts.Status)
       return;
-    Opts.Status->step("[" + std::to_string(++Announced) + "/" + std::to_string(total()) +
-                      "] " + name);
+    Opts.Status->step("[" + std::to_string(++Announced) + "/" +
+                      std::to_string(countSteps(Opts, false)) + "] " + name);
   }
-
-  /// The steps announced: the quantize pass runs only when asked for.
-  size_t total() const { return passNames().size() - (Opts.Quantize ? 0 : 1); }
 
   void dump(const std::string &file, const std::string &text, bool initial) {
     if (Opts.DumpIr.empty() || (initial && Opts.DumpIr != "after-all"))
@@ -113,93 +140,156 @@ private:
   size_t Announced = 0;
 };
 
-/// lower-to-kernels, plan-memory and schedule (PassRunner::kLoweringSteps).
-kir::Program lowerSteps(PassRunner &passes, ir::Graph &g, const PipelineOptions &options) {
-  kir::Program program;
-  passes.timed("lower-to-kernels", [&] { program = passes::lowerToProgram(g, options.Name); });
-  const TargetDesc &target = options.Target;
-  if (target.gpu())
-    program.ArenaAlign = target.DeviceAlign; // any access is aligned
-  passes.timed("plan-memory", [&] { kir::planMemory(program); });
-  passes.timed("schedule", [&] {
-    if (target.gpu())
-      kir::scheduleProgramForGpu(program, target);
-    else
-      kir::scheduleProgram(program, target);
-  });
-  return program;
+/// What a step works on, and the clean-ups it asks for.
+struct StepContext {
+  ir::Graph &G;
+  const PipelineOptions &Opts;
+  PassRunner &Runner;
+  kir::Program Program;
+  /// The clean-up a step asks for, run after it: infer-and-fold with these
+  /// options, then eliminate-dead-code; or eliminate-dead-code alone.
+  std::optional<passes::FoldOptions> FoldAfter;
+  bool DeadCodeAfter = false;
+
+  /// Until fuse-qdq, DequantizeLinear nodes of constants stay (it reads the
+  /// quantized weights and biases).
+  passes::FoldOptions foldKeepingDequantize() const {
+    passes::FoldOptions f = Opts.Fold;
+    f.KeepDequantize = true;
+    return f;
+  }
+  /// Asks for the clean-up after a rewrite: its new nodes inferred and
+  /// folded, what it left unused removed.
+  void cleanUp(const passes::FoldOptions &fold) {
+    FoldAfter = fold;
+    DeadCodeAfter = true;
+  }
+  void removeDeadCode() { DeadCodeAfter = true; }
+
+  /// Runs the clean-up the last step asked for (not counted as a pass).
+  void runCleanUp() {
+    if (FoldAfter) {
+      passes::FoldOptions fold = *FoldAfter;
+      Runner.run("infer-and-fold", [&](ir::Graph &x) { passes::inferAndFold(x, fold); },
+                 PassRunner::CleanUp);
+    }
+    if (DeadCodeAfter)
+      Runner.run("eliminate-dead-code", passes::eliminateDeadCode, PassRunner::CleanUp);
+    FoldAfter.reset();
+    DeadCodeAfter = false;
+  }
+};
+
+// The steps' bodies, in pipeline order.
+void inferAndFoldStep(StepContext &c) {
+  passes::FoldOptions fold = c.foldKeepingDequantize();
+  fold.Validate = true;
+  passes::inferAndFold(c.G, fold);
+}
+void cseStep(StepContext &c) {
+  if (passes::eliminateCommonSubexpressions(c.G))
+    c.removeDeadCode();
+}
+void foldBatchNormStep(StepContext &c) {
+  passes::foldBatchNorm(c.G);
+  c.cleanUp(c.foldKeepingDequantize());
+}
+void fuseQdqStep(StepContext &c) {
+  passes::fuseQdq(c.G);
+  c.cleanUp(c.Opts.Fold); // the DequantizeLinear nodes of constants fold now
+}
+void planKernelsStep(StepContext &c) {
+  // How every kernel runs (a GPU target plans one output per thread and
+  // hands matrix products to its library below); the steps after it make
+  // the operands the plans read (fixed-point requantization constants,
+  // packed weights).
+  passes::planKernels(c.G, c.Opts.Target, c.Opts.IntegerRequant, c.Opts.ChoosePlan,
+                      &c.Opts.FixedPlans);
+}
+void packWeightsStep(StepContext &c) {
+  if (passes::packWeights(c.G))
+    c.cleanUp(c.Opts.Fold);
+}
+void dispatchLibraryStep(StepContext &c) {
+  if (c.Opts.Target.gpu() && c.Opts.LibraryDispatch && passes::dispatchLibrary(c.G))
+    c.cleanUp(c.Opts.Fold);
+}
+void lowerToKernelsStep(StepContext &c) {
+  c.Program = passes::lowerToProgram(c.G, c.Opts.Name);
+  if (c.Opts.Target.gpu())
+    c.Program.ArenaAlign = c.Opts.Target.DeviceAlign; // any access is aligned
+}
+void planMemoryStep(StepContext &c) { kir::planMemory(c.Program); }
+void scheduleStep(StepContext &c) {
+  if (c.Opts.Target.gpu())
+    kir::scheduleProgramForGpu(c.Program, c.Opts.Target);
+  else
+    kir::scheduleProgram(c.Program, c.Opts.Target);
+}
+
+const std::vector<Step> &steps() {
+  // A rewrite asks for its clean-up (StepContext::cleanUp), which runs
+  // after it and is not counted as a pass.
+  static const std::vector<Step> list = {
+      {"infer-and-fold", Step::Graph, Step::Pass, inferAndFoldStep},
+      {"eliminate-dead-code", Step::Graph, Step::Pass,
+       [](StepContext &c) { passes::eliminateDeadCode(c.G); }},
+      {"eliminate-common-subexpressions", Step::Graph, Step::Pass, cseStep},
+      {"fold-batch-norm", Step::Graph, Step::Rewrite, foldBatchNormStep},
+      {"quantize", Step::Graph, Step::Pass, [](StepContext &c) { c.Opts.Quantize(c.G); },
+       [](const PipelineOptions &o) { return bool(o.Quantize); },
+       [](const PipelineOptions &o) { return o.StopAfterQuantize; }},
+      {"fuse-qdq", Step::Graph, Step::Rewrite, fuseQdqStep},
+      {"plan-kernels", Step::Graph, Step::Pass, planKernelsStep},
+      {"fixed-point-requant", Step::Graph, Step::Pass,
+       [](StepContext &c) { passes::fixedPointRequant(c.G); }},
+      {"pack-weights", Step::Graph, Step::Rewrite, packWeightsStep},
+      {"dispatch-library", Step::Graph, Step::Rewrite, dispatchLibraryStep},
+      {"fuse-ops", Step::Graph, Step::Pass, [](StepContext &c) { passes::fuseOps(c.G); },
+       nullptr, [](const PipelineOptions &o) { return o.GraphOnly; }},
+      {"lower-to-kernels", Step::Lowering, Step::Pass, lowerToKernelsStep},
+      {"plan-memory", Step::Lowering, Step::Pass, planMemoryStep},
+      {"schedule", Step::Lowering, Step::Pass, scheduleStep},
+  };
+  return list;
+}
+
+kir::Program runSteps(ir::Graph &g, const PipelineOptions &options, bool resumed) {
+  PassRunner runner(g, options, resumed);
+  StepContext c{g, options, runner};
+  for (const Step &step : steps()) {
+    if (resumed && step.StepPhase != Step::Lowering)
+      continue;
+    bool enabled = step.enabled(options);
+    if (enabled && step.StepPhase == Step::Lowering) {
+      runner.timed(step.Name, [&] { step.Run(c); });
+    } else if (enabled) {
+      runner.run(step.Name, [&](ir::Graph &) { step.Run(c); },
+                 step.StepKind == Step::Rewrite ? PassRunner::Rewrite : PassRunner::Pass);
+      c.runCleanUp();
+    }
+    if (step.EndsAfter && step.EndsAfter(options))
+      return {};
+  }
+  return std::move(c.Program);
 }
 
 } // namespace
 
 std::vector<std::string> passNames() {
-  return {"infer-and-fold", "eliminate-dead-code",
-          "eliminate-common-subexpressions", "fold-batch-norm", "quantize", "fuse-qdq",
-          "plan-kernels", "fixed-point-requant", "pack-weights", "dispatch-library", "fuse-ops", "lower-to-kernels", "plan-memory", "schedule"};
+  std::vector<std::string> names;
+  for (const Step &s : steps())
+    names.push_back(s.Name);
+  return names;
 }
 
 kir::Program runPipeline(ir::Graph &g, const PipelineOptions &options) {
   g.TripRules = options.TripRules;
-  PassRunner passes(g, options);
-  // Until fuse-qdq, DequantizeLinear nodes of constants stay (it reads the
-  // quantized weights and biases).
-  passes::FoldOptions keepDq = options.Fold;
-  keepDq.KeepDequantize = true;
-  // The clean-up after a rewrite: its new nodes inferred and folded, what
-  // it left unused removed.
-  auto cleanUp = [&](const passes::FoldOptions &fold) {
-    passes.run("infer-and-fold", [&](ir::Graph &x) { passes::inferAndFold(x, fold); },
-               PassRunner::CleanUp);
-    passes.run("eliminate-dead-code", passes::eliminateDeadCode, PassRunner::CleanUp);
-  };
-  passes.run("infer-and-fold", [&](ir::Graph &x) {
-    passes::FoldOptions fold = keepDq;
-    fold.Validate = true;
-    passes::inferAndFold(x, fold);
-  });
-  passes.run("eliminate-dead-code", passes::eliminateDeadCode);
-  bool changed = false;
-  passes.run("eliminate-common-subexpressions",
-             [&](ir::Graph &x) { changed = passes::eliminateCommonSubexpressions(x); });
-  if (changed)
-    passes.run("eliminate-dead-code", passes::eliminateDeadCode, PassRunner::CleanUp);
-  passes.run("fold-batch-norm", passes::foldBatchNorm, PassRunner::Rewrite);
-  cleanUp(keepDq);
-  if (options.Quantize)
-    passes.run("quantize", options.Quantize);
-  if (options.StopAfterQuantize)
-    return {};
-  passes.run("fuse-qdq", passes::fuseQdq, PassRunner::Rewrite);
-  cleanUp(options.Fold); // the DequantizeLinear nodes of constants fold now
-  // How every kernel runs (a GPU target plans one output per thread and
-  // hands matrix products to its library below), then the operands the
-  // plans read: fixed-point requantization constants, packed weights.
-  passes.run("plan-kernels", [&](ir::Graph &x) {
-    passes::planKernels(x, options.Target, options.IntegerRequant,
-                        options.ChoosePlan, &options.FixedPlans);
-  });
-  passes.run("fixed-point-requant", [&](ir::Graph &x) { passes::fixedPointRequant(x); });
-  changed = false;
-  passes.run("pack-weights", [&](ir::Graph &x) { changed = passes::packWeights(x); },
-             PassRunner::Rewrite);
-  if (changed)
-    cleanUp(options.Fold);
-  changed = false;
-  passes.run("dispatch-library", [&](ir::Graph &x) {
-    if (options.Target.gpu() && options.LibraryDispatch)
-      changed = passes::dispatchLibrary(x);
-  }, PassRunner::Rewrite);
-  if (changed)
-    cleanUp(options.Fold);
-  passes.run("fuse-ops", passes::fuseOps);
-  if (options.GraphOnly)
-    return {};
-  return lowerSteps(passes, g, options);
+  return runSteps(g, options, false);
 }
 
 kir::Program lowerGraph(ir::Graph &g, const PipelineOptions &options) {
-  PassRunner passes(g, options, true);
-  return lowerSteps(passes, g, options);
+  return runSteps(g, options, true);
 }
 
 } // namespace mlcc
