@@ -178,7 +178,7 @@ struct KernelPlan {
   /// channel), computed at compile time from constant f32 scales, at input
   /// MultiplierInput (-1: computed by the kernel on each run).
   int64_t MultiplierInput = -1;
-  /// A DFT or STFT on the mixed-radix FFT (ops/Signal.cpp), its twiddle
+  /// A DFT or STFT on the mixed-radix FFT (ops/Fft.cpp), its twiddle
   /// table (e^{-2 pi i m/N}, [N, 2] in the compute type) at input FftInput
   /// (-1: not added yet).
   bool Fft = false;

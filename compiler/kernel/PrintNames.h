@@ -5,7 +5,7 @@
 // buffers through these same names, so that it tells apart exactly what the
 // printed text told apart when kernels and indices were compared as text.
 // Internal to compiler/kernel; the rest of the printed form is in
-// KernelIR.cpp.
+// Printer.cpp.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

@@ -20,7 +20,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "compiler/kernel/KernelIR.h"
+#include "compiler/kernel/Ops.h"
+#include "compiler/support/DType.h"
 
 namespace mlcc::kir {
 

@@ -10,6 +10,9 @@
 // f16. Constant operands whose elements are all equal are not passed to the
 // kernel at all: their loads become constants.
 //
+// Defined in LowerCtx.cpp (TensorRef, LowerCtx, fused epilogues),
+// ShapeRules.cpp, InferenceRules.cpp and CommonLowerings.cpp.
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
