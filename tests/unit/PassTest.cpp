@@ -1,7 +1,8 @@
 // One pass at a time on a small graph: the graph it leaves is compared,
 // node by node, with the graph it should leave (Before -> Expected). The
 // passes the other unit tests reach only through whole models:
-// fold-batch-norm, fuse-qdq, dispatch-library, pack-weights.
+// fold-batch-norm, fuse-qdq, dispatch-library, pack-weights,
+// eliminate-dead-code, eliminate-common-subexpressions.
 #include "compiler/passes/Passes.h"
 #include "compiler/target/TargetDesc.h"
 
@@ -279,4 +280,43 @@ TEST_CASE("pack-weights: a register tile's weights in panels, as an extra input"
     want += std::fabs(v);
   CHECK(sum == want);
   CHECK_FALSE(passes::packWeights(b.G)); // packed once
+}
+
+TEST_CASE("eliminate-dead-code: a node no output reads goes, with the nodes only it read",
+          "[passes][pass:eliminate-dead-code]") {
+  Builder b;
+  ir::TensorType f{DType::F32, {4}};
+  ir::Value *x = b.input("x", DType::F32, {4});
+  ir::Value *kept = b.node("Relu", {x}, "kept", f);
+  ir::Value *unused = b.node("Exp", {x}, "unused", f);
+  b.node("Neg", {unused}, "unused2", f);
+  b.G.Outputs = {kept};
+  passes::eliminateDeadCode(b.G);
+  CHECK(structure(b.G) == std::vector<std::string>{"Relu(x) -> kept"});
+}
+
+TEST_CASE("eliminate-common-subexpressions: one node for two equal ones, not for different "
+          "attributes",
+          "[passes][pass:eliminate-common-subexpressions]") {
+  Builder b;
+  ir::TensorType f{DType::F32, {4}};
+  ir::Value *x = b.input("x", DType::F32, {4});
+  ir::Value *a1 = b.node("Relu", {x}, "a1", f);
+  ir::Value *a2 = b.node("Relu", {x}, "a2", f);
+  ir::Value *s = b.node("Add", {a1, a2}, "s", f);
+  ir::Attribute lo, hi;
+  lo.Kind = hi.Kind = ir::AttrKind::Float;
+  lo.F = 0.5;
+  hi.F = 0.25;
+  ir::Value *e1 = b.node("Elu", {s}, "e1", f, {{"alpha", lo}});
+  ir::Value *e2 = b.node("Elu", {s}, "e2", f, {{"alpha", hi}});
+  ir::Value *y = b.node("Add", {e1, e2}, "y", f);
+  b.G.Outputs = {y};
+  CHECK(passes::eliminateCommonSubexpressions(b.G));
+  passes::eliminateDeadCode(b.G);
+  CHECK(structure(b.G) == std::vector<std::string>{
+                              "Relu(x) -> %0", "Add(%0, %0) -> %1", "Elu(%1) -> %2",
+                              "Elu(%1) -> %3", "Add(%2, %3) -> y"});
+  // Nothing equal is left: a second run changes nothing.
+  CHECK_FALSE(passes::eliminateCommonSubexpressions(b.G));
 }
