@@ -560,6 +560,12 @@ std::string KernelPlan::str() const {
       field("rows_outer");
     if (Register->Unroll > 1)
       field("unroll=" + std::to_string(Register->Unroll));
+    // The parallel loop's rule, where it is not the default's.
+    const Tile standard;
+    if (Register->ParallelPanels != standard.ParallelPanels ||
+        Register->ParallelRowUnits != standard.ParallelRowUnits)
+      field("parallel_panels>=" + std::to_string(Register->ParallelPanels) +
+            " row_units<" + std::to_string(Register->ParallelRowUnits));
   }
   if (PackedInput >= 0)
     field("packed=" + std::to_string(PackedInput));
@@ -605,6 +611,8 @@ std::string KernelPlan::str() const {
           " grid_round=" + std::to_string(Depthwise->GridRound));
   if (GridStageBytes > 0)
     field("grid<=" + std::to_string(GridStageBytes));
+  if (UnrolledTaps != KernelPlan{}.UnrolledTaps)
+    field("unrolled_taps=" + std::to_string(UnrolledTaps));
   if (FixedRequant)
     field("fixed_requant=" + std::to_string(FixedRequantInput));
   if (MultiplierInput >= 0)

@@ -33,6 +33,15 @@ struct KernelPlan {
     /// its loop (a remainder loop after), without cache blocks. Schedule
     /// search's knob; 1: one.
     int64_t Unroll = 1;
+    /// Which loop runs in parallel, without RowsOuter, where the caller
+    /// leaves that to the tile (ops::TiledContraction::Parallel): the
+    /// panels (each worker then reads only its panels of B) when there are
+    /// more than one and at least ParallelPanels of them, or when the row
+    /// units to share (row tiles; row blocks when cache-blocked) number
+    /// fewer than ParallelRowUnits; else each panel's row units (a fork per
+    /// panel, but balanced whatever the worker count). plan-kernels: 16 and
+    /// 8 on every target (the defaults).
+    int64_t ParallelPanels = 16, ParallelRowUnits = 8;
     bool operator==(const Tile &) const = default;
   };
   std::optional<Tile> Register;
@@ -165,11 +174,24 @@ struct KernelPlan {
   /// it after the channel tile's last tile (0: every position is stored on
   /// its own and the ones past a row's end skipped).
   int64_t GridStageBytes = 0;
+  /// The Int tile's windowed path (ops/IntegerConv.cpp) writes out the taps
+  /// of a kernel row of at most UnrolledTaps taps (constant offsets, no
+  /// loop of a few iterations around the tile's steps); a longer row is a
+  /// loop. plan-kernels: 3 on every target (the default).
+  int64_t UnrolledTaps = 3;
   /// Requantization by per-channel fixed-point multipliers and shifts
   /// (targets without floating point), at inputs FixedRequantInput and the
   /// next (-1: not added yet).
   bool FixedRequant = false;
   int64_t FixedRequantInput = -1;
+  /// The form of FixedRequant where the lowering proves a product's
+  /// requantized values small (ops::fixedRequantSmall: every shift at
+  /// least 33, |acc x multiplier| bounded): without 64-bit shifts
+  /// (requant::requantizeFixedSmall, the same result in fewer instructions
+  /// on a 32-bit core); false: requant::requantizeFixed always.
+  /// plan-kernels: with FixedRequant, a QGemm's and a QLinearConv's (a
+  /// QLinearMatMul's lowering has only the full form).
+  bool SmallFixedRequant = false;
   /// A QLinearConv whose requantized values are bounded at compile time
   /// saturates them in int32 (requant::requantizeF32Small) instead of
   /// clamping in f32: on targets without one-instruction float min/max.

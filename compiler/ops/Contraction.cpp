@@ -440,11 +440,11 @@ void lowerTiles(LowerCtx &c, const TiledContraction &t) {
   // The first row of row tile `rt` (edge tiles are shifted back).
   auto firstRow = [&](const Expr &rt) { return min(rt * RW, lastRow); };
 
-  // Parallel over panels when there are many (each worker then reads only
-  // its panels of B), else over the row tiles (or row blocks) of each panel
-  // (a fork per panel, but balanced whatever the worker count).
+  // Parallel over the panels or over the row tiles (or row blocks) of each
+  // panel, as the plan's tile says (Tile::ParallelPanels, ParallelRowUnits).
   const int64_t rowUnits = blocked ? rowBlocks : rowTiles;
-  bool parallelPanels = t.Parallel && panels > 1 && (panels >= 16 || rowUnits < 8);
+  bool parallelPanels = t.Parallel && panels > 1 &&
+                        (panels >= t.Tile.ParallelPanels || rowUnits < t.Tile.ParallelRowUnits);
   bool parallelRows = t.Parallel && !parallelPanels && rowUnits > 1;
   LoopKind rowKind = parallelRows ? LoopKind::Parallel : LoopKind::Serial;
   // The first column of panel p: panel-aligned in a packed B (the last

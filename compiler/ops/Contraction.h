@@ -138,8 +138,9 @@ struct TiledContraction {
   /// Whether Store's consecutive rows are adjacent in memory (a column of
   /// an NCHW output): the tile is then stored column by column.
   bool RowsContiguous = false;
-  /// Run the panels (when there are many) or the row tiles of each panel
-  /// as a parallel loop; false when the caller's own loop is parallel.
+  /// Run the panels or the row tiles of each panel as a parallel loop (which
+  /// one: Tile.ParallelPanels and Tile.ParallelRowUnits); false when the
+  /// caller's own loop is parallel.
   bool Parallel = false;
 };
 

@@ -33,10 +33,6 @@ using namespace requant;
 
 namespace {
 
-/// Kernel rows of at most this many taps are unrolled in the register
-/// tiles of lowerIntWindow.
-constexpr int64_t kUnrolledTaps = 3;
-
 // ---------------------------------------------------------------------------
 // Integer convolution
 // ---------------------------------------------------------------------------
@@ -367,10 +363,11 @@ void lowerIntWindow(LowerCtx &c, const ConvShape &s, const kir::Buffer &src,
       for (int64_t j = 1; pairs && !stagedPairs && j < 4; ++j)
         quad.push_back(plane(min(ic * 4 + j, indexConst(cg - 1))));
       b.loop("kh", win.Kernel[0], [&](Expr kh) {
-        // A short kernel row's taps are written out (constant offsets, no
-        // loop of a few iterations around the tile's steps).
+        // A short kernel row's taps are written out (the plan's
+        // UnrolledTaps: constant offsets, no loop of a few iterations around
+        // the tile's steps).
         auto kwLoop = [&](const std::function<void(Expr)> &body) {
-          if (win.Kernel[1] <= kUnrolledTaps) {
+          if (win.Kernel[1] <= c.node().Plan.UnrolledTaps) {
             for (int64_t kw = 0; kw < win.Kernel[1]; ++kw)
               body(indexConst(kw));
             return;
@@ -817,8 +814,11 @@ void lowerQLinearConv(LowerCtx &c) {
   if ((c.node().Plan.FixedRequantInput >= 0)) {
     TensorRef yzp = c.in(7);
     DType out = c.node().inDType(7);
-    // Products that provably stay small: no 64-bit shift (the same result).
-    std::optional<std::vector<double>> bounds = accumulatorBounds(c.node(), 3, 5, 8, true);
+    // Products that provably stay small: no 64-bit shift (the same result),
+    // where the plan says (SmallFixedRequant).
+    std::optional<std::vector<double>> bounds;
+    if (c.node().Plan.SmallFixedRequant)
+      bounds = accumulatorBounds(c.node(), 3, 5, 8, true);
     const bool small = bounds && fixedRequantSmall(c.node(), *bounds);
     lowerIntConv(c, 0, 2, 3, 5, 8, [&](Expr acc, Expr m) {
       auto [m0, s] = *fixedRequant(c, m);

@@ -688,12 +688,13 @@ void lowerQGemm(LowerCtx &c) {
     };
   }
   // Products that provably stay small requantize in fixed point without
-  // 64-bit shifts (the same result; see requantizeFixedSmall). The f32
-  // path keeps its clamps here: its short form (requantizeF32Small) cost
+  // 64-bit shifts where the plan says (SmallFixedRequant; the same result,
+  // see requantizeFixedSmall). The f32 path keeps its clamps (plan-kernels
+  // gives a QGemm no IntSaturate): its short form (requantizeF32Small) cost
   // the Cortex-M4's fully connected tiles more in register moves than it
   // saved (autoencoder 0.579 M -> 0.584 M instructions).
   bool smallFixed = false;
-  if (quantized && n.Plan.FixedRequantInput >= 0)
+  if (quantized && n.Plan.FixedRequantInput >= 0 && n.Plan.SmallFixedRequant)
     if (std::optional<std::vector<double>> bounds = accumulatorBounds(n, 3, 5, 6, tb))
       smallFixed = fixedRequantSmall(n, *bounds);
   lowerIntMatMul(

@@ -46,3 +46,23 @@ TEST_CASE("a plan prints what it decides", "[plan]") {
   dw.Depthwise = ir::KernelPlan::Plane{2048, 16};
   CHECK(dw.str() == "plan{plane<=2048 grid_round=16}");
 }
+
+TEST_CASE("a plan prints the schedule choices that are not the defaults", "[plan]") {
+  ir::KernelPlan p;
+  CHECK(p.UnrolledTaps == 3);
+  CHECK_FALSE(p.SmallFixedRequant);
+  CHECK(ir::KernelPlan::Tile{}.ParallelPanels == 16);
+  CHECK(ir::KernelPlan::Tile{}.ParallelRowUnits == 8);
+  p.Register = ir::KernelPlan::Tile{8, 16, 4, 0, 0};
+  CHECK(p.str() == "plan{tile=4x16 lanes=8}");
+  p.Register->ParallelPanels = 2;
+  CHECK(p.str() == "plan{tile=4x16 lanes=8, parallel_panels>=2 row_units<8}");
+  ir::KernelPlan q;
+  q.Int = ir::KernelPlan::IntTile{4, 1, 16, 1};
+  q.FixedRequant = true;
+  // Not printed: QGemm's and QLinearConv's plans print as before.
+  q.SmallFixedRequant = true;
+  CHECK(q.str() == "plan{int_tile=4x16 lanes=16, fixed_requant=-1}");
+  q.UnrolledTaps = 0;
+  CHECK(q.str() == "plan{int_tile=4x16 lanes=16, unrolled_taps=0, fixed_requant=-1}");
+}

@@ -516,3 +516,64 @@ TEST_CASE("pack-weights gives byte products B as [N, K] with its column sums", "
     CHECK(sums->Const->intAt(j) == sum);
   }
 }
+
+TEST_CASE("plan-kernels: the schedule choices once in lowerings, by target", "[plan]") {
+  // The loop of a register tile that runs in parallel: the panels when at
+  // least 16 or fewer than 8 row units, on x86 (Winograd's products) and
+  // on Cortex-M4 (packed panels) alike, in every candidate too.
+  for (const char *name : {"x86_64", "cortex-m4"}) {
+    OneNode c = floatConv(128, 128, 28, 3);
+    TargetDesc t = describe(name);
+    ir::KernelPlan p = passes::planKernel(*c.N, t, false);
+    INFO(name << ": " << p.str());
+    REQUIRE(p.Register);
+    CHECK(p.Register->ParallelPanels == 16);
+    CHECK(p.Register->ParallelRowUnits == 8);
+    for (const ir::KernelPlan &q : passes::planCandidates(*c.N, t, false))
+      if (q.Register) {
+        CHECK(q.Register->ParallelPanels == 16);
+        CHECK(q.Register->ParallelRowUnits == 8);
+      }
+  }
+  // A 3x3 QLinearConv: its kernel rows of 3 taps written out on every
+  // target; where it requantizes in fixed point (Cortex-M0+: no float
+  // unit; --quantize-io anywhere, dot-product plans included) without
+  // 64-bit shifts where its values are provably small; in f32 on x86.
+  {
+    OneNode c = qlinearConv(8, 16, 8, 3);
+    ir::KernelPlan host = passes::planKernel(*c.N, describe("x86_64"), false);
+    ir::KernelPlan m0 = passes::planKernel(*c.N, describe("cortex-m0plus"), false);
+    ir::KernelPlan io = passes::planKernel(*c.N, avx512Vnni(), true);
+    INFO(host.str() << " / " << m0.str() << " / " << io.str());
+    CHECK(host.UnrolledTaps == 3);
+    CHECK(m0.UnrolledTaps == 3);
+    CHECK(io.UnrolledTaps == 3);
+    CHECK_FALSE(host.FixedRequant);
+    CHECK_FALSE(host.SmallFixedRequant);
+    CHECK(m0.FixedRequant);
+    CHECK(m0.SmallFixedRequant);
+    CHECK(io.Dot4Lanes == 16);
+    CHECK(io.FixedRequant);
+    CHECK(io.SmallFixedRequant);
+  }
+  // A QLinearMatMul keeps the full fixed-point form (its lowering has no
+  // other) on Cortex-M0+ too.
+  {
+    Shape w{8, 4};
+    auto scalar = [](DType t, double v) {
+      return std::make_pair(ir::TensorType{t, {}}, filled(t, {}, v));
+    };
+    OneNode m("QLinearMatMul", "",
+              {{{DType::U8, {2, 8}}, nullptr}, scalar(DType::F32, 0.02), scalar(DType::U8, 128),
+               {{DType::I8, w}, filled(DType::I8, w, 3)}, scalar(DType::F32, 0.01),
+               scalar(DType::I8, 0), scalar(DType::F32, 0.05), scalar(DType::U8, 128)},
+              {DType::U8, {2, 4}});
+    ir::KernelPlan host = passes::planKernel(*m.N, describe("x86_64"), false);
+    ir::KernelPlan m0 = passes::planKernel(*m.N, describe("cortex-m0plus"), false);
+    INFO(host.str() << " / " << m0.str());
+    CHECK_FALSE(host.FixedRequant);
+    CHECK_FALSE(host.SmallFixedRequant);
+    CHECK(m0.FixedRequant);
+    CHECK_FALSE(m0.SmallFixedRequant);
+  }
+}
