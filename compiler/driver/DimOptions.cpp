@@ -27,9 +27,6 @@ bool parseRange(const std::string &name, const std::string &text, int64_t &lo, i
   if (lo > hi)
     fail(ErrorKind::Usage) << "--dim " << name << "=" << text << ": the range is empty (MIN "
                            << lo << " is greater than MAX " << hi << ")";
-  if (lo < 1)
-    fail(ErrorKind::Usage) << "--dim " << name << "=" << text
-                           << ": a bounded dimension's MIN is at least 1";
   return true;
 }
 

@@ -87,8 +87,10 @@ InlinedGraph inlineGraph(Graph &g, const Node &owner, const Graph &body,
     std::set<std::string> names;
     capturedNames(*bn, names);
     for (auto &name : names) {
-      if (Value *bv = body.findValue(name); bv && map.count(bv))
-        n->Captured[name] = map[bv];
+      // A value of the body: a node's output copied above, or a constant
+      // (an initializer or a Constant node of the body) copied on first use.
+      if (Value *bv = body.findValue(name); bv && (map.count(bv) || bv->Const))
+        n->Captured[name] = mapped(bv);
       else if (auto it = bn->Captured.find(name); it != bn->Captured.end())
         n->Captured[name] = it->second;
       else

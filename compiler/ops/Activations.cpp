@@ -127,10 +127,10 @@ void lowerClip(LowerCtx &c) {
   for (size_t i = 1; i < 3; ++i)
     if (n.Opset >= 11 && c.hasIn(i))
       bounds.push_back(c.in(i).loadFlat(indexConst(0)));
-  c.b().loop("i", x.numel(), [&](Expr i) {
-    std::vector<Expr> args = {x.loadFlat(i)};
+  lowerMap(c, x, y, [&](Expr v) {
+    std::vector<Expr> args = {v};
     args.insert(args.end(), bounds.begin(), bounds.end());
-    y.storeFlat(i, clip(n, args));
+    return clip(n, args);
   });
 }
 
@@ -223,7 +223,7 @@ MLCC_OPS(Activations) {
     return x * sigmoid(x * alpha);
   });
   R.add({.Name = "Clip", .SinceVersion = 1, .Fusion = FusionClass::Elementwise,
-         .Infer = inferClip, .Lower = lowerClip, .Scalar = clip});
+         .Infer = inferClip, .Lower = lowerClip, .Scalar = clip, .RunTimeExtents = true});
 }
 
 } // namespace mlcc::ops

@@ -78,6 +78,7 @@ void addVariadic(OpRegistry &R, const char *name, int64_t since, BinOp op,
   s.Scalar = [op, mean](const ir::Node &, const std::vector<Expr> &a) {
     return variadic(a, op, mean);
   };
+  s.RunTimeExtents = true;
   R.add(s);
 }
 
@@ -183,7 +184,8 @@ MLCC_OPS(Arithmetic) {
     bool mean = op == "Mean";
     R.add({.Name = name, .SinceVersion = 1, .Fusion = FusionClass::Elementwise,
            .Infer = inferLegacyVariadic,
-           .Lower = [bop, mean](LowerCtx &c) { lowerVariadic(c, bop, mean); }});
+           .Lower = [bop, mean](LowerCtx &c) { lowerVariadic(c, bop, mean); },
+           .RunTimeExtents = true});
   }
 
   addBinaryElementwise(R, "Add", 7, inferNumericBroadcast, [](Expr a, Expr b) { return a + b; });
@@ -191,9 +193,9 @@ MLCC_OPS(Arithmetic) {
   addBinaryElementwise(R, "Mul", 7, inferNumericBroadcast, [](Expr a, Expr b) { return a * b; });
   addBinaryElementwise(R, "Div", 7, inferNumericBroadcast, [](Expr a, Expr b) { return a / b; });
   R.add({.Name = "Mod", .SinceVersion = 10, .Fusion = FusionClass::Elementwise,
-         .Infer = inferNumericBroadcast, .Lower = lowerMod});
+         .Infer = inferNumericBroadcast, .Lower = lowerMod, .RunTimeExtents = true});
   R.add({.Name = "Pow", .SinceVersion = 7, .Fusion = FusionClass::Elementwise,
-         .Infer = inferPow, .Lower = lowerPow});
+         .Infer = inferPow, .Lower = lowerPow, .RunTimeExtents = true});
   // Max/Min/Sum/Mean take 1..N inputs with broadcasting from opset 8.
   addVariadic(R, "Max", 8, BinOp::Max, false);
   addVariadic(R, "Min", 8, BinOp::Min, false);

@@ -103,21 +103,19 @@ void lowerCast(LowerCtx &c) {
   if (saturates(c.node(), y.dtype()) && x.dtype() != y.dtype()) {
     double mx = float8MaxValue(y.dtype());
     Expr lo = constant(DType::F32, -mx), hi = constant(DType::F32, mx);
-    c.b().loop("i", x.numel(), [&](Expr i) {
-      y.storeFlat(i, clamp(cast(DType::F32, x.loadFlat(i)), lo, hi));
-    });
+    lowerMap(c, x, y, [&](Expr v) { return clamp(cast(DType::F32, v), lo, hi); });
     return;
   }
-  c.b().loop("i", x.numel(), [&](Expr i) { y.storeFlat(i, x.loadFlat(i)); });
+  lowerMap(c, x, y, [](Expr v) { return v; });
 }
 
 } // namespace
 
 MLCC_OPS(Cast) {
   R.add({.Name = "Cast", .SinceVersion = 1, .Fusion = FusionClass::Elementwise,
-         .Infer = inferCast, .Lower = lowerCast});
+         .Infer = inferCast, .Lower = lowerCast, .RunTimeExtents = true});
   R.add({.Name = "CastLike", .SinceVersion = 15, .Fusion = FusionClass::Elementwise,
-         .Infer = inferCastLike, .Lower = lowerCast});
+         .Infer = inferCastLike, .Lower = lowerCast, .RunTimeExtents = true});
 }
 
 } // namespace mlcc::ops

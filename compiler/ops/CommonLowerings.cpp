@@ -47,6 +47,15 @@ void lowerElementwise(LowerCtx &c, const ScalarFn &fn) {
   });
 }
 
+void lowerMap(LowerCtx &c, const TensorRef &x, const TensorRef &y,
+              const std::function<Expr(Expr)> &fn) {
+  if (Expr count = y.numelAtRunTime()) {
+    c.b().loopTo("i", count, [&](Expr i) { y.storeFlat(i, fn(x.loadFlat(i))); });
+    return;
+  }
+  c.b().loops(y.extents(), [&](const std::vector<Expr> &idx) { y.store(idx, fn(x.load(idx))); });
+}
+
 Expr boundedExtent(const AxisExtent &a, const std::function<Expr(size_t)> &dim) {
   Expr e = indexConst(a.Offset);
   for (size_t k = 0; k < a.Coeffs.size(); ++k)

@@ -137,10 +137,10 @@ MLCC_OPS(Logical) {
              [](Expr a, Expr b) { return ge(a, b); });
 
   R.add({.Name = "Where", .SinceVersion = 9, .Fusion = FusionClass::Elementwise,
-         .Infer = inferWhere, .Lower = lowerWhere});
+         .Infer = inferWhere, .Lower = lowerWhere, .RunTimeExtents = true});
 
   R.add({.Name = "BitShift", .SinceVersion = 11, .Fusion = FusionClass::Elementwise,
-         .Infer = inferBitShift, .Lower = lowerBitShift});
+         .Infer = inferBitShift, .Lower = lowerBitShift, .RunTimeExtents = true});
   addBinaryElementwise(R, "BitwiseAnd", 18, inferIntBinary,
             [](Expr a, Expr b) { return binary(BinOp::BitAnd, a, b); });
   addBinaryElementwise(R, "BitwiseOr", 18, inferIntBinary,

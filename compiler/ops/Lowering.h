@@ -213,6 +213,10 @@ using ScalarFn = std::function<Expr(const std::vector<Expr> &args)>;
 /// out0[i...] = fn(in0[bcast i...], in1[...], ...) over all present inputs;
 /// the values are in compute type and the result is stored with conversion.
 void lowerElementwise(LowerCtx &c, const ScalarFn &fn);
+/// y[i] = fn(x[i]) for `x` and `y` of one shape, over the elements in use
+/// when the kernel runs (flat where they lead the buffers).
+void lowerMap(LowerCtx &c, const TensorRef &x, const TensorRef &y,
+              const std::function<Expr(Expr)> &fn);
 
 /// A reduction: for every output element, acc = Init; then for each input
 /// element of the reduced axes acc = Combine(acc, Map(x)); the output is

@@ -93,17 +93,25 @@ void lowerSplit(LowerCtx &c) {
   std::vector<int64_t> split = splitSizes(c.node());
   int64_t axis = splitAxis(c.node());
   TensorRef x = c.in(0);
-  int64_t offset = 0;
+  // Each part starts where the parts before it end: along an axis that
+  // follows bounded dimensions, at their extents when the kernel runs.
+  Expr offset = indexConst(0);
   for (size_t i = 0; i < split.size(); ++i) {
-    if (c.hasOut(i)) {
-      TensorRef y = c.out(i);
-      c.b().loops(y.shape(), [&](const std::vector<Expr> &o) {
-        std::vector<Expr> src = o;
-        src[(size_t)axis] = src[(size_t)axis] + offset;
-        y.store(o, x.load(src));
-      });
+    if (!c.hasOut(i)) {
+      if (x.boundedAxis(axis))
+        c.node().error(ErrorKind::Unsupported)
+            << "output " << i << " is omitted, and the parts after it start at its extent, "
+            << "which follows a bounded dimension; name the output";
+      offset = offset + split[i];
+      continue;
     }
-    offset += split[i];
+    TensorRef y = c.out(i);
+    c.b().loops(y.extents(), [&](const std::vector<Expr> &o) {
+      std::vector<Expr> src = o;
+      src[(size_t)axis] = src[(size_t)axis] + offset;
+      y.store(o, x.load(src));
+    });
+    offset = offset + y.extent(axis);
   }
 }
 
@@ -133,7 +141,8 @@ std::optional<std::vector<int64_t>> splitSelection(const ir::Node &n) {
 
 MLCC_OPS(Split) {
   R.add({.Name = "Split", .SinceVersion = 1, .Fusion = FusionClass::Injective,
-         .Infer = inferSplit, .Lower = lowerSplit, .Selection = splitSelection});
+         .Infer = inferSplit, .Lower = lowerSplit, .Selection = splitSelection,
+         .RunTimeExtents = true});
 }
 
 } // namespace mlcc::ops

@@ -886,6 +886,39 @@ std::vector<GraphInputDesc> describeGraphInputs(const std::string &path) {
   return out;
 }
 
+std::string withNamedAxes(const std::string &path, const std::vector<NamedAxis> &axes) {
+  std::string bytes = readFile(path, "model");
+  pb::Model model;
+  if (!model.ParseFromString(bytes))
+    fail(ErrorKind::Invalid) << "'" << path << "' is not an ONNX model";
+  for (const NamedAxis &a : axes) {
+    pb::ValueInfo *input = nullptr;
+    for (auto &vi : *model.mutable_graph()->mutable_input())
+      if (vi.name() == a.Input)
+        input = &vi;
+    if (!input || !input->type().has_tensor_type() ||
+        (int64_t)a.Axis >= input->type().tensor_type().shape().dim_size())
+      fail(ErrorKind::Invalid) << "'" << path << "' has no graph input '" << a.Input
+                               << "' with an axis " << a.Axis;
+    input->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim((int)a.Axis)
+        ->set_dim_param(a.Dim);
+  }
+  std::string out;
+  model.SerializeToString(&out);
+  return out;
+}
+
+std::vector<std::string> describeNodeOps(const std::string &path) {
+  std::string bytes = readFile(path, "model");
+  pb::Model model;
+  if (!model.ParseFromString(bytes))
+    fail(ErrorKind::Invalid) << "'" << path << "' is not an ONNX model";
+  std::vector<std::string> ops;
+  for (auto &n : model.graph().node())
+    ops.push_back(n.op_type());
+  return ops;
+}
+
 TensorPtr loadTensorFile(const std::string &path) {
   std::string bytes = readFile(path, "tensor file");
   pb::Tensor tp;

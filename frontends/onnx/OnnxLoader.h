@@ -62,6 +62,22 @@ struct GraphInputDesc {
 /// feed test data: the conformance harness).
 std::vector<GraphInputDesc> describeGraphInputs(const std::string &path);
 
+/// A graph input's axis, for withNamedAxes.
+struct NamedAxis {
+  std::string Input; ///< a graph input (not an initializer)
+  size_t Axis = 0;
+  std::string Dim;   ///< the dimension's name (dim_param)
+};
+
+/// The serialized model of `path` with each of `axes` declared as the
+/// named (symbolic) dimension instead of its number: the conformance
+/// harness's rerun with an axis bound at run time (--dim NAME=MIN..MAX).
+/// An Invalid error names an input or axis the model does not have.
+std::string withNamedAxes(const std::string &path, const std::vector<NamedAxis> &axes);
+
+/// The op types of the main graph's nodes, in the file's order.
+std::vector<std::string> describeNodeOps(const std::string &path);
+
 /// Reads a serialized TensorProto file (the backend tests' input_N.pb).
 TensorPtr loadTensorFile(const std::string &path);
 

@@ -71,8 +71,6 @@ expect bad-dim-value 2 "is not a non-negative integer" \
 bounded=$data/bounded_attention.onnx
 expect dim-empty     2 "--dim seq=5..2: the range is empty (MIN 5 is greater than MAX 2)" \
                        -- "$bounded" --dim seq=5..2 --emit graph -o "$work/out/g.txt"
-expect dim-zero      2 "--dim seq=0..4: a bounded dimension's MIN is at least 1" \
-                       -- "$bounded" --dim seq=0..4 --emit graph -o "$work/out/g.txt"
 expect dim-syntax    2 "--dim seq=1..n: expected a range MIN..MAX of non-negative integers" \
                        -- "$bounded" --dim seq=1..n -o "$work/out/libm.a"
 expect dim-op        3 "node 'norm_over_seq' (LpNormalization): reads or writes 'x' (its axis 1 follows seq); LpNormalization does not run to extents known only at run time so far" \

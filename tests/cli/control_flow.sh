@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Control flow on values known only at run time: an If whose condition is
-# an input runs only the branch taken (both compiled, nested Ifs too), a
+# an input runs only the branch taken (both compiled, nested Ifs too, whose
+# inner branches read values of the enclosing branch), a
 # Loop whose condition is an input and then the body's own test stops
 # computing where the loop ends, and a Loop whose trip count is an input
 # bounded by --input-range runs that many iterations. Each model is compiled once, by LLVM and by
@@ -73,6 +74,15 @@ for backend in llvm c; do
     else
       fail "$n: calls run $(calls "$n" then-then), $(calls "$n" then-else), $(calls "$n" else) of $total"
     fi
+  fi
+
+  # ONNX scoping: the inner If's branches read a Constant and a node output
+  # of the enclosing then-branch (tests/cli/make_if_scope.py).
+  n=if-scope-$backend
+  if library "$n" "$data/if_scope.onnx" --backend "$backend"; then
+    run "$n" then-then "$data/if_scope_x.bin" "$data/c1.bin" "$data/c1.bin" -- "$data/if_scope_y_11.bin"
+    run "$n" then-else "$data/if_scope_x.bin" "$data/c1.bin" "$data/c0.bin" -- "$data/if_scope_y_10.bin"
+    run "$n" else "$data/if_scope_x.bin" "$data/c0.bin" "$data/c1.bin" -- "$data/if_scope_y_01.bin"
   fi
 
   # Loop of at most 12 iterations while go and sum(x) < limit: 3, 6, 12

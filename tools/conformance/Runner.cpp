@@ -14,6 +14,16 @@
 // 4), the case is retried with that input frozen (--freeze) to its test
 // value; such passes are marked in the CSV.
 //
+// With --bounded-axis, each case runs again with an axis bound at run time:
+// axis 0 of the first graph input becomes a named dimension (its dim_param,
+// or "d" written into a copy of the model), compiled with --dim d=1..K (K
+// twice the case's extent) and run at the case's extent. Where the model is
+// not consistent at other values of that axis alone, the axes of the other
+// inputs with the same extent follow it too; a case with no consistent
+// rewrite is "n/a". --fixed-csv (the CSV of the fixed run) and --op-table
+// then count, per op, the cases that pass bounded against those that pass
+// fixed.
+//
 // Known failures live in one list file, one case per line with its reason.
 // The exit status is non-zero if a case fails that is not listed, if a
 // listed case no longer fails, or if a folder passes fewer cases than a
@@ -33,9 +43,11 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -74,15 +86,20 @@ struct Options {
   /// Name each case's model after its folder and case (a C identifier),
   /// so that the outputs of many cases can be compiled together.
   bool UniqueNames = false;
+  /// Rerun every case with axis 0 of its first input bound at run time.
+  bool BoundedAxis = false;
+  std::string FixedCsv; ///< a fixed run's CSV, to compare with per op
+  std::string OpTable;  ///< the per-op comparison, as a Markdown table
 };
 
-enum class Status { Passed, Failed, Unsupported };
+enum class Status { Passed, Failed, Unsupported, NotApplicable };
 
 struct Result {
   std::string Folder, Case;
   Status S = Status::Failed;
   std::string Detail;
   std::string Frozen; ///< inputs frozen to make the case compile
+  std::string Op;     ///< the op a one-node model tests (--op-table)
   double Seconds = 0;
 };
 
@@ -91,6 +108,7 @@ const char *statusName(Status s) {
   case Status::Passed: return "passed";
   case Status::Failed: return "failed";
   case Status::Unsupported: return "unsupported";
+  case Status::NotApplicable: return "n/a";
   }
   return "?";
 }
@@ -140,6 +158,24 @@ std::vector<fs::path> dataFiles(const fs::path &set, const std::string &prefix) 
   for (auto &f : files)
     out.push_back(f.second);
   return out;
+}
+
+/// The graph input whose axis 0 a bounded rerun binds at run time, and the
+/// case's extent there.
+struct BoundedInput {
+  std::string Input;
+  int64_t Value = 0;
+};
+
+/// A model to compile and its --dim arguments.
+struct Rewrite {
+  std::string Model;
+  std::vector<std::string> Dims;
+  BoundedInput Bound;
+};
+
+bool numericDim(const std::string &d) {
+  return !d.empty() && std::isdigit((unsigned char)d[0]);
 }
 
 class Harness {
@@ -280,6 +316,10 @@ private:
     fs::remove_all(work, ec);
     fs::create_directories(work);
     try {
+      if (O.BoundedAxis) {
+        std::vector<std::string> ops = onnx::describeNodeOps((caseDir / "model.onnx").string());
+        r.Op = ops.size() == 1 ? ops[0] : "(graphs of several ops)";
+      }
       runCaseIn(caseDir, work, r);
     } catch (const std::exception &e) {
       r.S = Status::Failed;
@@ -319,10 +359,28 @@ private:
     // Symbolic input dimensions take the extents of the test inputs, as a
     // user would bind them with --dim.
     std::vector<std::string> dims = symbolicDims(caseDir, inFiles);
+    std::string model = (caseDir / "model.onnx").string();
+    std::vector<Rewrite> rewrites;
+    if (O.BoundedAxis) {
+      rewrites = boundedRewrites(caseDir, inFiles, work, dims);
+      if (rewrites.empty()) {
+        r.S = Status::NotApplicable;
+        r.Detail = "no graph input of rank 1 or more";
+        return;
+      }
+    }
+    BoundedInput bound;
+    auto compileWith = [&](const Rewrite &w) {
+      model = w.Model;
+      dims = w.Dims;
+      bound = w.Bound;
+    };
+    size_t rewrite = 0;
+    if (!rewrites.empty())
+      compileWith(rewrites[0]);
     for (int attempt = 0; attempt < 8; ++attempt) {
       std::vector<std::string> cmd = timeoutCmd();
-      cmd.insert(cmd.end(), {O.Mlcc, (caseDir / "model.onnx").string(), "-o", lib,
-                             "--name", modelName});
+      cmd.insert(cmd.end(), {O.Mlcc, model, "-o", lib, "--name", modelName});
       for (auto &d : dims)
         cmd.insert(cmd.end(), {"--dim", d});
       cmd.insert(cmd.end(), O.MlccArgs.begin(), O.MlccArgs.end());
@@ -330,6 +388,13 @@ private:
         cmd.insert(cmd.end(), {"--freeze", f});
       log.clear();
       rc = runProcess(cmd, &log);
+      // An invalid model at other values of the bounded axis: its next
+      // rewrite ties more axes to it.
+      if (rc == 1 && rewrite + 1 < rewrites.size()) {
+        compileWith(rewrites[++rewrite]);
+        --attempt;
+        continue;
+      }
       if (rc != 4)
         break;
       // "... freeze it with --freeze NAME=FILE.pb"
@@ -343,6 +408,15 @@ private:
         break;
       frozen.push_back(input + "=" + inFiles[(size_t)idx].string());
       r.Frozen += (r.Frozen.empty() ? "" : " ") + input;
+    }
+    if (O.BoundedAxis && (rc == 1 || bound.Input.empty() ||
+                          std::find_if(frozen.begin(), frozen.end(), [&](const std::string &f) {
+                            return f.compare(0, bound.Input.size() + 1, bound.Input + "=") == 0;
+                          }) != frozen.end())) {
+      r.S = Status::NotApplicable;
+      r.Detail = rc == 1 ? "no consistent rewrite: " + firstLine(log)
+                         : "the bounded input is read at compile time";
+      return;
     }
     if (rc == 3 || rc == 4) {
       r.S = Status::Unsupported;
@@ -391,6 +465,8 @@ private:
       for (auto &w : split(O.RunPrefix))
         cmd.push_back(w);
       cmd.push_back(exe);
+      if (O.BoundedAxis)
+        cmd.insert(cmd.end(), {"-d", std::to_string(bound.Value)});
       for (auto &want : libInputs) {
         auto it = std::find(allInputs.begin(), allInputs.end(), want);
         size_t idx = (size_t)(it - allInputs.begin());
@@ -420,6 +496,11 @@ private:
       for (size_t k = 0; k < outs.size(); ++k) {
         TensorPtr expected = onnx::loadTensorFile(outs[k].string());
         std::string actual = readAll((work / ("out" + std::to_string(k) + ".bin")).string());
+        // A bounded library's output is dense at the run-time extents in
+        // the leading bytes of its buffer (sized for MAX).
+        size_t want = expected->denseBytes().size();
+        if (O.BoundedAxis && actual.size() > want)
+          actual.resize(want);
         std::string diff = test::compareTensor(*expected, actual, tol);
         if (!diff.empty()) {
           r.S = Status::Failed;
@@ -431,6 +512,80 @@ private:
     r.S = Status::Passed;
     if (!r.Frozen.empty())
       r.Detail = "frozen: " + r.Frozen;
+  }
+
+  /// The models of a bounded rerun, in the order to try: axis 0 of the
+  /// first graph input of rank 1 or more named (its own dim_param, or a new
+  /// dimension "d"), then the same with every numeric axis of the other
+  /// inputs that has the same extent in the test data named alike. Each
+  /// binds the name to 1..2*extent (0..2 for an empty axis); the other
+  /// symbolic dimensions keep `fixedDims`' values.
+  std::vector<Rewrite> boundedRewrites(const fs::path &caseDir, const std::vector<fs::path> &inFiles,
+                                       const fs::path &work,
+                                       const std::vector<std::string> &fixedDims) {
+    const std::string model = (caseDir / "model.onnx").string();
+    std::vector<onnx::GraphInputDesc> inputs = graphInputs(caseDir);
+    std::vector<std::optional<Shape>> shapes;
+    for (size_t i = 0; i < inputs.size() && i < inFiles.size(); ++i) {
+      try {
+        shapes.push_back(onnx::loadTensorFile(inFiles[i].string())->shape());
+      } catch (const CompileError &) {
+        shapes.push_back(std::nullopt); // a sequence or optional input
+      }
+      if (shapes.back() && shapes.back()->size() != inputs[i].Dims.size())
+        shapes.back().reset();
+    }
+    size_t first = 0;
+    while (first < shapes.size() && (!shapes[first] || shapes[first]->empty()))
+      ++first;
+    if (first == shapes.size())
+      return {};
+    const int64_t extent = (*shapes[first])[0];
+    const std::string &declared = inputs[first].Dims[0];
+    const bool symbolic = !declared.empty() && !numericDim(declared);
+    std::string name = symbolic ? declared : "d";
+    for (auto &in : inputs)
+      if (!symbolic && std::find(in.Dims.begin(), in.Dims.end(), name) != in.Dims.end())
+        name = "d_bounded";
+    std::vector<std::string> dims;
+    for (auto &d : fixedDims)
+      if (d.compare(0, name.size() + 1, name + "=") != 0)
+        dims.push_back(d);
+    dims.push_back(name + "=" + std::to_string(std::min<int64_t>(1, extent)) + ".." +
+                   std::to_string(std::max<int64_t>(2 * extent, 2)));
+    const BoundedInput bound{inputs[first].Name, extent};
+    auto written = [&](const std::vector<onnx::NamedAxis> &axes, const std::string &file) {
+      if (axes.empty())
+        return model;
+      std::string path = (work / file).string();
+      std::string bytes = onnx::withNamedAxes(model, axes);
+      std::ofstream(path, std::ios::binary).write(bytes.data(), (std::streamsize)bytes.size());
+      return path;
+    };
+    std::vector<onnx::NamedAxis> axes;
+    if (!symbolic)
+      axes.push_back({inputs[first].Name, 0, name});
+    std::vector<Rewrite> out{{written(axes, "bounded.onnx"), dims, bound}};
+    // The other inputs' axes of the same extent that may follow it: those
+    // that broadcasting aligns with it, their axes 0, any.
+    const size_t rank = shapes[first]->size();
+    std::vector<std::function<bool(size_t, size_t)>> ties = {
+        [&](size_t i, size_t a) { return a + rank == shapes[i]->size(); },
+        [&](size_t, size_t a) { return a == 0; }, [&](size_t, size_t) { return true; }};
+    std::set<std::vector<std::pair<std::string, size_t>>> tried;
+    for (size_t t = 0; t < ties.size(); ++t) {
+      std::vector<onnx::NamedAxis> tied = axes;
+      for (size_t i = 0; i < shapes.size(); ++i)
+        for (size_t a = 0; shapes[i] && i != first && a < shapes[i]->size(); ++a)
+          if (numericDim(inputs[i].Dims[a]) && (*shapes[i])[a] == extent && ties[t](i, a))
+            tied.push_back({inputs[i].Name, a, name});
+      std::vector<std::pair<std::string, size_t>> key;
+      for (auto &x : tied)
+        key.push_back({x.Input, x.Axis});
+      if (tied.size() > axes.size() && tried.insert(key).second)
+        out.push_back({written(tied, "bounded-tied" + std::to_string(t) + ".onnx"), dims, bound});
+    }
+    return out;
   }
 
   /// NAME=VALUE for each symbolic dimension of the graph inputs, read from
@@ -493,8 +648,8 @@ private:
   }
 
   int report(double seconds) {
-    std::map<std::string, std::array<int, 3>> perFolder;
-    std::array<int, 3> total{0, 0, 0};
+    std::map<std::string, std::array<int, 4>> perFolder;
+    std::array<int, 4> total{0, 0, 0, 0};
     std::vector<std::string> unexpected, stale;
     std::set<std::string> seen;
     for (auto &r : Results) {
@@ -523,12 +678,17 @@ private:
       if (!perFolder.count(folder))
         continue;
       auto &c = perFolder[folder];
-      std::printf("%-18s %4d passed, %4d failed, %4d unsupported (of %d) [%s]\n",
-                  (folder + ":").c_str(), c[0], c[1], c[2], c[0] + c[1] + c[2],
-                  O.Backend.c_str());
+      std::printf("%-18s %4d passed, %4d failed, %4d unsupported%s (of %d) [%s]\n",
+                  (folder + ":").c_str(), c[0], c[1], c[2],
+                  c[3] ? (", " + std::to_string(c[3]) + " n/a").c_str() : "",
+                  c[0] + c[1] + c[2] + c[3], O.Backend.c_str());
     }
-    std::printf("conformance: %d passed, %d failed, %d unsupported [%s, %.0f s]\n",
-                total[0], total[1], total[2], O.Backend.c_str(), seconds);
+    std::printf("conformance: %d passed, %d failed, %d unsupported%s [%s, %.0f s]\n",
+                total[0], total[1], total[2],
+                total[3] ? (", " + std::to_string(total[3]) + " n/a").c_str() : "",
+                O.Backend.c_str(), seconds);
+    if (!O.FixedCsv.empty())
+      compareWithFixed();
     int rc = 0;
     if (!unexpected.empty()) {
       std::printf("\n%zu unexpected failure(s) (not in %s):\n", unexpected.size(),
@@ -556,6 +716,68 @@ private:
       }
     }
     return rc;
+  }
+
+  /// Per op (of the one-node cases; the others as one row): the cases that
+  /// pass fixed (O.FixedCsv), and how they end bounded. Printed, and
+  /// written to O.OpTable as Markdown.
+  void compareWithFixed() {
+    std::ifstream in(O.FixedCsv);
+    if (!in)
+      fail(ErrorKind::Io) << "cannot read " << O.FixedCsv << " (run the fixed conformance first)";
+    std::map<std::string, std::string> fixed;
+    std::string line;
+    while (std::getline(in, line)) {
+      std::vector<std::string> f;
+      std::stringstream ls(line);
+      std::string cell;
+      for (int i = 0; i < 4 && std::getline(ls, cell, ','); ++i)
+        f.push_back(cell);
+      if (f.size() == 4)
+        fixed[f[0] + "/" + f[1]] = f[3];
+    }
+    struct Row {
+      int Fixed = 0, Passed = 0, Unsupported = 0, Failed = 0, NotApplicable = 0;
+      std::map<std::string, int> Reasons; ///< unsupported bounded: first words
+    };
+    std::map<std::string, Row> rows;
+    Row all;
+    for (auto &r : Results) {
+      auto it = fixed.find(r.Folder + "/" + r.Case);
+      if (it == fixed.end() || it->second != "passed")
+        continue;
+      for (Row *row : {&rows[r.Op], &all}) {
+        row->Fixed++;
+        if (r.S == Status::Passed)
+          row->Passed++;
+        else if (r.S == Status::Unsupported)
+          row->Unsupported++;
+        else if (r.S == Status::Failed)
+          row->Failed++;
+        else
+          row->NotApplicable++;
+      }
+    }
+    std::ostringstream md;
+    md << "| op | pass fixed | pass bounded | unsupported bounded | fail bounded | n/a |\n"
+          "|---|---:|---:|---:|---:|---:|\n";
+    for (auto &[op, row] : rows)
+      md << "| " << op << " | " << row.Fixed << " | " << row.Passed << " | " << row.Unsupported
+         << " | " << row.Failed << " | " << row.NotApplicable << " |\n";
+    md << "| **all** | " << all.Fixed << " | " << all.Passed << " | " << all.Unsupported << " | "
+       << all.Failed << " | " << all.NotApplicable << " |\n";
+    int opsAll = 0, opsApplicable = 0;
+    for (auto &[op, row] : rows)
+      if (row.Fixed > row.NotApplicable) {
+        ++opsApplicable;
+        opsAll += row.Passed == row.Fixed - row.NotApplicable;
+      }
+    std::printf("bounded axis: %d of the %d cases that pass fixed pass bounded (%d unsupported, "
+                "%d failed, %d n/a); %d of %d ops pass every applicable case bounded\n",
+                all.Passed, all.Fixed, all.Unsupported, all.Failed, all.NotApplicable, opsAll,
+                opsApplicable);
+    if (!O.OpTable.empty())
+      std::ofstream(O.OpTable) << md.str();
   }
 
   Options O;
@@ -612,6 +834,12 @@ int main(int argc, char **argv) {
   app.add_option("--output", o.Output, "mlcc's output file in each case folder (default libm.a)");
   app.add_flag("--unique-names", o.UniqueNames,
                "Name each model FOLDER_CASE instead of m (--name)");
+  app.add_flag("--bounded-axis", o.BoundedAxis,
+               "Rerun each case with axis 0 of its first input bound at run time "
+               "(--dim d=1..2N, run at N)");
+  app.add_option("--fixed-csv", o.FixedCsv,
+                 "With --bounded-axis: the CSV of the fixed run, compared per op");
+  app.add_option("--op-table", o.OpTable, "With --fixed-csv: write the per-op counts (Markdown)");
   CLI11_PARSE(app, argc, argv);
   if (!fs::exists(o.Suite)) {
     std::printf("conformance: suite folder '%s' not found (../shared is "

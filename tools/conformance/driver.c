@@ -1,11 +1,15 @@
 /*
  * driver.c - runs one compiled model on raw input files.
  *
- *   driver IN0.bin IN1.bin ... -- OUT0.bin OUT1.bin ...
+ *   driver [-d VALUE]... IN0.bin IN1.bin ... -- OUT0.bin OUT1.bin ...
  *
  * Links against a library compiled with --name m. Reads each input as the
  * raw bytes of a dense tensor (sizes checked against m_info()), runs the
- * model with a fresh arena, and writes each output's raw bytes. The arena
+ * model with a fresh arena, and writes each output's raw bytes. A library
+ * with run-time dimensions (mlcc --dim NAME=MIN..MAX) takes one -d VALUE
+ * per dimension, in m_info()'s order; its inputs are then dense at those
+ * values (no larger than at MAX), and each output file holds the whole
+ * buffer, the output dense at those values in its leading bytes. The arena
  * and the outputs are surrounded by guard bytes: a kernel writing outside its
  * buffers is reported as a failure instead of passing silently.
  */
@@ -62,29 +66,40 @@ static int guards_intact(const unsigned char *p, size_t n) {
 
 int main(int argc, char **argv) {
   const mlcc_model_info *info = m_info();
-  int sep = 1, i;
+  int sep, first = 1, i;
+  int64_t dims[8];
+  int num_dims = 0;
   const void **inputs;
   void **outputs;
   unsigned char *arena;
   mlcc_status st;
+  while (first + 1 < argc && strcmp(argv[first], "-d") == 0 && num_dims < 8) {
+    dims[num_dims++] = strtoll(argv[first + 1], NULL, 10);
+    first += 2;
+  }
+  sep = first;
   while (sep < argc && strcmp(argv[sep], "--") != 0) sep++;
-  if (sep - 1 != info->num_inputs || argc - sep - 1 != info->num_outputs) {
-    fprintf(stderr, "driver: model has %d inputs and %d outputs\n",
-            (int)info->num_inputs, (int)info->num_outputs);
+  if (sep - first != info->num_inputs || argc - sep - 1 != info->num_outputs ||
+      num_dims != info->num_dims) {
+    fprintf(stderr, "driver: model has %d inputs, %d outputs and %d run-time dimensions\n",
+            (int)info->num_inputs, (int)info->num_outputs, (int)info->num_dims);
     return 2;
   }
-  inputs = calloc((size_t)info->num_inputs + 1, sizeof *inputs);
+  /* The run-time dimensions follow the inputs, each as a pointer to its value. */
+  inputs = calloc((size_t)info->num_inputs + (size_t)num_dims + 1, sizeof *inputs);
+  for (i = 0; i < num_dims; ++i) inputs[info->num_inputs + i] = &dims[i];
   outputs = calloc((size_t)info->num_outputs + 1, sizeof *outputs);
   for (i = 0; i < info->num_inputs; ++i) {
     size_t n = info->inputs[i].size_bytes;
     unsigned char *buf = guarded_alloc(n, 64);
-    FILE *f = fopen(argv[1 + i], "rb");
+    FILE *f = fopen(argv[first + i], "rb");
     long len;
-    if (!f) { fprintf(stderr, "driver: cannot open %s\n", argv[1 + i]); return 2; }
+    if (!f) { fprintf(stderr, "driver: cannot open %s\n", argv[first + i]); return 2; }
     fseek(f, 0, SEEK_END);
     len = ftell(f);
     fseek(f, 0, SEEK_SET);
-    if ((size_t)len != n || (n && fread(buf, 1, n, f) != n)) {
+    if (len < 0 || (num_dims ? (size_t)len > n : (size_t)len != n) ||
+        (len && fread(buf, 1, (size_t)len, f) != (size_t)len)) {
       fprintf(stderr, "driver: input %d ('%s') needs %zu bytes, file has %ld\n",
               i, info->inputs[i].name, n, len);
       return 2;
