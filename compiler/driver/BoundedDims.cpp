@@ -1,9 +1,11 @@
 //===- BoundedDims.cpp - --dim NAME=MIN..MAX: dimensions known at run time -===//
 #include "compiler/driver/BoundedDims.h"
 
+#include "compiler/ops/DimNumbers.h"
 #include "compiler/support/Error.h"
 
 #include <cstdlib>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -18,20 +20,6 @@ std::string origin(const ir::Value &v) {
   if (v.Producer)
     return "node '" + v.Producer->Name + "' (" + v.Producer->OpType + ")";
   return v.isConstant() ? "an initializer" : "a graph input";
-}
-
-/// Inputs a node reads as a shape, sizes, indices of axes or bounds: a
-/// value computed from a bounded dimension may feed them (the node's output
-/// extents say what it makes of them).
-bool shapeOperand(const ir::Node &n, size_t i) {
-  static const std::map<std::string, std::set<size_t>> operands = {
-      {"Reshape", {1}},   {"Expand", {1}},     {"Tile", {1}},     {"Slice", {1, 2, 3, 4}},
-      {"ConstantOfShape", {0}}, {"Squeeze", {1}}, {"Unsqueeze", {1}}, {"Pad", {1}},
-      {"Resize", {1, 2, 3}}, {"Split", {1}},   {"TopK", {1}},     {"Range", {0, 1, 2}}};
-  if (!n.Domain.empty())
-    return false;
-  auto it = operands.find(n.OpType);
-  return it != operands.end() && it->second.count(i);
 }
 
 /// The values the graph's nodes, inputs and outputs refer to.
@@ -149,6 +137,92 @@ std::vector<int64_t> jointValues(const std::vector<ir::BoundedDim> &dims, size_t
       joint[k] = dims[k].Max - 1, ++varying;
   return joint;
 }
+
+/// The numbers a value computed from dimension `k` derives from, traced
+/// back through what infer-and-fold computed (ir::Graph::Folds) at MAX and
+/// at the probes' values `at` to the values whose every element is an
+/// affine function of the dimension: each gets its coefficients for `k` in
+/// `rules`. False where a number does not lead there (not folded, or not
+/// affine where it starts to vary).
+class NumberTracer {
+public:
+  NumberTracer(const ir::Graph &g, const std::vector<std::unique_ptr<ir::Graph>> &probes,
+               const std::vector<int64_t> &at, int64_t max, size_t k, size_t dims,
+               std::map<std::string, ir::NumberRule> &rules)
+      : G(g), Probes(probes), At(at), Max(max), K(k), Dims(dims), Rules(rules) {}
+
+  bool trace(const std::string &name) {
+    if (!Seen.insert(name).second)
+      return true;
+    auto rec = G.Folds.find(name);
+    if (rec == G.Folds.end()) {
+      // An initializer or a constant the model holds: the same at every value.
+      for (const ir::Value *in : G.Inputs)
+        if (in->Name == name)
+          return false;
+      return true;
+    }
+    const Tensor &t0 = *rec->second.Value;
+    std::vector<const Tensor *> ts;
+    bool same = true;
+    for (const auto &q : Probes) {
+      auto r = q->Folds.find(name);
+      if (r == q->Folds.end())
+        return false;
+      ts.push_back(r->second.Value.get());
+      same &= r->second.Value->shape() == t0.shape() &&
+              r->second.Value->denseBytes() == t0.denseBytes();
+    }
+    if (same)
+      return true;
+    if (std::optional<std::vector<int64_t>> slopes = affine(t0, ts)) {
+      ir::NumberRule &r = Rules[name];
+      r.Coeffs.resize((size_t)t0.numel() * Dims, 0);
+      r.Offsets.assign((size_t)t0.numel(), 0);
+      for (size_t e = 0; e < slopes->size(); ++e)
+        r.Coeffs[e * Dims + K] = (*slopes)[e];
+      return true;
+    }
+    for (const std::string &in : rec->second.Inputs)
+      if (!in.empty() && !trace(in))
+        return false;
+    return true;
+  }
+
+private:
+  /// Each element's slope where every element of `t0` (at MAX) and `ts`
+  /// (at At) is a whole number on a line through them.
+  std::optional<std::vector<int64_t>> affine(const Tensor &t0, const std::vector<const Tensor *> &ts) {
+    if (t0.numel() > 256)
+      return std::nullopt; // an mlcc.DimAffine node computes each element
+    std::vector<int64_t> slopes((size_t)t0.numel(), 0);
+    for (const Tensor *t : ts)
+      if (t->shape() != t0.shape() || t->dtype() != t0.dtype())
+        return std::nullopt;
+    for (int64_t e = 0; e < t0.numel(); ++e) {
+      double v0 = t0.doubleAt(e);
+      if (v0 != std::floor(v0))
+        return std::nullopt;
+      for (size_t p = 0; p < ts.size(); ++p) {
+        double v = ts[p]->doubleAt(e), steps = (double)(Max - At[p]);
+        double slope = (v0 - v) / steps;
+        if (v != std::floor(v) || slope != std::floor(slope) ||
+            (p > 0 && (int64_t)slope != slopes[(size_t)e]))
+          return std::nullopt;
+        slopes[(size_t)e] = (int64_t)slope;
+      }
+    }
+    return slopes;
+  }
+
+  const ir::Graph &G;
+  const std::vector<std::unique_ptr<ir::Graph>> &Probes;
+  const std::vector<int64_t> &At;
+  int64_t Max;
+  size_t K, Dims;
+  std::map<std::string, ir::NumberRule> &Rules;
+  std::set<std::string> Seen;
+};
 
 } // namespace
 
@@ -274,10 +348,14 @@ bool addTripRules(const CompileOptions &o, const llvmgen::TargetSpec &target, Pi
   return !rules.empty();
 }
 
-void attachBoundedExtents(const CompileOptions &o, const llvmgen::TargetSpec &target,
+bool attachBoundedExtents(const CompileOptions &o, const llvmgen::TargetSpec &target,
                           PipelineOptions po, ir::Graph &g,
-                          const std::vector<ir::BoundedDim> &dims) {
+                          const std::vector<ir::BoundedDim> &dims,
+                          std::map<std::string, ir::NumberRule> &numbers) {
   g.BoundedDims = dims;
+  // Numbers computed from the dimensions that nodes read as data, found in
+  // this round (ir::NumberRule).
+  std::map<std::string, ir::NumberRule> found;
   po = probeOptions(po);
   // Every value runs the kernels planned at MAX: the probes take those
   // plans (a tile chosen for fewer rows would pack other panels).
@@ -341,10 +419,12 @@ void attachBoundedExtents(const CompileOptions &o, const llvmgen::TargetSpec &ta
     };
     for (size_t p = 0; p < probes.size(); ++p)
       sameDecisions(*probes[p], at[p]);
+    std::unique_ptr<ir::Graph> atMin;
     if (d.Min < d.Max - 2) {
       std::vector<int64_t> vs = maxes;
       vs[k] = d.Min;
-      sameDecisions(*compileAt(vs, flag), d.Min);
+      atMin = compileAt(vs, flag);
+      sameDecisions(*atMin, d.Min);
     }
     for (size_t p = 0; p < probes.size(); ++p) {
       const ir::Graph &q = *probes[p];
@@ -403,20 +483,69 @@ void attachBoundedExtents(const CompileOptions &o, const llvmgen::TargetSpec &ta
         continue;
       // A constant computed from the dimension: fine where every smaller
       // instance is the largest one's leading part (a Range over the
-      // sequence), or where nodes read it only as a shape or bounds.
+      // sequence), or where nodes read it only as a shape or bounds; else
+      // the numbers it comes from are computed at run time where they are
+      // affine in the dimension (the next round compiles them so).
+      bool traced = false;
       for (size_t p = 0; p < pv.size(); ++p) {
         if (pv[p]->Const->shape() != v->Const->shape() ||
             pv[p]->Const->denseBytes() != v->Const->denseBytes())
           v->FromDims = true;
         if (prefixOf(*pv[p]->Const, *v->Const))
           continue;
+        bool dataRead = g.isGraphOutput(v);
         for (const auto &[n, i] : readers[v])
-          if (!shapeOperand(*n, i))
+          dataRead |= !ops::isShapeOperand(*n, i);
+        if (dataRead && !traced) {
+          std::map<std::string, ir::NumberRule> rules;
+          NumberTracer tracer(g, probes, at, d.Max, k, dims.size(), rules);
+          if (tracer.trace(v->Name) && !rules.empty()) {
+            bool fresh = false;
+            for (auto &[name, r] : rules)
+              if (!numbers.count(name)) {
+                fresh = true;
+                ir::NumberRule &mine = found[name];
+                if (mine.Coeffs.empty())
+                  mine = r;
+                else
+                  for (size_t c = 0; c < r.Coeffs.size(); ++c)
+                    mine.Coeffs[c] += r.Coeffs[c];
+              }
+            traced = fresh;
+          }
+        }
+        for (const auto &[n, i] : readers[v])
+          if (!ops::isShapeOperand(*n, i) && !traced)
             fail(ErrorKind::Unsupported)
                 << flag << ": node '" << n->Name << "' (" << n->OpType << ") reads input " << i
                 << " ('" << v->Name << "'), numbers computed from " << d.Name
                 << " at compile time; a bounded dimension supports such numbers only as "
                    "shapes, sizes and bounds so far";
+        if (g.isGraphOutput(v) && !traced)
+          fail(ErrorKind::Unsupported)
+              << flag << ": graph output '" << v->Name << "' holds numbers computed from "
+              << d.Name << " at compile time that are not an affine function of " << d.Name;
+      }
+    }
+    // The lines through MAX, MAX-1 and MAX-2 must hold at MIN too (an
+    // extent rounded up, such as Split's equal parts, is straight near MAX
+    // only).
+    for (const ir::Value *v : values) {
+      const ir::Value *x = atMin ? atMin->findValue(v->Name) : nullptr;
+      if (!x || spare(*atMin, v->Name) || x->Type.rank() != v->Type.rank())
+        continue;
+      auto it = coeffs.find(v);
+      for (size_t a = 0; a < v->Type.rank(); ++a) {
+        int64_t want = v->Type.Dims[a];
+        if (it != coeffs.end())
+          want -= it->second[a][k] * (d.Max - d.Min);
+        if (x->Type.Dims[a] != want)
+          fail(ErrorKind::Unsupported)
+              << flag << ": axis " << a << " of value '" << v->Name << "' (" << origin(*v)
+              << ") is " << x->Type.Dims[a] << " at " << d.Name << "=" << d.Min << ", not the "
+              << want << " its extents at " << d.Max << ", " << at[0]
+              << (at.size() > 1 ? " and " + std::to_string(at[1]) : std::string())
+              << " give: not an affine function of " << d.Name;
       }
     }
   }
@@ -455,6 +584,20 @@ void attachBoundedExtents(const CompileOptions &o, const llvmgen::TargetSpec &ta
       }
     }
   }
+  if (!found.empty()) {
+    // Offsets: each element's value at every dimension's MAX.
+    for (auto &[name, r] : found) {
+      const Tensor &t = *g.Folds.at(name).Value;
+      for (size_t e = 0; e < r.Offsets.size(); ++e) {
+        int64_t off = (int64_t)t.doubleAt((int64_t)e);
+        for (size_t k = 0; k < dims.size(); ++k)
+          off -= r.Coeffs[e * dims.size() + k] * dims[k].Max;
+        r.Offsets[e] = off;
+      }
+      numbers[name] = r;
+    }
+    return false;
+  }
   for (ir::Value *v : values) {
     auto it = coeffs.find(v);
     if (it == coeffs.end())
@@ -472,6 +615,7 @@ void attachBoundedExtents(const CompileOptions &o, const llvmgen::TargetSpec &ta
         v->Bounded.push_back({(int64_t)a, c, offset});
     }
   }
+  return true;
 }
 
 } // namespace mlcc

@@ -30,10 +30,14 @@ bool addTripRules(const CompileOptions &o, const llvmgen::TargetSpec &target, Pi
                   const ir::Graph &g, const std::vector<ir::BoundedDim> &dims);
 
 /// Sets g.BoundedDims and every value's Value::Bounded, `g` being the graph
-/// compiled (GraphOnly) at every dimension's MAX; compiles the probes with
-/// `po` (GraphOnly).
-void attachBoundedExtents(const CompileOptions &o, const llvmgen::TargetSpec &target,
+/// compiled (GraphOnly) at every dimension's MAX with po.RunTimeNumbers;
+/// compiles the probes with `po` (GraphOnly). False when nodes read as data
+/// numbers computed from the dimensions that are not yet computed at run
+/// time: their rules are added to `numbers` (ir::NumberRule), and the
+/// caller compiles again with them.
+bool attachBoundedExtents(const CompileOptions &o, const llvmgen::TargetSpec &target,
                           PipelineOptions po, ir::Graph &g,
-                          const std::vector<ir::BoundedDim> &dims);
+                          const std::vector<ir::BoundedDim> &dims,
+                          std::map<std::string, ir::NumberRule> &numbers);
 
 } // namespace mlcc

@@ -577,7 +577,11 @@ Library compile(const CompileOptions &o) {
     compiled = compileModel(atValues(o, bounded, maxes), target, graphPo);
   po.TripRules = graphPo.TripRules;
   if (!bounded.empty()) {
-    attachBoundedExtents(o, target, po, *compiled.Graph, bounded);
+    // Numbers from the dimensions read as data: computed at run time.
+    while (!attachBoundedExtents(o, target, po, *compiled.Graph, bounded, po.RunTimeNumbers)) {
+      graphPo.RunTimeNumbers = po.RunTimeNumbers;
+      compiled = compileModel(atValues(o, bounded, maxes), target, graphPo);
+    }
     if (!po.GraphOnly) {
       setTargetOptions(po, o, target);
       compiled.Program = lowerGraph(*compiled.Graph, po);

@@ -62,6 +62,25 @@ struct TripRule {
   int64_t Most = 0;
 };
 
+/// Numbers computed from bounded dimensions that a node reads as data (a
+/// position Range(past, past + 1) into an embedding's Gather): the value's
+/// elements, each an affine function of the dimensions, computed when the
+/// library runs (the node mlcc.DimAffine) instead of folded at MAX.
+/// Element e is Offsets[e] + sum over k of Coeffs[e * dims + k] * dim k.
+struct NumberRule {
+  std::vector<int64_t> Offsets;
+  std::vector<int64_t> Coeffs;
+};
+
+/// What infer-and-fold computed for a small folded value (ir::Graph::
+/// Folds): the tensor and the names of the folded node's inputs, for the
+/// bounded-dimension analysis to trace a number back to where it follows a
+/// dimension.
+struct FoldRecord {
+  TensorPtr Value;
+  std::vector<std::string> Inputs;
+};
+
 /// An axis whose extent follows the bounded dimensions (compiler/support/
 /// Tensor.h); the value's TensorType holds the extent at every dimension's
 /// Max.
@@ -250,6 +269,12 @@ public:
   /// Loops and Scans (by node name) to unroll to the most iterations of a
   /// bounded dimension's range, their count known at run time.
   std::map<std::string, TripRule> TripRules;
+  /// Values (by name) computed at run time from the bounded dimensions
+  /// where nodes read them as data; infer-and-fold adds the nodes that
+  /// compute them (NumberRule).
+  std::map<std::string, NumberRule> RunTimeNumbers;
+  /// The small values infer-and-fold computed, by name (FoldRecord).
+  std::map<std::string, FoldRecord> Folds;
   /// Name prefixes of the values of iterations that a TripRule's loop has
   /// beyond its count at this compile's dimension values: copies of its last
   /// iteration, there so that the graph has the same nodes at every value;

@@ -102,6 +102,12 @@ void inferPad(ir::Node &n) {
 
 void lowerPad(LowerCtx &c) {
   const ir::Node &n = c.node();
+  // Pads computed from a bounded dimension hold their values at MAX: the
+  // pads before an axis place the input, so they must not vary.
+  if (n.hasInput(1) && n.Inputs[1]->FromDims)
+    n.error(ErrorKind::Unsupported)
+        << "its pads ('" << n.Inputs[1]->Name << "') are computed from a bounded dimension; "
+        << "a Pad takes only pads that are the same at every value so far";
   PadParams p = padParams(n);
   TensorRef x = c.in(0), y = c.out(0);
   DType ct = y.computeType();

@@ -1,6 +1,7 @@
 //===- InferAndFold.cpp - Type inference and constant folding -------------===//
 #include "compiler/kernel/Interpreter.h"
 #include "compiler/kernel/ScalarEval.h"
+#include "compiler/ops/DimNumbers.h"
 #include "compiler/ops/Lowering.h"
 #include "compiler/passes/Passes.h"
 
@@ -209,6 +210,17 @@ ir::Value *uniformWhereChoice(const ir::Node &n) {
   return chosen->Type == n.Outputs[0]->Type ? chosen : nullptr;
 }
 
+/// Keeps what folding `n` computed where it is small (ir::Graph::Folds).
+void recordFold(ir::Graph &g, const ir::Node &n) {
+  constexpr int64_t kMostElements = 4096;
+  std::vector<std::string> inputs;
+  for (const ir::Value *in : n.Inputs)
+    inputs.push_back(in ? in->Name : std::string());
+  for (const ir::Value *out : n.Outputs)
+    if (out && out->Const && out->Const->numel() <= kMostElements)
+      g.Folds[out->Name] = {out->Const, inputs};
+}
+
 } // namespace
 
 void inferAndFold(ir::Graph &g, const FoldOptions &options) {
@@ -290,6 +302,15 @@ void inferAndFold(ir::Graph &g, const FoldOptions &options) {
         if (out)
           out->Producer = nullptr;
       foldedNodes.insert(&n);
+      recordFold(g, n);
+      // Numbers a node reads as data that follow bounded dimensions: also
+      // computed when the library runs (ir::Graph::RunTimeNumbers).
+      for (auto *out : n.Outputs) {
+        auto rule = out ? g.RunTimeNumbers.find(out->Name) : g.RunTimeNumbers.end();
+        if (rule != g.RunTimeNumbers.end())
+          g.Nodes.insert(g.Nodes.begin() + (long)index + 1,
+                         ops::numbersAtRunTime(g, *out, rule->second));
+      }
     }
   }
   g.removeNodesIf([&](const ir::Node &n) { return foldedNodes.count(&n) > 0; });

@@ -285,6 +285,7 @@ std::vector<std::string> passNames() {
 
 kir::Program runPipeline(ir::Graph &g, const PipelineOptions &options) {
   g.TripRules = options.TripRules;
+  g.RunTimeNumbers = options.RunTimeNumbers;
   return runSteps(g, options, false);
 }
 

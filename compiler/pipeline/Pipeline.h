@@ -46,6 +46,9 @@ struct PipelineOptions {
   /// Loops and Scans whose trip count follows bounded dimensions
   /// (ir::Graph::TripRules), by node name.
   std::map<std::string, ir::TripRule> TripRules;
+  /// Numbers computed from bounded dimensions that nodes read as data
+  /// (ir::Graph::RunTimeNumbers), by value name.
+  std::map<std::string, ir::NumberRule> RunTimeNumbers;
   /// Where each pass announces itself (may be null).
   Progress *Status = nullptr;
   /// The "quantize" pass (--quantize: annotate, calibrate, realize), run
