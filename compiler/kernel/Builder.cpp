@@ -243,7 +243,7 @@ void KernelBuilder::loop(const std::string &name, const Expr &begin,
 
 void KernelBuilder::loop(const std::string &name, int64_t extent,
                          const std::function<void(Expr)> &body, LoopKind kind) {
-  if (extent == 1) {
+  if (extent == 1 && !KeepUnitLoops) {
     body(indexConst(0)); // a unit loop is just its body
     return;
   }

@@ -161,6 +161,11 @@ public:
   /// Ends the kernel: closes scopes, finalizes and verifies it.
   Kernel finish();
 
+  /// Loops of one iteration stay loops (else their body is emitted with
+  /// the index 0): lower-to-kernels compares a node's kernels at several
+  /// extents (compiler/passes/ProbedExtents.h), where 1 is one of them.
+  void keepUnitLoops() { KeepUnitLoops = true; }
+
   /// The depth of the deepest value given to store() (before splitting).
   int deepestValue() const { return DeepestValue; }
 
@@ -187,6 +192,7 @@ private:
   std::vector<Frame> Frames;
   std::shared_ptr<const GemmCall> Gemm;
   int DeepestValue = 0;
+  bool KeepUnitLoops = false;
 };
 
 } // namespace mlcc::kir

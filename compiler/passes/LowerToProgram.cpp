@@ -34,6 +34,7 @@
 #include "compiler/kernel/Equality.h"
 #include "compiler/ops/Lowering.h"
 #include "compiler/passes/Passes.h"
+#include "compiler/passes/ProbedExtents.h"
 
 #include <cctype>
 #include <map>
@@ -387,6 +388,100 @@ private:
     return P.Kernels.size() - 1;
   }
 
+  /// `n`'s kernel at every value of the one bounded dimension its operands
+  /// follow, from lowerings at fixed values (ProbedExtents.h); each operand
+  /// must be dense at run time (its bounded axis leading).
+  kir::Kernel lowerProbed(const ir::Node &n, const ops::OpSchema &schema, kir::KernelBuilder &b,
+                          ops::LowerCtx &ctx) {
+    const std::string operand = boundedOperand(n);
+    auto refuse = [&](const std::string &why) {
+      n.error(ErrorKind::Unsupported) << "reads or writes " << operand << "; " << n.OpType
+                                      << " does not run to extents known only at run time: "
+                                      << why;
+    };
+    // The operands that follow a dimension, and which dimension.
+    std::vector<std::pair<ir::Value *, std::vector<AxisExtent>>> saved;
+    std::set<size_t> used;
+    for (const auto *list : {&n.Inputs, &n.Outputs})
+      for (ir::Value *v : *list)
+        if (v && !v->Bounded.empty() &&
+            std::none_of(saved.begin(), saved.end(), [&](auto &s) { return s.first == v; })) {
+          if (!denseAtRunTime(v))
+            refuse("an operand's bounded axis has other axes longer than 1 before it");
+          for (const AxisExtent &a : v->Bounded)
+            for (size_t k = 0; k < a.Coeffs.size(); ++k)
+              if (a.Coeffs[k])
+                used.insert(k);
+          saved.push_back({v, v->Bounded});
+        }
+    if (used.size() != 1)
+      refuse("its operands follow more than one dimension");
+    const size_t k = *used.begin();
+    const ir::BoundedDim &d = G.BoundedDims[k];
+    // The probes: MAX-1, MAX-2 and the least value, where every extent that
+    // follows the dimension is 2 or more (a lowering leaves an axis of one
+    // element out of its index arithmetic: a kernel of another form).
+    auto leastExtent = [&](int64_t value) {
+      int64_t least = INT64_MAX;
+      for (auto &[v, axes] : saved)
+        for (const AxisExtent &a : axes)
+          least = std::min(least, v->Type.Dims[(size_t)a.Axis] - a.Coeffs[k] * (d.Max - value));
+      return least;
+    };
+    int64_t least = d.Min;
+    while (least < d.Max && leastExtent(least) < 2)
+      ++least;
+    std::vector<int64_t> deltas;
+    for (int64_t value : {d.Max - 1, d.Max - 2, least})
+      if (value >= least && value < d.Max &&
+          std::find(deltas.begin(), deltas.end(), d.Max - value) == deltas.end())
+        deltas.push_back(d.Max - value);
+    if (deltas.empty())
+      refuse("no smaller value of " + d.Name + " keeps every extent that follows it above 1 " +
+             "(its kernel is compared at such values)");
+    // Fixed lowerings: the operands without their bounded axes, at MAX and
+    // at each probe's extents.
+    struct Restore {
+      std::vector<std::pair<ir::Value *, std::vector<AxisExtent>>> &S;
+      ~Restore() {
+        for (auto &[v, axes] : S)
+          v->Bounded = axes;
+      }
+    } restore{saved};
+    for (auto &[v, axes] : saved)
+      v->Bounded.clear();
+    b.keepUnitLoops();
+    schema.Lower(ctx);
+    std::vector<kir::Kernel> probes;
+    for (int64_t delta : deltas) {
+      for (auto &[v, axes] : saved)
+        for (const AxisExtent &a : axes)
+          v->Type.Dims[(size_t)a.Axis] -= a.Coeffs[k] * delta;
+      try {
+        kir::KernelBuilder pb(n.OpType);
+        pb.keepUnitLoops();
+        ops::LowerCtx pc(n, pb);
+        schema.Lower(pc);
+        probes.push_back(pb.finish());
+      } catch (const CompileError &e) {
+        for (auto &[v, axes] : saved)
+          for (const AxisExtent &a : axes)
+            v->Type.Dims[(size_t)a.Axis] += a.Coeffs[k] * delta;
+        refuse("at " + d.Name + "=" + std::to_string(d.Max - delta) + ": " + e.what());
+      }
+      for (auto &[v, axes] : saved)
+        for (const AxisExtent &a : axes)
+          v->Type.Dims[(size_t)a.Axis] += a.Coeffs[k] * delta;
+    }
+    kir::Expr dim = ctx.dimValue(k, G.BoundedDims.size());
+    kir::Kernel kernel = b.finish();
+    std::string why;
+    if (!mergeProbedKernels(kernel, probes, deltas, dim, d.Max, why))
+      refuse("its kernels at several values of " + d.Name +
+             " differ in more than integer constants that follow " + d.Name + " (" + why + ")");
+    return kernel;
+  }
+
   /// Lowers one node, or a fused group's members in graph order: the first
   /// member not inlined is the root, the other members not inlined its
   /// elementwise chain (applied to its stores), the inlined ones producers
@@ -404,11 +499,18 @@ private:
     }
     const ir::Node &n = *root;
     const ops::OpSchema &schema = ops::OpRegistry::instance().lookup(n);
+    // An op whose lowering writes fixed extents: its kernel at MAX, with
+    // the constants that follow the extent from lowerings at other values
+    // (ProbedExtents.h).
+    bool probed = false;
     for (const ir::Node *m : nodes)
-      if (touchesBounded(*m) && !ops::OpRegistry::instance().lookup(*m).RunTimeExtents)
-        m->error(ErrorKind::Unsupported)
-            << "reads or writes " << boundedOperand(*m) << "; " << m->OpType
-            << " does not run to extents known only at run time so far";
+      if (touchesBounded(*m) && !ops::OpRegistry::instance().lookup(*m).RunTimeExtents) {
+        if (nodes.size() > 1)
+          m->error(ErrorKind::Unsupported)
+              << "reads or writes " << boundedOperand(*m) << "; " << m->OpType
+              << " does not run to extents known only at run time in a fused kernel so far";
+        probed = true;
+      }
     kir::KernelBuilder b(n.OpType);
     ops::LowerCtx ctx(n, b);
     size_t fusedOut = 0;
@@ -417,8 +519,7 @@ private:
         ++fusedOut;
       ctx.fuseEpilogue(fusedOut, chain, inlined);
     }
-    schema.Lower(ctx);
-    kir::Kernel k = b.finish();
+    kir::Kernel k = probed ? lowerProbed(n, schema, b, ctx) : (schema.Lower(ctx), b.finish());
     if (ctx.epilogueRead())
       n.error(ErrorKind::Internal) << "internal error: the lowering reads a fused output";
     kir::Call call;

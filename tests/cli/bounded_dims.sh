@@ -165,9 +165,11 @@ fi
 # it, exactly; the mean over seq (a run-time count), within 1e-6 (a target
 # may group the sum's terms into vectors differently for a fixed count);
 # x divided by seq taken from Shape(x) and cast to float (a number computed
-# from seq that a node reads as data: computed when the library runs):
-# against libraries compiled for each value.
-for spec in concat:0 reduce:1e-6 data:1e-6; do
+# from seq that a node reads as data: computed when the library runs); an
+# LpNormalization over seq (an op whose lowering writes fixed extents: its
+# kernel at MAX with the constants that follow seq from its kernels at
+# other values): against libraries compiled for each value.
+for spec in concat:0 reduce:1e-6 data:1e-6 lpnorm:1e-6; do
   model=${spec%%:*} tol=${spec#*:}
   if library "$model-bounded" "$root/tests/cli/data/bounded_$model.onnx" --dim seq=1..32; then
     for seq in 1 7 32; do
