@@ -436,9 +436,11 @@ private:
       if (value >= least && value < d.Max &&
           std::find(deltas.begin(), deltas.end(), d.Max - value) == deltas.end())
         deltas.push_back(d.Max - value);
-    if (deltas.empty())
-      refuse("no smaller value of " + d.Name + " keeps every extent that follows it above 1 " +
-             "(its kernel is compared at such values)");
+    // A range whose smaller values leave an extent of 1 (MAX 2: a batch of
+    // 1 or 2): the lines through MAX + 1 and MAX + 2 instead, the same
+    // lines (the kernel keeps its unit loops and their index arithmetic).
+    if (deltas.size() < 2)
+      deltas = {-1, -2};
     // Fixed lowerings: the operands without their bounded axes, at MAX and
     // at each probe's extents.
     struct Restore {
