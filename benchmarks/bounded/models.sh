@@ -4,7 +4,7 @@
 # compiled for one length, in one run.
 #
 #   benchmarks/bounded/models.sh [--mlcc PATH] [--work DIR] [--models a,b]
-#                                [--iters N] [--rounds R]
+#                                [--iters N] [--rounds R] [--check]
 #
 # A benchmark, not a test: it prints a table and has no pass/fail threshold.
 # The models (benchmarks/bounded/models.py: PyTorch, random weights,
@@ -17,7 +17,9 @@
 # a library compiled for that length (--dim NAME=L), ORT's (onnxruntime-node,
 # one thread), the ratios bounded/fixed and bounded/ORT (medians of R
 # rounds, each the mean of N runs), and at MAX the arena and code bytes of
-# the bounded library against the fixed one's.
+# the bounded library against the fixed one's. --check (the ctest
+# models-bounded): the bounded libraries against ORT only, no timing; exit
+# status 1 when one does not compile or an output differs.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -26,6 +28,7 @@ work=/tmp/mlcc-bench-bounded-models
 models=encoder_ln,bert,gpt_prompt,gpt_decode
 iters=20
 rounds=3
+mode=measure
 while [[ $# -gt 0 ]]; do
   case $1 in
     --mlcc) mlcc=$(realpath "$2"); shift 2 ;;
@@ -33,14 +36,15 @@ while [[ $# -gt 0 ]]; do
     --models) models=$2; shift 2 ;;
     --iters) iters=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
+    --check) mode=check iters=0 rounds=1; shift ;;
     *) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2 ;;
   esac
 done
 # shellcheck source=../../scripts/lib/deps.sh
 source "$root/scripts/lib/deps.sh"
-mlcc_require_packages python3-torch python3-numpy
+mlcc_require_packages python3-torch python3-numpy || exit 77
 # shellcheck source=../../scripts/lib/ort.sh
 source "$root/scripts/lib/ort.sh"
-mlcc_require_ort "$root"
+mlcc_require_ort "$root" || exit 77
 mkdir -p "$work"
-exec /usr/bin/python3 "$here/models_run.py" "$mlcc" "$work" "$models" "$iters" "$rounds"
+exec /usr/bin/python3 "$here/models_run.py" "$mlcc" "$work" "$models" "$iters" "$rounds" "$mode"

@@ -1,6 +1,9 @@
 #!/usr/bin/python3
 """The measuring half of benchmarks/bounded/models.sh (see there).
-Usage: models_run.py MLCC WORK MODELS ITERS ROUNDS"""
+Usage: models_run.py MLCC WORK MODELS ITERS ROUNDS [check]
+With `check` (the ctest models-bounded): only the bounded library against
+ONNX Runtime at each length, no fixed library and no timing; exit status 1
+when a library does not compile or an output differs."""
 import os
 import re
 import statistics
@@ -13,6 +16,8 @@ here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.dirname(os.path.dirname(here))
 mlcc, work, names, iters, rounds = sys.argv[1], sys.argv[2], sys.argv[3].split(","), int(sys.argv[4]), \
     int(sys.argv[5])
+check_only = len(sys.argv) > 6 and sys.argv[6] == "check"
+failures = 0
 D, HEADS, DH, LAYERS = 128, 4, 32, 2
 # name: (dimension, MIN, MAX, lengths)
 SPECS = {
@@ -59,11 +64,13 @@ def timed(cmd):
 
 
 def main():
+    global failures
     sys.path.insert(0, here)
     import models as exporter
     rows = []
-    print("%-11s %5s  %-4s %9s %9s %9s  %7s %7s" % ("model", "len", "ok", "bounded", "fixed", "ORT",
-                                                    "b/fixed", "b/ORT"))
+    if not check_only:
+        print("%-11s %5s  %-4s %9s %9s %9s  %7s %7s" % ("model", "len", "ok", "bounded", "fixed", "ORT",
+                                                        "b/fixed", "b/ORT"))
     for name in names:
         dim, lo, hi, lengths = SPECS[name]
         model = os.path.join(work, name + ".onnx")
@@ -73,6 +80,7 @@ def main():
             brep, btime = library(model, dim, "%d..%d" % (lo, hi), os.path.join(work, name, "bounded"))
         except subprocess.CalledProcessError as e:
             print("%-11s  bounded library: %s" % (name, e.stderr.strip().splitlines()[-1]))
+            failures += 1
             continue
         rng = np.random.default_rng(0)
         for n in lengths:
@@ -86,7 +94,8 @@ def main():
                 paths.append(p)
             specs = ["%s:%s@%s" % (p, ",".join(map(str, a.shape)), "int64" if a.dtype == np.int64 else "float32")
                      for p, a in zip(paths, ins)]
-            frep, ftime = library(model, dim, str(n), os.path.join(d, "fixed"))
+            if not check_only:
+                frep, ftime = library(model, dim, str(n), os.path.join(d, "fixed"))
             nout = 1 if name in ("encoder_ln", "bert") else 1 + 2 * LAYERS
             ort_out = [os.path.join(d, "ort%d.bin" % i) for i in range(nout)]
             b_out = [os.path.join(d, "b%d.bin" % i) for i in range(nout)]
@@ -96,6 +105,9 @@ def main():
             for r in range(rounds):
                 out = sh(["node", os.path.join(root, "tests", "models", "ort_run.js"), model, str(iters)] + specs +
                          ["--"] + ort_out, env=env)
+                if check_only:  # outputs only
+                    sh([btime, "-d", str(n), "1"] + paths + ["--"] + b_out)
+                    continue
                 to.append(float(re.search(r"ort_ms_per_inference ([0-9.]+)", out).group(1)))
                 tb.append(timed([btime, "-d", str(n), str(iters)] + paths + ["--"] + b_out))
                 tf.append(timed([ftime, str(iters)] + paths + ["--"] + f_out))
@@ -108,12 +120,18 @@ def main():
                 err = float(np.abs(got - ref).max()) / scale if ref.size else 0.0
                 worst = max(worst, err)
                 ok &= err <= 1e-4
+            failures += not ok
+            if check_only:
+                print("%-11s %5d  %-4s (max|d|/max|ORT| %.1e)" % (name, n, "ok" if ok else "FAIL", worst))
+                continue
             mb, mf, mo = statistics.median(tb), statistics.median(tf), statistics.median(to)
             print("%-11s %5d  %-4s %9.3f %9.3f %9.3f  %7.2f %7.2f   (max|d|/max|ORT| %.1e)" %
                   (name, n, "ok" if ok else "FAIL", mb, mf, mo, mb / mf, mb / mo, worst))
             sys.stdout.flush()
             if n == hi:
                 rows.append((name, brep, frep))
+    if check_only:
+        return
     print()
     print("%-11s %12s %12s %6s %10s %10s %6s" % ("at MAX", "arena", "fixed arena", "ratio", "code", "fixed code",
                                                    "ratio"))
@@ -124,3 +142,4 @@ def main():
 
 
 main()
+sys.exit(1 if failures else 0)

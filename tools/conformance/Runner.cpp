@@ -718,6 +718,40 @@ private:
     return rc;
   }
 
+  /// An unsupported case's message without the node and value names (what
+  /// cases of one op share), for the op table.
+  static std::string reasonOf(const std::string &detail) {
+    std::string text = detail;
+    auto close = text.find("): ");
+    if (text.rfind("node '", 0) == 0 && close != std::string::npos)
+      text = text.substr(close + 3);
+    // What the probed kernels' comparison found, without the sentence
+    // around it (compiler/passes/LowerToProgram.cpp).
+    const std::string differ = "differ in more than integer constants that follow ";
+    if (auto at = text.find(differ); at != std::string::npos) {
+      auto open = text.find(" (", at);
+      if (open != std::string::npos)
+        text = "its kernels at several values differ: " + text.substr(open + 2);
+    }
+    std::string out;
+    bool quoted = false;
+    for (size_t i = 0; i < text.size(); ++i) {
+      char ch = text[i];
+      // A quote opens after a space or a bracket (not an apostrophe).
+      bool opens = ch == '\'' && !quoted && (i == 0 || text[i - 1] == ' ' || text[i - 1] == '(');
+      if (opens || (ch == '\'' && quoted)) {
+        if (opens)
+          out += "'...'";
+        quoted = !quoted;
+      } else if (!quoted && ch != '|' && ch != '\n') {
+        out += ch;
+      }
+    }
+    if (!out.empty() && out.back() == ')' && out.find("differ: ") != std::string::npos)
+      out.pop_back();
+    return out.size() > 200 ? out.substr(0, 197) + "..." : out;
+  }
+
   /// Per op (of the one-node cases; the others as one row): the cases that
   /// pass fixed (O.FixedCsv), and how they end bounded. Printed, and
   /// written to O.OpTable as Markdown.
@@ -750,8 +784,10 @@ private:
         row->Fixed++;
         if (r.S == Status::Passed)
           row->Passed++;
-        else if (r.S == Status::Unsupported)
+        else if (r.S == Status::Unsupported) {
           row->Unsupported++;
+          row->Reasons[reasonOf(r.Detail)]++;
+        }
         else if (r.S == Status::Failed)
           row->Failed++;
         else
@@ -759,13 +795,22 @@ private:
       }
     }
     std::ostringstream md;
-    md << "| op | pass fixed | pass bounded | unsupported bounded | fail bounded | n/a |\n"
-          "|---|---:|---:|---:|---:|---:|\n";
+    md << "| op | pass fixed | pass bounded | unsupported bounded | fail bounded | n/a | why "
+          "not bounded (the most frequent reason) |\n"
+          "|---|---:|---:|---:|---:|---:|---|\n";
+    auto commonest = [](const Row &row) {
+      std::string best;
+      int most = 0;
+      for (auto &[text, count] : row.Reasons)
+        if (count > most)
+          best = text, most = count;
+      return best;
+    };
     for (auto &[op, row] : rows)
       md << "| " << op << " | " << row.Fixed << " | " << row.Passed << " | " << row.Unsupported
-         << " | " << row.Failed << " | " << row.NotApplicable << " |\n";
+         << " | " << row.Failed << " | " << row.NotApplicable << " | " << commonest(row) << " |\n";
     md << "| **all** | " << all.Fixed << " | " << all.Passed << " | " << all.Unsupported << " | "
-       << all.Failed << " | " << all.NotApplicable << " |\n";
+       << all.Failed << " | " << all.NotApplicable << " | |\n";
     int opsAll = 0, opsApplicable = 0;
     for (auto &[op, row] : rows)
       if (row.Fixed > row.NotApplicable) {
