@@ -362,6 +362,10 @@ private:
     std::vector<Stmt> out = init;
     out.push_back(forLoop(vo, indexConst(0), vectors, body));
     out.insert(out.end(), combine.begin(), combine.end());
+    // A run-time count may give no whole vector (a short row of a bounded
+    // length): then nothing to set up or combine.
+    if (!fixed && !partials.empty())
+      out = {ifThen(gt(vectors, indexConst(0)), block(std::move(out)))};
     if (!fixed || main < n) {
       Expr restBegin = fixed ? indexConst(begin + main) : s.Begin + vectors * lanes;
       Stmt rest = forLoop(s.LoopVar, restBegin, s.End, s.Inner);

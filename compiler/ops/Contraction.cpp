@@ -520,15 +520,28 @@ void lowerTiles(LowerCtx &c, const TiledContraction &t) {
 } // namespace
 
 void lowerTiledContraction(LowerCtx &c, const TiledContraction &t) {
-  // Rows known at run time: whole tiles when there are enough rows for one,
-  // else tiles of half as many rows (and so on down to one row), so that a
+  // Rows known at run time: as many whole tiles as fit, then the rows left
+  // (fewer than a tile) in tiles of half as many rows, and so on down to
+  // one row, so that no row is computed twice (an edge tile shifted back
+  // over a short sequence would compute up to a tile's rows again) and a
   // short sequence still runs tiles of several rows.
   const int64_t rows = std::min(t.Tile.Rows, t.Rows);
   if (t.RowsAt && !t.RowsAt->isConst() && rows > 1) {
-    TiledContraction fewer = t;
-    fewer.Tile.Rows = rows / 2;
-    c.b().ifThen(ge(t.RowsAt, indexConst(rows)), [&] { lowerTiles(c, t); },
-                 [&] { lowerTiledContraction(c, fewer); });
+    Expr whole = t.RowsAt / rows * rows;
+    TiledContraction tiles = t;
+    tiles.RowsAt = whole;
+    c.b().ifThen(ge(t.RowsAt, indexConst(rows)), [&] { lowerTiles(c, tiles); });
+    TiledContraction rest = t;
+    rest.Rows = std::min(t.Rows, rows - 1);
+    rest.RowsAt = t.RowsAt - whole;
+    rest.Tile.Rows = rows / 2;
+    rest.LoadA = [load = t.LoadA, whole](const Expr &r, const std::vector<Expr> &k) {
+      return load(r + whole, k);
+    };
+    rest.Store = [store = t.Store, whole](const Expr &r, const Expr &col, const Expr &acc) {
+      store(r + whole, col, acc);
+    };
+    c.b().ifThen(gt(rest.RowsAt, indexConst(0)), [&] { lowerTiledContraction(c, rest); });
     return;
   }
   lowerTiles(c, t);
