@@ -618,4 +618,32 @@ bool attachBoundedExtents(const CompileOptions &o, const llvmgen::TargetSpec &ta
   return true;
 }
 
+CompiledModel compileWithDims(const CompileOptions &o, const llvmgen::TargetSpec &target,
+                              PipelineOptions po, const std::vector<ir::BoundedDim> &bounded) {
+  if (bounded.empty())
+    return compileModel(o, target, po);
+  // The graph passes at every dimension's MAX, the axes that follow the
+  // dimensions found, then the kernels, which run to the extents the
+  // caller gives.
+  const std::vector<int64_t> maxes = maxesOf(bounded);
+  PipelineOptions graphPo = po;
+  graphPo.GraphOnly = true;
+  CompiledModel compiled = compileModel(atValues(o, bounded, maxes), target, graphPo);
+  // Loops and Scans whose number of iterations follows the dimensions run
+  // to the count the caller's dimensions give.
+  while (addTripRules(o, target, graphPo, *compiled.Graph, bounded))
+    compiled = compileModel(atValues(o, bounded, maxes), target, graphPo);
+  po.TripRules = graphPo.TripRules;
+  // Numbers from the dimensions read as data: computed at run time.
+  while (!attachBoundedExtents(o, target, po, *compiled.Graph, bounded, po.RunTimeNumbers)) {
+    graphPo.RunTimeNumbers = po.RunTimeNumbers;
+    compiled = compileModel(atValues(o, bounded, maxes), target, graphPo);
+  }
+  if (!po.GraphOnly) {
+    setTargetOptions(po, o, target);
+    compiled.Program = lowerGraph(*compiled.Graph, po);
+  }
+  return compiled;
+}
+
 } // namespace mlcc

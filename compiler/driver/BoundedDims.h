@@ -40,4 +40,12 @@ bool attachBoundedExtents(const CompileOptions &o, const llvmgen::TargetSpec &ta
                           const std::vector<ir::BoundedDim> &dims,
                           std::map<std::string, ir::NumberRule> &numbers);
 
+/// compileModel for `o` with its bounded dimensions `bounded` (boundedDims:
+/// --dim NAME=MIN..MAX; none: compileModel itself): the graph at every
+/// dimension's MAX with the trip rules, the extents and the run-time
+/// numbers the dimensions need, then (unless po.GraphOnly) its kernels,
+/// which run to the extents the caller gives.
+CompiledModel compileWithDims(const CompileOptions &o, const llvmgen::TargetSpec &target,
+                              PipelineOptions po, const std::vector<ir::BoundedDim> &bounded);
+
 } // namespace mlcc

@@ -27,6 +27,7 @@
 //===----------------------------------------------------------------------===//
 #include "mlcc/Check.h"
 
+#include "compiler/driver/BoundedDims.h"
 #include "compiler/driver/Compile.h"
 #include "compiler/driver/Harness.h"
 #include "compiler/driver/Tune.h"
@@ -46,6 +47,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -256,13 +258,20 @@ CallBytes emptyCallBytes(const kir::Program &p) {
 }
 
 CallBytes runOnHost(const kir::Program &p, const llvmgen::TargetSpec &target,
-                    const llvmgen::CodegenOptions &cg, const std::vector<std::vector<uint8_t>> &ins) {
+                    const llvmgen::CodegenOptions &cg, const std::vector<std::vector<uint8_t>> &ins,
+                    const std::vector<int64_t> &dims) {
   llvmgen::HostModel model(p, target, cg);
   std::vector<std::vector<uint8_t>> outs;
   std::vector<const void *> inPtrs;
   std::vector<void *> outPtrs;
   for (auto &b : ins)
     inPtrs.push_back(b.data());
+  // NAME_run_with reads NAME_inputs: the inputs' pointers, then each
+  // run-time dimension's value (an int64_t, a pointer's size on a 64-bit
+  // host).
+  static_assert(sizeof(void *) == sizeof(int64_t), "a 64-bit host");
+  for (int64_t v : dims)
+    inPtrs.push_back(reinterpret_cast<const void *>((intptr_t)v));
   for (auto &o : p.Outputs)
     outs.emplace_back((size_t)o.bytes() + 1);
   for (auto &b : outs)
@@ -686,7 +695,46 @@ std::string htmlReport(const Summary &s, const std::vector<Row> &rows, double mi
 
 // --- the command ------------------------------------------------------------------
 
-CheckResult runCheck(const CheckOptions &o) {
+/// The elements of a value that a call wrote, dense at the run's extents
+/// `at`: `bytes` holds it in its layout at MAX (`dims`; an arena buffer)
+/// or, with `dense`, dense at the run's extents already (the caller's
+/// output).
+std::vector<uint8_t> inUse(const std::vector<uint8_t> &bytes, const Shape &dims, const Shape &at,
+                           size_t esize, bool dense) {
+  const int64_t n = numElements(at);
+  if (dense || at == dims)
+    return std::vector<uint8_t>(bytes.begin(), bytes.begin() + (long)(n * (int64_t)esize));
+  std::vector<uint8_t> out((size_t)n * esize);
+  std::vector<int64_t> idx(at.size(), 0);
+  for (int64_t e = 0; e < n; ++e) {
+    int64_t off = 0;
+    for (size_t a = 0; a < at.size(); ++a)
+      off = off * dims[a] + idx[a];
+    std::memcpy(&out[(size_t)e * esize], &bytes[(size_t)off * esize], esize);
+    for (size_t a = at.size(); a-- > 0;)
+      if (++idx[a] < at[a])
+        break;
+      else
+        idx[a] = 0;
+  }
+  return out;
+}
+
+/// `v`'s extents at the run-time values `values` of `dims`.
+Shape extentsAt(const ir::Value &v, const std::vector<int64_t> &values) {
+  Shape s = v.Type.Dims;
+  for (const AxisExtent &a : v.Bounded) {
+    int64_t e = a.Offset;
+    for (size_t k = 0; k < a.Coeffs.size() && k < values.size(); ++k)
+      e += a.Coeffs[k] * values[k];
+    s[(size_t)a.Axis] = e;
+  }
+  return s;
+}
+
+/// One check; `values`: the run-time dimensions' values (--assign), in the
+/// order of boundedDims.
+CheckResult runCheck(const CheckOptions &o, const std::vector<int64_t> &values) {
   CheckResult result;
   std::string &out = result.Table;
   const CompileOptions &d = o.Compile;
@@ -712,7 +760,12 @@ CheckResult runCheck(const CheckOptions &o) {
   // --tune-db: the plans a tuned library ships with.
   PlanTuner tuner(d, target, quiet);
   po.ChoosePlan = tuner.chooser();
-  CompiledModel m = compileModel(d, target, po);
+  const std::vector<ir::BoundedDim> bounded = boundedDims(d);
+  if (!bounded.empty() && !here)
+    fail(ErrorKind::Unsupported) << flagText(bounded[0])
+                                 << ": mlcc check runs a library with run-time dimensions on "
+                                    "this machine only so far (a host target)";
+  CompiledModel m = compileWithDims(d, target, po, bounded);
   kir::Program &p = m.Program;
   if (!o.BreakNode.empty())
     breakKernel(p, o.BreakNode);
@@ -724,14 +777,21 @@ CheckResult runCheck(const CheckOptions &o) {
   sum.Target = target.Name + " (" + target.Triple + (target.Cpu.empty() ? "" : ", " + target.Cpu) +
                ")";
   sum.Calls = p.Calls.size();
+  for (size_t k = 0; k < bounded.size(); ++k)
+    sum.Target += (k ? ", " : "; at ") + bounded[k].Name + "=" + std::to_string(values[k]);
 
-  // The reference graph (also the names and shapes of every tensor).
-  std::unique_ptr<ir::Graph> refGraph = loadGraph(d);
+  // The reference graph (also the names and shapes of every tensor), at
+  // the run's values of the dimensions.
+  std::unique_ptr<ir::Graph> refGraph = loadGraph(bounded.empty() ? d : atValues(d, bounded, values));
   check::Reference ref = check::buildReference(*refGraph, passes::FoldOptions{});
   std::vector<Data> inputs = makeInputs(o, p, *refGraph);
   std::vector<std::vector<uint8_t>> programInputs;
-  for (size_t i = 0; i < p.Inputs.size(); ++i)
+  for (size_t i = 0; i < p.Inputs.size(); ++i) {
     programInputs.push_back(programInput(p.Inputs[i], inputs[i]));
+    // Dense at the run's extents, in a buffer of the size at MAX.
+    programInputs.back().resize(std::max<size_t>(programInputs.back().size(),
+                                                 (size_t)p.Inputs[i].bytes()));
+  }
   Tensors refs;
   if (o.References.empty()) {
     auto rs = std::chrono::steady_clock::now();
@@ -751,7 +811,7 @@ CheckResult runCheck(const CheckOptions &o) {
     refs.emplace(p.Inputs[i].Name, inputs[i]);
   sum.CompileS = seconds(start);
   auto rs = std::chrono::steady_clock::now();
-  CallBytes got = here ? runOnHost(p, target, cg, programInputs)
+  CallBytes got = here ? runOnHost(p, target, cg, programInputs, values)
                        : runCross(o, p, target, cg, programInputs);
   sum.RunS = seconds(rs);
   sum.CompileS -= sum.ReferenceS;
@@ -789,6 +849,16 @@ CheckResult runCheck(const CheckOptions &o) {
       r.Kernel = k.Name;
       r.Tensor = po2.Value;
       r.Dims = po2.Dims;
+      // A value that follows the dimensions: the elements in use at this
+      // run's values (its layout is that at MAX, but for the caller's
+      // outputs, which are dense at the run's extents).
+      const ir::Value *mv = bounded.empty() ? nullptr : m.Graph->findValue(po2.Value);
+      if (mv && !mv->Bounded.empty()) {
+        r.Dims = extentsAt(*mv, values);
+        if (!got[c][i].empty())
+          got[c][i] = inUse(got[c][i], po2.Dims, r.Dims, dtypeSize(po2.Type),
+                            call.Args[po2.Arg].Kind == kir::StorageKind::Output);
+      }
       r.Type = po2.Type;
       r.Quantized = po2.Scale != 0;
       auto it = refs.find(po2.Value);
@@ -804,14 +874,14 @@ CheckResult runCheck(const CheckOptions &o) {
       if (it == refs.end()) {
         r.Note = o.References.empty() ? "no tensor of this name in the original model"
                                       : "no --reference for this tensor";
-      } else if (numElements(it->second.Dims) != numElements(po2.Dims)) {
+      } else if (numElements(it->second.Dims) != numElements(r.Dims)) {
         r.Note = "the reference has shape " + shapeText(it->second.Dims);
       } else if (got[c][i].empty() && call.Guard) {
         r.Note = "not run: its condition was false in this run";
       } else if (got[c][i].empty()) {
         r.Note = "not read back (written to a constant or input)";
       } else {
-        std::vector<double> g = Data{po2.Type, po2.Dims, got[c][i]}.values();
+        std::vector<double> g = Data{po2.Type, r.Dims, got[c][i]}.values();
         std::vector<double> want = it->second.values();
         if (po2.Scale != 0) {
           for (double &x : g)
@@ -914,6 +984,62 @@ CheckResult runCheck(const CheckOptions &o) {
 
 } // namespace
 
-CheckResult checkModel(const CheckOptions &o) { return runCheck(o); }
+CheckResult checkModel(const CheckOptions &o) {
+  // A library with run-time dimensions: checked at each combination of
+  // the values --assign gives.
+  const std::vector<ir::BoundedDim> bounded = boundedDims(o.Compile);
+  std::vector<std::vector<int64_t>> valuesOf(bounded.size());
+  for (const std::string &a : o.Assign) {
+    auto [name, text] = splitArg(a, "--assign");
+    size_t k = 0;
+    while (k < bounded.size() && bounded[k].Name != name)
+      ++k;
+    if (k == bounded.size())
+      fail(ErrorKind::Usage) << "--assign " << a << ": '" << name
+                             << "' is not a dimension bound to a range (--dim " << name
+                             << "=MIN..MAX)";
+    char *end = nullptr;
+    long long v = std::strtoll(text.c_str(), &end, 10);
+    if (text.empty() || *end || v < bounded[k].Min || v > bounded[k].Max)
+      fail(ErrorKind::Usage) << "--assign " << a << ": not a value in " << bounded[k].Min
+                             << ".." << bounded[k].Max << " (" << flagText(bounded[k]) << ")";
+    valuesOf[k].push_back(v);
+  }
+  for (size_t k = 0; k < bounded.size(); ++k)
+    if (valuesOf[k].empty())
+      fail(ErrorKind::Usage) << flagText(bounded[k]) << ": mlcc check runs the library at "
+                             << "values of its run-time dimensions: give them with --assign "
+                             << bounded[k].Name << "=VALUE (repeatable)";
+  if (bounded.empty())
+    return runCheck(o, {});
+  CheckResult all;
+  std::vector<std::string> jsons;
+  std::vector<size_t> at(bounded.size(), 0);
+  while (true) {
+    std::vector<int64_t> values;
+    for (size_t k = 0; k < bounded.size(); ++k)
+      values.push_back(valuesOf[k][at[k]]);
+    CheckResult r = runCheck(o, values);
+    all.Table += (all.Table.empty() ? "" : "\n") + r.Table;
+    all.Html += r.Html;
+    jsons.push_back(r.Json);
+    all.WithinTolerance = all.WithinTolerance && r.WithinTolerance;
+    size_t k = 0;
+    while (k < bounded.size() && ++at[k] == valuesOf[k].size())
+      at[k++] = 0;
+    if (k == bounded.size())
+      break;
+  }
+  // One value: its report; several: a list of them.
+  if (jsons.size() == 1) {
+    all.Json = jsons[0];
+  } else {
+    all.Json = "[";
+    for (size_t i = 0; i < jsons.size(); ++i)
+      all.Json += (i ? ",\n" : "") + jsons[i];
+    all.Json += "]\n";
+  }
+  return all;
+}
 
 } // namespace mlcc

@@ -36,7 +36,7 @@ onnx::LoadOptions loadOptions(const CompileOptions &o) {
     if (value.find("..") != std::string::npos) // a range: usage errors, else this one
       for (const ir::BoundedDim &b : boundedDims(o))
         if (b.Name == name)
-          failCheckRange(b);
+          failRangeHere(b);
     char *end = nullptr;
     long long v = std::strtoll(value.c_str(), &end, 10);
     if (*end || end == value.c_str() || v < 0)

@@ -36,12 +36,10 @@ std::string flagText(const ir::BoundedDim &d) {
   return "--dim " + d.Name + "=" + std::to_string(d.Min) + ".." + std::to_string(d.Max);
 }
 
-void failCheckRange(const ir::BoundedDim &d) {
+void failRangeHere(const ir::BoundedDim &d) {
   fail(ErrorKind::Unsupported)
-      << flagText(d)
-      << ": mlcc check compares the layers at one value of each dimension so far; check "
-         "with --dim "
-      << d.Name << "=VALUE (each value in the range runs the same kernels)";
+      << flagText(d) << ": this step loads the model at one value of each dimension (--dim "
+      << d.Name << "=VALUE)";
   std::abort(); // not reached: fail throws
 }
 

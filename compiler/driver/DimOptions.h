@@ -22,9 +22,9 @@ std::vector<ir::BoundedDim> boundedDims(const CompileOptions &o);
 /// "--dim NAME=MIN..MAX", for messages.
 std::string flagText(const ir::BoundedDim &d);
 
-/// The Unsupported error of `mlcc check` given a range for `d`: it compares
-/// layers at one value of each dimension so far.
-[[noreturn]] void failCheckRange(const ir::BoundedDim &d);
+/// The Unsupported error of a load given a range for `d` (the bounded
+/// compile, compileWithDims, loads the model at values of it).
+[[noreturn]] void failRangeHere(const ir::BoundedDim &d);
 
 /// `o` with each bounded dimension bound to one value: `values[k]` for
 /// dimension k of `dims` (every --dim NAME=MIN..MAX becomes NAME=VALUE).

@@ -562,31 +562,7 @@ Library compile(const CompileOptions &o) {
                                     "calibration samples have one shape)";
   tuner.search(po);
   po.ChoosePlan = tuner.chooser();
-  std::vector<int64_t> maxes;
-  for (const ir::BoundedDim &d : bounded)
-    maxes.push_back(d.Max);
-  // Bounded dimensions: the graph passes at every dimension's MAX, the
-  // axes that follow the dimensions found, then the kernels, which run to
-  // the extents the caller gives.
-  PipelineOptions graphPo = po;
-  graphPo.GraphOnly = po.GraphOnly || !bounded.empty();
-  CompiledModel compiled = compileModel(atValues(o, bounded, maxes), target, graphPo);
-  // Loops and Scans whose number of iterations follows the dimensions run
-  // to the count the caller's dimensions give.
-  while (!bounded.empty() && addTripRules(o, target, graphPo, *compiled.Graph, bounded))
-    compiled = compileModel(atValues(o, bounded, maxes), target, graphPo);
-  po.TripRules = graphPo.TripRules;
-  if (!bounded.empty()) {
-    // Numbers from the dimensions read as data: computed at run time.
-    while (!attachBoundedExtents(o, target, po, *compiled.Graph, bounded, po.RunTimeNumbers)) {
-      graphPo.RunTimeNumbers = po.RunTimeNumbers;
-      compiled = compileModel(atValues(o, bounded, maxes), target, graphPo);
-    }
-    if (!po.GraphOnly) {
-      setTargetOptions(po, o, target);
-      compiled.Program = lowerGraph(*compiled.Graph, po);
-    }
-  }
+  CompiledModel compiled = compileWithDims(o, target, po, bounded);
   L->Graph = std::move(compiled.Graph);
   L->Program = std::move(compiled.Program);
   std::unique_ptr<ir::Graph> &graph = L->Graph;

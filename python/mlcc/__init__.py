@@ -126,7 +126,7 @@ def compile(model, target="host", **options):
     return Library(_mlcc.compile(_options(model, options)))
 
 
-_CHECK_KEYS = ("tolerance", "min_snr", "seed", "cc", "run")
+_CHECK_KEYS = ("tolerance", "min_snr", "seed", "cc", "run", "assign")
 
 
 def check(model, inputs=None, references=None, **options):
@@ -134,10 +134,15 @@ def check(model, inputs=None, references=None, **options):
     and compares every kernel call's outputs with the model before
     optimization in float64 (or `references`: {tensor: ndarray or .npy}).
     `inputs`: {input: ndarray or .npy path} (default: random, seeded).
-    Also tolerance, min_snr, seed, cc, run. Returns the table as a dict
+    Also tolerance, min_snr, seed, cc, run, and assign (a library with
+    run-time dimensions: {"seq": 7} or {"seq": [7, 256]}, the values it is
+    checked at; with several, "reports" holds a table per value). Returns the table as a dict
     (mlcc check --json: "criterion", "compared", "out_of_tolerance",
     "rows", ...) with "within_tolerance" and "text", the printed table."""
     checks = {k: options.pop(k) for k in _CHECK_KEYS if k in options}
+    if isinstance(checks.get("assign"), dict):
+        checks["assign"] = ["%s=%d" % (name, v) for name, vs in checks["assign"].items()
+                            for v in (vs if isinstance(vs, (list, tuple)) else [vs])]
     options.setdefault("target", "host")
     with _tempfile.TemporaryDirectory(prefix="mlcc-check-") as tmp:
         def files(values, what):
@@ -155,6 +160,8 @@ def check(model, inputs=None, references=None, **options):
         checks["references"] = files(references, "reference")
         ok, text, table = _mlcc.check(_options(model, options), checks)
     result = _json.loads(table)
+    if isinstance(result, list):  # several values of the dimensions
+        result = {"reports": result}
     result["within_tolerance"] = ok
     result["text"] = text
     return result

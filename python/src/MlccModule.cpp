@@ -260,6 +260,8 @@ PYBIND11_MODULE(_mlcc, m) {
         o.Cc = value.cast<std::string>();
       else if (k == "run")
         o.Run = value.cast<std::string>();
+      else if (k == "assign")
+        o.Assign = value.cast<std::vector<std::string>>();
       else
         throw py::type_error("mlcc: unknown check option '" + k + "'");
     }

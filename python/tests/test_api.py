@@ -140,6 +140,14 @@ def test_bounded_dimension_from_array_shapes(tmp_path):
     with pytest.raises(mlcc.Error) as e:
         lib.run({"x": np.zeros((1, 9, 4), np.float32)})
     assert "seq" in str(e.value) and e.value.kind == "usage"
+    # mlcc check on the bounded library, at two values of seq.
+    r = mlcc.check(path, dims={"seq": (1, 8)}, assign={"seq": [3, 8]})
+    assert r["within_tolerance"] and len(r["reports"]) == 2
+    assert all(rep["compared"] > 0 and rep["out_of_tolerance"] == 0 for rep in r["reports"])
+    assert "at seq=3" in r["text"] and "at seq=8" in r["text"]
+    with pytest.raises(mlcc.Error) as e:
+        mlcc.check(path, dims={"seq": (1, 8)})
+    assert "--assign seq=VALUE" in str(e.value)
 
 
 def test_check_returns_the_table():

@@ -139,6 +139,29 @@ bad() { # DESCRIPTION EXPECTED-MESSAGE-REGEX ARGS...
     echo "$what: exit $rc: $(cat "$work/bad.err")"
   fi
 }
+# A library with a run-time dimension (--dim seq=1..256), checked at two
+# values of it (--assign): the calls' outputs in use at each, against the
+# reference at that length; a broken kernel named there too.
+encoder=$root/tests/cli/data/bounded_encoder.onnx
+if "$mlcc" check "$encoder" --dim seq=1..256 --assign seq=7 --assign seq=256 \
+     --json "$work/bounded.json" >"$work/bounded.txt" 2>&1 &&
+   [[ $(grep -c "outputs compared: all within tolerance" "$work/bounded.txt") -eq 2 ]] &&
+   grep -q "; at seq=7" "$work/bounded.txt" && grep -q "; at seq=256" "$work/bounded.txt" &&
+   grep -q "4x7x8 " "$work/bounded.txt"; then
+  echo "bounded encoder: checked at seq=7 and seq=256, every call within tolerance"
+else
+  cat "$work/bounded.txt"; fail "bounded encoder: not within tolerance at seq=7 and 256"
+fi
+rc=0
+"$mlcc" check "$encoder" --dim seq=1..256 --assign seq=7 \
+  --break-kernel-for-test /layers.1/linear1/MatMul >"$work/bounded-broken.txt" 2>&1 || rc=$?
+if ((rc == 6)) && grep -q "^first out of tolerance: call 32, kernel k[0-9]*_matmul_add_relu_broken" \
+     "$work/bounded-broken.txt"; then
+  echo "bounded encoder: broken kernel named: $(grep '^first out of tolerance' "$work/bounded-broken.txt")"
+else
+  cat "$work/bounded-broken.txt"; fail "bounded encoder: the broken kernel is not named (exit $rc)"
+fi
+
 bad "reference of the wrong shape" "holds f32\[1,8,8,9\], the tensor is f32\[1,8,8,8\]" \
   "$digits" --reference "/Relu_output_0=$work/shape.npy"
 bad "reference of the wrong dtype" "holds i64\[1,8,8,8\]" \
@@ -146,6 +169,12 @@ bad "reference of the wrong dtype" "holds i64\[1,8,8,8\]" \
 bad "unknown tensor" "no tensor named 'nosuch'" "$digits" --reference "nosuch=$work/ok.npy"
 bad "unknown input" "no input named 'nosuch'" "$digits" --input "nosuch=$work/ok.npy"
 bad "a model that does not load" "not an ONNX model" "$work/bad.onnx"
+bad "a run-time dimension without --assign" "give them with --assign seq=VALUE" \
+  "$encoder" --dim seq=1..256
+bad "--assign out of range" "--assign seq=300: not a value in 1..256" \
+  "$encoder" --dim seq=1..256 --assign seq=300
+bad "--assign of no dimension" "'len' is not a dimension bound to a range" \
+  "$encoder" --dim seq=1..256 --assign len=3
 bad "--keep-float of no node" "no node named 'nosuch'" "$digits" --quantize int8 "${cal[@]}" \
   --keep-float nosuch
 

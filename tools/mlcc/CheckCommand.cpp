@@ -49,6 +49,9 @@ int checkMain(int argc, char **argv) {
                  "Quantized models: an output is within tolerance when its SNR against the "
                  "float reference is at least this, in dB (default 20)");
   app.add_option("--seed", o.Seed, "Seed of the random inputs (default 1)");
+  app.add_option("--assign", o.Assign,
+                 "NAME=VALUE: check a library with a run-time dimension (--dim NAME=MIN..MAX) "
+                 "at this value (repeatable: each value in turn)");
   app.add_option("--tune-db", o.Compile.TuneDb,
                  "Check the library with the plans this tuning database gives (mlcc --tune-db)");
   app.add_option("--json", json, "Write the table as JSON to this file");

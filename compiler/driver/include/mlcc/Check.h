@@ -29,6 +29,10 @@ struct CheckOptions {
   std::string BreakNode;   ///< testing aid: the kernel computing this node is broken
   bool FailuresOnly = false; ///< the table shows only the calls out of tolerance
   bool Html = false;         ///< make CheckResult::Html too
+  /// NAME=VALUE: a value of a run-time dimension (--dim NAME=MIN..MAX) at
+  /// which the bounded library is checked; repeatable, each combination of
+  /// the values is checked in turn.
+  std::vector<std::string> Assign;
 };
 
 struct CheckResult {
