@@ -4,6 +4,7 @@
 #include "compiler/kernel/Builder.h"
 #include "compiler/kernel/Equality.h"
 
+#include <cmath>
 #include <optional>
 
 namespace mlcc::passes {
@@ -175,20 +176,65 @@ public:
   }
 
 private:
-  /// The line through an integer constant's values.
+  /// The line (an Index expression of the dimension) through whole numbers
+  /// `c0` at MAX and `cs[p]` at MAX - Deltas[p]; null where there is none.
+  Expr line(int64_t c0, const std::vector<int64_t> &cs) {
+    if ((c0 - cs[0]) % Deltas[0] != 0)
+      return nullptr;
+    const int64_t slope = (c0 - cs[0]) / Deltas[0];
+    for (size_t p = 1; p < cs.size(); ++p)
+      if (c0 - cs[p] != slope * Deltas[p])
+        return nullptr;
+    return indexConst(c0 - slope * Max) + Dim * indexConst(slope);
+  }
+
+  /// A whole number near `v` (within float rounding), if any.
+  static std::optional<int64_t> whole(double v) {
+    if (!std::isfinite(v) || std::fabs(v) > 1e15)
+      return std::nullopt;
+    double r = std::nearbyint(v);
+    if (std::fabs(v - r) > 1e-6 * std::max(1.0, std::fabs(v)))
+      return std::nullopt;
+    return (int64_t)r;
+  }
+
+  /// A constant that follows the extent: an integer on a line in the
+  /// dimension, or a float that is such a count (N) or its reciprocal (1/N,
+  /// the scale of a mean), computed from the dimension when the kernel runs.
   Expr constantLine(const Expr &e0, const std::vector<Expr> &ps) {
-    if (!isInteger(e0->Type) && e0->Type != DType::Index)
-      return differ("the constant " + print(e0) + ", not an integer, follows the extent");
-    const int64_t c0 = e0->IntValue;
-    if ((c0 - ps[0]->IntValue) % Deltas[0] != 0)
-      return differ("the constant " + print(e0) + " does not follow the extent in whole steps");
-    const int64_t slope = (c0 - ps[0]->IntValue) / Deltas[0];
-    for (size_t p = 1; p < ps.size(); ++p)
-      if (c0 - ps[p]->IntValue != slope * Deltas[p])
-        return differ("the constant " + print(e0) + " is " + print(ps[p]) + " at " +
-                      std::to_string(Max - Deltas[p]) + ": not an affine function of the extent");
-    Expr line = indexConst(c0 - slope * Max) + Dim * indexConst(slope);
-    return e0->Type == DType::Index ? line : cast(e0->Type, line);
+    auto offLine = [&] {
+      return differ("the constant " + print(e0) + " does not follow the extent on a line (" +
+                    print(ps.back()) + " at " + std::to_string(Max - Deltas.back()) + ")");
+    };
+    if (isInteger(e0->Type) || e0->Type == DType::Index) {
+      std::vector<int64_t> cs;
+      for (const Expr &p : ps)
+        cs.push_back(p->IntValue);
+      Expr l = line(e0->IntValue, cs);
+      if (!l)
+        return offLine();
+      return e0->Type == DType::Index ? l : cast(e0->Type, l);
+    }
+    if (!isFloat(e0->Type))
+      return differ("the constant " + print(e0) + " follows the extent");
+    for (bool reciprocal : {false, true}) {
+      auto count = [&](const Expr &e) {
+        return whole(reciprocal ? 1.0 / e->FloatValue : e->FloatValue);
+      };
+      std::optional<int64_t> c0 = count(e0);
+      std::vector<int64_t> cs;
+      for (const Expr &p : ps)
+        if (std::optional<int64_t> c = count(p))
+          cs.push_back(*c);
+      if (!c0 || cs.size() != ps.size())
+        continue;
+      if (Expr l = line(*c0, cs)) {
+        Expr n = cast(e0->Type, l);
+        return reciprocal ? binary(BinOp::Div, constant(e0->Type, 1.0), n) : n;
+      }
+    }
+    return differ("the constant " + print(e0) + " follows the extent, and neither it nor its "
+                  "reciprocal is a whole number on a line in it");
   }
 
   std::string at(const Expr &p, const std::vector<Expr> &ps) {

@@ -168,8 +168,9 @@ fi
 # from seq that a node reads as data: computed when the library runs); an
 # LpNormalization over seq (an op whose lowering writes fixed extents: its
 # kernel at MAX with the constants that follow seq from its kernels at
-# other values): against libraries compiled for each value.
-for spec in concat:0 reduce:1e-6 data:1e-6 lpnorm:1e-6; do
+# other values) and a MeanVarianceNormalization over it (its 1/N from seq
+# when the kernel runs): against libraries compiled for each value.
+for spec in concat:0 reduce:1e-6 data:1e-6 lpnorm:1e-6 mvn:1e-5; do
   model=${spec%%:*} tol=${spec#*:}
   if library "$model-bounded" "$root/tests/cli/data/bounded_$model.onnx" --dim seq=1..32; then
     for seq in 1 7 32; do

@@ -58,13 +58,29 @@ TEST_CASE("probed kernels: loop bounds on a line in the dimension become its exp
   CHECK(print(atMax).find("dims") != std::string::npos);
 }
 
-TEST_CASE("probed kernels: a float constant that follows the extent is refused", "[probed]") {
+TEST_CASE("probed kernels: a float 1/N (a mean's scale) is computed from the dimension",
+          "[probed]") {
   Expr dim;
   Kernel atMax = rowsKernel(16, 1.0 / 16, true, &dim);
   std::vector<Kernel> probes = {rowsKernel(15, 1.0 / 15, false), rowsKernel(14, 1.0 / 14, false)};
   std::string why;
+  REQUIRE(mergeProbedKernels(atMax, probes, {1, 2}, dim, 16, why));
+  std::vector<float> x(128, 10.0f), y(128, -1.0f);
+  int64_t five = 5;
+  std::vector<void *> args = {x.data(), y.data(), &five};
+  interpret(atMax, args);
+  CHECK(y[0] == Approx(2.0f)); // 10 * 1/5
+  CHECK(y[5 * 8] == -1.0f);
+}
+
+TEST_CASE("probed kernels: a float that is no count on a line is refused", "[probed]") {
+  Expr dim;
+  // 1/N^2: its reciprocal 256, 225, 196 is no line in N.
+  Kernel atMax = rowsKernel(16, 1.0 / 256, true, &dim);
+  std::vector<Kernel> probes = {rowsKernel(15, 1.0 / 225, false), rowsKernel(14, 1.0 / 196, false)};
+  std::string why;
   CHECK_FALSE(mergeProbedKernels(atMax, probes, {1, 2}, dim, 16, why));
-  CHECK(why.find("not an integer") != std::string::npos);
+  CHECK(why.find("neither it nor its reciprocal") != std::string::npos);
 }
 
 TEST_CASE("probed kernels: a constant off the line through the probes is refused", "[probed]") {
@@ -75,5 +91,5 @@ TEST_CASE("probed kernels: a constant off the line through the probes is refused
                                 rowsKernel(9, 2.0, false)};
   std::string why;
   CHECK_FALSE(mergeProbedKernels(atMax, probes, {1, 2, 13}, dim, 16, why));
-  CHECK(why.find("not an affine function") != std::string::npos);
+  CHECK(why.find("does not follow the extent on a line") != std::string::npos);
 }
