@@ -1,7 +1,7 @@
 /*
  * time_any.c - times a library compiled with `mlcc ... --name m`, of any
  * inputs and outputs, with or without run-time dimensions
- * (benchmarks/bounded/models.sh).
+ * (benchmarks/bounded/run and models.sh).
  *
  *   cc -O2 -I DIR_OF_m.h time_any.c libm.a -lm
  *   time_any [-d VALUE]... ITERS IN0.bin ... -- OUT0.bin ...

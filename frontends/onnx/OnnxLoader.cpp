@@ -864,11 +864,20 @@ std::unique_ptr<ir::Graph> loadModelBytes(const std::string &bytes,
   return out;
 }
 
-std::vector<GraphInputDesc> describeGraphInputs(const std::string &path) {
-  std::string bytes = readFile(path, "model");
+namespace {
+
+/// The ONNX model in the file `path` (an Invalid error when it is not one).
+pb::Model parseModelFile(const std::string &path) {
   pb::Model model;
-  if (!model.ParseFromString(bytes))
+  if (!model.ParseFromString(readFile(path, "model")))
     fail(ErrorKind::Invalid) << "'" << path << "' is not an ONNX model";
+  return model;
+}
+
+} // namespace
+
+std::vector<GraphInputDesc> describeGraphInputs(const std::string &path) {
+  pb::Model model = parseModelFile(path);
   std::set<std::string> inits;
   for (auto &t : model.graph().initializer())
     inits.insert(t.name());
@@ -887,10 +896,7 @@ std::vector<GraphInputDesc> describeGraphInputs(const std::string &path) {
 }
 
 std::string withNamedAxes(const std::string &path, const std::vector<NamedAxis> &axes) {
-  std::string bytes = readFile(path, "model");
-  pb::Model model;
-  if (!model.ParseFromString(bytes))
-    fail(ErrorKind::Invalid) << "'" << path << "' is not an ONNX model";
+  pb::Model model = parseModelFile(path);
   for (const NamedAxis &a : axes) {
     pb::ValueInfo *input = nullptr;
     for (auto &vi : *model.mutable_graph()->mutable_input())
@@ -909,10 +915,7 @@ std::string withNamedAxes(const std::string &path, const std::vector<NamedAxis> 
 }
 
 std::vector<std::string> describeNodeOps(const std::string &path) {
-  std::string bytes = readFile(path, "model");
-  pb::Model model;
-  if (!model.ParseFromString(bytes))
-    fail(ErrorKind::Invalid) << "'" << path << "' is not an ONNX model";
+  pb::Model model = parseModelFile(path);
   std::vector<std::string> ops;
   for (auto &n : model.graph().node())
     ops.push_back(n.op_type());

@@ -252,14 +252,14 @@ private:
     }
   }
 
-  /// An even sample of the cases that passed in an earlier (host) run.
-  std::vector<std::pair<std::string, std::string>>
-  sampleCases(const std::vector<std::pair<std::string, std::string>> &all) {
-    std::ifstream in(O.SamplePassed);
+  /// Each case's status ("FOLDER/CASE" -> "passed", ...) in the CSV of an
+  /// earlier run (`what`, for the message when it is missing).
+  static std::map<std::string, std::string> caseStatuses(const std::string &csv,
+                                                         const std::string &what) {
+    std::ifstream in(csv);
     if (!in)
-      fail(ErrorKind::Io) << "cannot read " << O.SamplePassed
-                          << " (run the host conformance test first)";
-    std::set<std::string> passed;
+      fail(ErrorKind::Io) << "cannot read " << csv << " (run " << what << " first)";
+    std::map<std::string, std::string> statuses;
     std::string line;
     while (std::getline(in, line)) {
       std::vector<std::string> f;
@@ -267,9 +267,19 @@ private:
       std::string cell;
       for (int i = 0; i < 4 && std::getline(ls, cell, ','); ++i)
         f.push_back(cell);
-      if (f.size() == 4 && f[3] == "passed")
-        passed.insert(f[0] + "/" + f[1]);
+      if (f.size() == 4)
+        statuses[f[0] + "/" + f[1]] = f[3];
     }
+    return statuses;
+  }
+
+  /// An even sample of the cases that passed in an earlier (host) run.
+  std::vector<std::pair<std::string, std::string>>
+  sampleCases(const std::vector<std::pair<std::string, std::string>> &all) {
+    std::set<std::string> passed;
+    for (auto &[name, status] : caseStatuses(O.SamplePassed, "the host conformance test"))
+      if (status == "passed")
+        passed.insert(name);
     std::vector<std::pair<std::string, std::string>> pool, out;
     for (auto &c : all)
       if (passed.count(c.first + "/" + c.second))
@@ -756,20 +766,7 @@ private:
   /// pass fixed (O.FixedCsv), and how they end bounded. Printed, and
   /// written to O.OpTable as Markdown.
   void compareWithFixed() {
-    std::ifstream in(O.FixedCsv);
-    if (!in)
-      fail(ErrorKind::Io) << "cannot read " << O.FixedCsv << " (run the fixed conformance first)";
-    std::map<std::string, std::string> fixed;
-    std::string line;
-    while (std::getline(in, line)) {
-      std::vector<std::string> f;
-      std::stringstream ls(line);
-      std::string cell;
-      for (int i = 0; i < 4 && std::getline(ls, cell, ','); ++i)
-        f.push_back(cell);
-      if (f.size() == 4)
-        fixed[f[0] + "/" + f[1]] = f[3];
-    }
+    std::map<std::string, std::string> fixed = caseStatuses(O.FixedCsv, "the fixed conformance");
     struct Row {
       int Fixed = 0, Passed = 0, Unsupported = 0, Failed = 0, NotApplicable = 0;
       std::map<std::string, int> Reasons; ///< unsupported bounded: first words
