@@ -28,12 +28,6 @@ std::vector<int64_t> weightsLayout(const Program &p, int64_t align, int64_t &tot
   return offsets;
 }
 
-namespace {
-} // namespace
-
-namespace {
-
-/// The buffer that `i` is a part of, at the top (itself when it is none's).
 size_t aliasRoot(const Program &p, size_t i) {
   for (size_t steps = 0; p.ArenaBuffers[i].AliasOf >= 0; ++steps) {
     MLCC_CHECK(steps < p.ArenaBuffers.size(), "cyclic arena aliases");
@@ -41,8 +35,6 @@ size_t aliasRoot(const Program &p, size_t i) {
   }
   return i;
 }
-
-} // namespace
 
 std::vector<Lifetime> bufferLifetimes(const Program &p) {
   std::vector<Lifetime> life(p.ArenaBuffers.size());

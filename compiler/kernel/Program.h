@@ -156,6 +156,10 @@ struct Lifetime {
 };
 std::vector<Lifetime> bufferLifetimes(const Program &p);
 
+/// The arena buffer that buffer `i` is a part of, at the top (itself when it
+/// is none's: ArenaBuffer::AliasOf).
+size_t aliasRoot(const Program &p, size_t i);
+
 /// Assigns arena offsets (aligned to ArenaAlign) so that buffers whose
 /// lifetimes overlap never share bytes, and sets ArenaSize. Greedy by size:
 /// largest buffers are placed first at the lowest offset that fits. A part

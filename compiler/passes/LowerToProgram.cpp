@@ -141,6 +141,7 @@ public:
         lowerNode(members);
     }
     emitOutputCopies();
+    placeRepacks();
     return std::move(P);
   }
 
@@ -611,7 +612,59 @@ private:
       call.Produces.push_back({1, v->Name, v->Type.Type, v->Type.Dims, v->DequantScale,
                                v->DequantZeroPoint, v->QuantizedFrom});
     call.KernelIndex = addKernel(b.finish(), "repack");
+    (in ? RepackIn : RepackOut).insert(P.Calls.size());
     P.Calls.push_back(std::move(call));
+  }
+
+  /// The repack calls moved next to the calls that use their buffers: an
+  /// input's copy into the layout at MAX just before the first call that
+  /// touches that buffer (or the buffer it is a part of, or a part of it),
+  /// an output's copy out of it just after the last such call, so that the
+  /// buffer lives no longer than its uses (copied at the start and the end,
+  /// every layer's KV cache was alive at once).
+  void placeRepacks() {
+    if (RepackIn.empty() && RepackOut.empty())
+      return;
+    auto family = [&](const Storage &s) {
+      return s.Kind == StorageKind::Arena ? (int64_t)kir::aliasRoot(P, s.Index) : int64_t(-1);
+    };
+    auto touches = [&](const kir::Call &c, int64_t root) {
+      if (root < 0)
+        return false;
+      for (const Storage &a : c.Args)
+        if (family(a) == root)
+          return true;
+      return c.Guard && family(*c.Guard) == root;
+    };
+    std::vector<kir::Call> ins, outs, rest;
+    for (size_t i = 0; i < P.Calls.size(); ++i)
+      (RepackIn.count(i) ? ins : RepackOut.count(i) ? outs : rest).push_back(std::move(P.Calls[i]));
+    std::vector<kir::Call> placed;
+    std::vector<bool> done(ins.size(), false);
+    for (kir::Call &c : rest) {
+      for (size_t k = 0; k < ins.size(); ++k)
+        if (!done[k] && touches(c, family(ins[k].Args[1]))) {
+          placed.push_back(std::move(ins[k]));
+          done[k] = true;
+        }
+      placed.push_back(std::move(c));
+    }
+    // An input copy no call reads stays first.
+    std::vector<kir::Call> unread;
+    for (size_t k = 0; k < ins.size(); ++k)
+      if (!done[k])
+        unread.push_back(std::move(ins[k]));
+    placed.insert(placed.begin(), std::make_move_iterator(unread.begin()),
+                  std::make_move_iterator(unread.end()));
+    for (kir::Call &o : outs) {
+      const int64_t root = family(o.Args[0]);
+      size_t at = root < 0 ? placed.size() : 0;
+      for (size_t i = 0; i < placed.size(); ++i)
+        if (touches(placed[i], root))
+          at = i + 1;
+      placed.insert(placed.begin() + (long)at, std::move(o));
+    }
+    P.Calls = std::move(placed);
   }
 
   void emitOutputCopies() {
@@ -653,6 +706,9 @@ private:
   /// Graph outputs whose elements in use are not their leading ones:
   /// copied from the layout at MAX to the caller's dense layout at the end.
   std::vector<size_t> DenseCopies;
+  /// The calls (indices of P.Calls) that repack an input into the layout at
+  /// MAX, and an output out of it (placeRepacks).
+  std::set<size_t> RepackIn, RepackOut;
   /// Nodes whose inputs are written in place into their output.
   std::set<const ir::Node *> InPlace;
 };
