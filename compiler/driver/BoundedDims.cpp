@@ -626,6 +626,7 @@ CompiledModel compileWithDims(const CompileOptions &o, const llvmgen::TargetSpec
   // dimensions found, then the kernels, which run to the extents the
   // caller gives.
   const std::vector<int64_t> maxes = maxesOf(bounded);
+  po.Fold.RecordFolds = true; // for the probes' NumberTracer
   PipelineOptions graphPo = po;
   graphPo.GraphOnly = true;
   CompiledModel compiled = compileModel(atValues(o, bounded, maxes), target, graphPo);

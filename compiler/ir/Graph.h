@@ -273,7 +273,8 @@ public:
   /// where nodes read them as data; infer-and-fold adds the nodes that
   /// compute them (NumberRule).
   std::map<std::string, NumberRule> RunTimeNumbers;
-  /// The small values infer-and-fold computed, by name (FoldRecord).
+  /// The small values infer-and-fold computed, by name (FoldRecord), where
+  /// FoldOptions::RecordFolds asks (compiles with bounded dimensions).
   std::map<std::string, FoldRecord> Folds;
   /// Name prefixes of the values of iterations that a TripRule's loop has
   /// beyond its count at this compile's dimension values: copies of its last

@@ -302,7 +302,8 @@ void inferAndFold(ir::Graph &g, const FoldOptions &options) {
         if (out)
           out->Producer = nullptr;
       foldedNodes.insert(&n);
-      recordFold(g, n);
+      if (options.RecordFolds)
+        recordFold(g, n);
       // Numbers a node reads as data that follow bounded dimensions: also
       // computed when the library runs (ir::Graph::RunTimeNumbers).
       for (auto *out : n.Outputs) {

@@ -34,6 +34,10 @@ struct FoldOptions {
   /// DequantizeLinear nodes are not folded (fuse-qdq reads the quantized
   /// constants of the weights and biases they dequantize).
   bool KeepDequantize = false;
+  /// Keep what folding computed for small values (ir::Graph::Folds): the
+  /// bounded-dimension analysis traces numbers back through it (set by
+  /// compileWithDims only).
+  bool RecordFolds = false;
 };
 
 /// infer-and-fold: in topological order, infers every node's output types
