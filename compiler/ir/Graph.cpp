@@ -621,6 +621,16 @@ std::string KernelPlan::str() const {
     field("int_saturate");
   if (PerOutput)
     field("per_output");
+  if (Attention) {
+    auto tile = [](const Tile &t) {
+      return std::to_string(t.Rows) + "x" + std::to_string(t.Panel) +
+             " lanes=" + std::to_string(t.Lanes);
+    };
+    field("attention blocks=" + std::to_string(Attention->QueryBlock) + "x" +
+          std::to_string(Attention->KeyBlock) +
+          (Attention->KeysAsRows ? " keys_as_rows" : "") + " scores=" + tile(Attention->Scores) +
+          " values=" + tile(Attention->Values));
+  }
   os << "}";
   return os.str();
 }

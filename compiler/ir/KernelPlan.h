@@ -207,6 +207,21 @@ struct KernelPlan {
   int64_t FftInput = -1;
   /// One output per iteration (the form a GPU runs one thread per output of).
   bool PerOutput = false;
+  /// Fused attention (mlcc.Attention, ops/FusedAttention.cpp) in blocks:
+  /// QueryBlock query rows at a time, each against the keys in blocks of
+  /// KeyBlock, with a running maximum and sum per row (online softmax).
+  /// Scores is the register tile of a block's scores: with KeysAsRows of
+  /// K x Q^T (rows: keys; panels across the query block), else of Q x K^T
+  /// (rows: queries; panels across the key block, which they divide);
+  /// Values the tile of P x V (its panel divides the value width, so that
+  /// no partial product accumulates twice).
+  struct AttentionBlocks {
+    int64_t QueryBlock = 0, KeyBlock = 0;
+    bool KeysAsRows = false;
+    Tile Scores, Values;
+    bool operator==(const AttentionBlocks &) const = default;
+  };
+  std::optional<AttentionBlocks> Attention;
 
   bool empty() const { return *this == KernelPlan{}; }
   /// The plan as plan-kernels makes it: without the operands that later

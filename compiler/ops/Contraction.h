@@ -158,4 +158,12 @@ struct PackedOperand {
 /// The packed operand of `n`, if pack-weights packed one.
 std::optional<PackedOperand> packedOperand(const ir::Node &n);
 
+// --- fused attention (mlcc.Attention, FusedAttention.cpp) -------------------
+
+/// Whether the blocks `p` fit an attention of value width `dv`: the value
+/// tile's panels divide it (no partial product is added twice); the score
+/// tile's columns (the query block with KeysAsRows, else the key block,
+/// which its panels then divide) hold a panel, its rows the key block.
+bool attentionBlocksFit(const ir::KernelPlan::AttentionBlocks &p, int64_t dv);
+
 } // namespace mlcc::ops

@@ -37,6 +37,9 @@
 //       target has one: Cortex-M smlad); without floating point,
 //       fixed-point requantization (a QLinearConv's and a QGemm's without
 //       64-bit shifts where their values are provably small).
+//   mlcc.Attention (fuse-attention)
+//       its blocks of query rows and keys and the register tiles of its
+//       two products (KernelPlan::AttentionBlocks).
 //   GPU
 //       one output per thread for f32 convolutions and matrix products.
 //
@@ -46,12 +49,14 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/passes/DefaultPlans.h"
+#include "compiler/ops/Contraction.h"
 #include "compiler/ops/IntegerOps.h"
 #include "compiler/ops/Signal.h"
 #include "compiler/passes/Passes.h"
 #include "compiler/schedule/CostModel.h"
 
 #include <algorithm>
+#include <functional>
 
 namespace mlcc::passes {
 
@@ -86,6 +91,9 @@ constexpr int64_t kTailGroups = 8;
 /// A windowed integer convolution's kernel rows of at most this many taps
 /// are written out tap by tap (KernelPlan::UnrolledTaps), on every target.
 constexpr int64_t kUnrolledTaps = 3;
+/// Fused attention (mlcc.Attention): query rows and keys per block, at
+/// most (KernelPlan::AttentionBlocks).
+constexpr int64_t kAttentionQueryBlock = 64, kAttentionKeyBlock = 128;
 /// A register tile's panels run in parallel when there are at least this
 /// many of them, or fewer row units (row tiles or blocks) than this to
 /// share (KernelPlan::Tile::ParallelPanels, ParallelRowUnits).
@@ -543,9 +551,96 @@ bool smallFixedRequant(const ir::Node &n) {
 
 } // namespace
 
+/// The blocks of a fused attention (see KernelPlan::AttentionBlocks). With
+/// at least a vector of query rows, keys as the score tile's rows and query
+/// rows as its columns; with fewer (a decode step), the query rows as rows
+/// and keys as columns. Keys and query rows go in blocks of about
+/// kAttentionKeyBlock and kAttentionQueryBlock, as even as the lengths
+/// allow (a multiple of the score tile's rows or panel, and of the vector
+/// lanes); among the cost model's best score tiles, the first whose panel
+/// divides the query block. The value tile's panel divides the value
+/// width. The blocks' stack buffers
+/// must fit half the kernel stack. None (the row-at-a-time loop nest) on a
+/// GPU, without a float unit, or where no such blocks fit.
+static std::optional<ir::KernelPlan::AttentionBlocks> attentionBlocks(const ir::Node &n,
+                                                                      const TargetDesc &t) {
+  if (t.gpu() || !t.FloatUnit)
+    return std::nullopt;
+  auto logical = [&](size_t i, const char *perm) {
+    Shape s;
+    for (int64_t a : n.attrInts(perm))
+      s.push_back(n.inShape(i)[(size_t)a]);
+    return s;
+  };
+  const Shape q = logical(0, "q_perm"), k = logical(1, "k_perm"), v = logical(2, "v_perm");
+  const int64_t lq = q[q.size() - 2], dk = q.back(), lk = k[k.size() - 2], dv = v.back();
+  const int64_t lanes = std::max(1, t.lanes(DType::F32));
+  if (lq < 1 || lk < 1 || dk < 1 || dv % lanes)
+    return std::nullopt;
+  auto roundUp = [](int64_t x, int64_t m) { return (x + m - 1) / m * m; };
+  // The first of the cost model's best tiles for `p` that `fits`, else its best.
+  auto pick = [&](const TileProblem &p, const std::function<bool(const TileChoice &)> &fits,
+                  const std::function<bool(const TileChoice &)> &needs) {
+    std::optional<TileChoice> first;
+    for (const TileChoice &c : schedule::rankTiles(t, p, 12)) {
+      if (!needs(c))
+        continue;
+      if (fits(c))
+        return std::optional<TileChoice>(c);
+      if (!first)
+        first = c;
+    }
+    return first;
+  };
+  auto any = [](const TileChoice &) { return true; };
+  ir::KernelPlan::AttentionBlocks b;
+  b.KeysAsRows = lq >= lanes;
+  std::optional<TileChoice> scores;
+  // The length split into blocks of at most `most`, as even as they go,
+  // rounded up to `unit`.
+  auto even = [&](int64_t length, int64_t most, int64_t unit) {
+    const int64_t blocks = (length + most - 1) / most;
+    return roundUp((length + blocks - 1) / blocks, unit);
+  };
+  if (b.KeysAsRows) {
+    b.QueryBlock = even(lq, std::max(kAttentionQueryBlock, lanes), lanes);
+    const int64_t keys = std::min(lk, kAttentionKeyBlock);
+    scores = pick(TileProblem{MacKind::F32Fma, keys, b.QueryBlock, dk, true},
+                  [&](const TileChoice &c) { return b.QueryBlock % (c.Vectors * c.Lanes) == 0; },
+                  any);
+    if (scores)
+      b.KeyBlock = even(lk, kAttentionKeyBlock, scores->Rows);
+  } else {
+    b.QueryBlock = lq;
+    const int64_t keys = std::clamp(roundUp(lk, lanes), lanes,
+                                    std::max(kAttentionKeyBlock / lanes, int64_t{1}) * lanes);
+    scores = pick(TileProblem{MacKind::F32Fma, lq, keys, dk, true}, any, any);
+    if (scores)
+      b.KeyBlock = even(lk, keys, scores->Vectors * scores->Lanes);
+  }
+  std::optional<TileChoice> values =
+      pick(TileProblem{MacKind::F32Fma, b.QueryBlock, dv, std::max<int64_t>(b.KeyBlock, 1), true},
+           any, [&](const TileChoice &c) { return dv % (c.Vectors * c.Lanes) == 0; });
+  if (!scores || !values)
+    return std::nullopt;
+  b.Scores = registerTile(*scores);
+  b.Values = registerTile(*values);
+  for (ir::KernelPlan::Tile *tile : {&b.Scores, &b.Values})
+    tile->ReduceBlock = tile->RowBlock = 0;
+  const int64_t bytes = 4 * (b.QueryBlock * (dv + b.KeyBlock + 4) + b.KeyBlock * dv +
+                             dk * (b.KeysAsRows ? b.QueryBlock : b.KeyBlock));
+  if (bytes > t.StackBytes / 2 || !ops::attentionBlocksFit(b, dv))
+    return std::nullopt;
+  return b;
+}
+
 ir::KernelPlan planKernel(const ir::Node &n, const TargetDesc &t, bool integerRequant) {
   const bool gpu = t.gpu(); // one output per thread, nothing packed
   ir::KernelPlan p;
+  if (n.Domain == "mlcc" && n.OpType == "Attention") {
+    p.Attention = attentionBlocks(n, t);
+    return p;
+  }
   // Recurrent cells with constant weights read them transposed (see
   // KernelPlan::GateRows).
   if (n.Domain.empty() && (n.OpType == "RNN" || n.OpType == "GRU" || n.OpType == "LSTM") &&

@@ -140,6 +140,11 @@ std::optional<FixedPointScales> fixedPointScales(const ir::Node &n);
 /// whether it rewrote any.
 bool dispatchLibrary(ir::Graph &g);
 
+/// fuse-attention: MatMul(Q, K^T) -> scale/mask steps -> Softmax ->
+/// MatMul(., V) chains (and the Transposes around their heads) become one
+/// mlcc.Attention node (see FuseAttention.cpp). Returns whether it fused any.
+bool fuseAttention(ir::Graph &g);
+
 /// fuse-ops: groups each loop-nest node with the chain of elementwise nodes
 /// that consumes its output (Node::Group); lower-to-kernels makes one kernel
 /// per group.

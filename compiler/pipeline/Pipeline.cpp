@@ -198,6 +198,11 @@ void fuseQdqStep(StepContext &c) {
   passes::fuseQdq(c.G);
   c.cleanUp(c.Opts.Fold); // the DequantizeLinear nodes of constants fold now
 }
+void fuseAttentionStep(StepContext &c) {
+  // A GPU target hands the products to its library instead.
+  if (!c.Opts.Target.gpu() && passes::fuseAttention(c.G))
+    c.removeDeadCode();
+}
 void planKernelsStep(StepContext &c) {
   // How every kernel runs (a GPU target plans one output per thread and
   // hands matrix products to its library below); the steps after it make
@@ -240,6 +245,7 @@ const std::vector<Step> &steps() {
        [](const PipelineOptions &o) { return bool(o.Quantize); },
        [](const PipelineOptions &o) { return o.StopAfterQuantize; }},
       {"fuse-qdq", Step::Graph, Step::Rewrite, fuseQdqStep},
+      {"fuse-attention", Step::Graph, Step::Rewrite, fuseAttentionStep},
       {"plan-kernels", Step::Graph, Step::Pass, planKernelsStep},
       {"fixed-point-requant", Step::Graph, Step::Pass,
        [](StepContext &c) { passes::fixedPointRequant(c.G); }},

@@ -39,26 +39,27 @@ graph() {
   fi
 }
 # Self-attention over seq: the heads split by a Reshape to a shape computed
-# from Shape(x), the scores seq x seq, the positions a Range over seq.
+# from Shape(x), the positions a Range over seq; the scores (seq x seq) are
+# inside the fused attention, whose output follows seq.
 graph attention "$attention" 1..256 "dim seq = 1..256" "input %x: f32[1,seq,16]" \
-  ": f32[1,2,seq,seq] = Softmax" "output %y: f32[1,seq,16]"
+  ": f32[1,2,seq,8] = Transpose" ": f32[1,seq,2,8] = mlcc.Attention" "output %y: f32[1,seq,16]"
 # Two values: two graphs compared (no third to check a line through).
 graph two-values "$attention" 3..4 "dim seq = 3..4" "input %x: f32[1,seq,16]" "output %y: f32[1,seq,16]"
 # One value: a fixed dimension.
 graph one-value "$attention" 5..5 "dim seq = 5..5" "input %x: f32[1,5,16]" "output %y: f32[1,5,16]"
 # A PyTorch TransformerEncoder exported with a dynamic axis (tests/cli/
 # make_encoder.py): heads split and merged by Reshapes to shapes computed
-# from Shape(x), the projections' rows, the scores and the feed-forward
+# from Shape(x), the projections' rows, the attention and the feed-forward
 # layers follow seq.
 graph encoder "$root/tests/cli/data/bounded_encoder.onnx" 1..256 "input %x: f32[1,seq,32]" \
-  ": f32[4,seq,seq] = Softmax" ": f32[seq,4,8] = Reshape" ": f32[1,seq,64] = Relu" \
+  ": f32[seq,4,8] = mlcc.Attention" ": f32[seq,4,8] = Reshape" ": f32[1,seq,64] = Relu" \
   "output %y: f32[1,seq,32]"
 # --dump-dot writes the same extents.
 if "$mlcc" "$attention" --dim seq=1..8 --emit graph -o "$work/dot.txt" \
-     --dump-dot "$work/g.dot" 2>/dev/null && grep -qF 'f32[1,2,seq,seq]' "$work/g.dot"; then
+     --dump-dot "$work/g.dot" 2>/dev/null && grep -qF 'f32[1,2,seq,8]' "$work/g.dot"; then
   ok "--dump-dot: the extents on its edges"
 else
-  fail "--dump-dot: no f32[1,2,seq,seq] in the dot graph"
+  fail "--dump-dot: no f32[1,2,seq,8] in the dot graph"
 fi
 # Two bounded dimensions.
 if "$mlcc" "$root/tests/cli/data/bounded_two.onnx" --dim batch=1..4 --dim seq=1..8 --emit graph \

@@ -222,6 +222,11 @@ MODELS = {
     "gru_kws": (15, audio(lambda gen: GruKeywords(), (1, 49, 40))),
     "wakeword_stft": (16, wakeword_stft),
 }
+# Transformers (benchmarks/transformers): tests/models/transformers.py.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import transformers as _transformers  # noqa: E402
+MODELS.update({name: (100 + i, make) for i, (name, make) in
+               enumerate(sorted(_transformers.factories().items()))})
 DEFAULT_MODELS = ["resnet18", "squeezenet1_1", "mobilenet_v2", "transformer_encoder"]
 
 

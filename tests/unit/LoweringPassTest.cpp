@@ -5,6 +5,9 @@
 //
 //  - fixed-point-requant: the Q31 multipliers and shifts (or a QLinearConv's
 //    f32 multipliers) it appends, written out by hand from the scales;
+//  - fuse-attention: the mlcc.Attention node it makes of an attention chain
+//    (operands read through the Transposes around it, the steps between
+//    the products), and the chains it leaves alone;
 //  - fuse-ops: the groups it records (ir::Node::Group, Node::Inlined);
 //  - lower-to-kernels: the program it makes (kernels, calls, the storage
 //    each call's arguments are bound to).
@@ -242,6 +245,65 @@ TEST_CASE("fixed-point-requant: float graphs and integer ops it does not requant
     CHECK(structure(c.B.G) == before);
     CHECK(c.N->Plan.MultiplierInput == -1);
   }
+}
+
+// --- fuse-attention -----------------------------------------------------------
+
+namespace {
+
+/// A GPT-style attention over [1, 5, 2, 4] heads: Q, K, V split by
+/// Transposes, scores scaled by a Div and masked by a Where, merged back by
+/// a Transpose. `probsOut`: the probabilities are a graph output too.
+Builder attentionChain(bool probsOut) {
+  Builder b;
+  ir::TensorType heads{DType::F32, {1, 2, 5, 4}}, scores{DType::F32, {1, 2, 5, 5}};
+  auto perm = [](std::vector<int64_t> p) {
+    return std::map<std::string, ir::Attribute>{{"perm", ir::intsAttr(std::move(p))}};
+  };
+  ir::Value *q = b.input("q", DType::F32, {1, 5, 2, 4});
+  ir::Value *k = b.input("k", DType::F32, {1, 5, 2, 4});
+  ir::Value *v = b.input("v", DType::F32, {1, 5, 2, 4});
+  ir::Value *qh = b.node("Transpose", {q}, "qh", heads, perm({0, 2, 1, 3}));
+  ir::Value *kt = b.node("Transpose", {k}, "kt", {DType::F32, {1, 2, 4, 5}}, perm({0, 2, 3, 1}));
+  ir::Value *vh = b.node("Transpose", {v}, "vh", heads, perm({0, 2, 1, 3}));
+  ir::Value *s = b.node("MatMul", {qh, kt}, "s", scores);
+  ir::Value *d = b.node("Div", {s, b.constant("scale", DType::F32, {}, {2})}, "d", scores);
+  ir::Value *mask = b.constant("mask", DType::Bool, {1, 1, 5, 5}, std::vector<double>(25, 1));
+  ir::Value *w = b.node("Where", {mask, d, b.constant("ninf", DType::F32, {}, {-1e30})}, "w",
+                        scores);
+  ir::Value *p = b.node("Softmax", {w}, "p", scores, {{"axis", ir::intAttr(-1)}});
+  ir::Value *o = b.node("MatMul", {p, vh}, "o", heads);
+  b.G.Outputs = {b.node("Transpose", {o}, "y", {DType::F32, {1, 5, 2, 4}}, perm({0, 2, 1, 3}))};
+  if (probsOut)
+    b.G.Outputs.push_back(p);
+  return b;
+}
+
+} // namespace
+
+TEST_CASE("fuse-attention: a scaled, masked attention chain is one node read through the "
+          "Transposes around it",
+          "[passes][pass:fuse-attention]") {
+  Builder b = attentionChain(false);
+  CHECK(passes::fuseAttention(b.G));
+  passes::eliminateDeadCode(b.G);
+  CHECK(structure(b.G) ==
+        std::vector<std::string>{
+            "mlcc.Attention(q, k, v, const f32[], const bool[1,1,5,5], const f32[]) -> y"});
+  const ir::Node &n = *b.G.Nodes[0];
+  CHECK(n.attrInts("q_perm") == std::vector<int64_t>{0, 2, 1, 3});
+  CHECK(n.attrInts("k_perm") == std::vector<int64_t>{0, 2, 1, 3}); // K^T's perm, last two swapped
+  CHECK(n.attrInts("v_perm") == std::vector<int64_t>{0, 2, 1, 3});
+  CHECK(n.attrInts("out_perm") == std::vector<int64_t>{0, 2, 1, 3});
+  CHECK(n.attrInts("steps") == std::vector<int64_t>{6, 8}); // s / x, Where(c, s, x)
+}
+
+TEST_CASE("fuse-attention: a chain whose probabilities are read elsewhere stays",
+          "[passes][pass:fuse-attention]") {
+  Builder b = attentionChain(true);
+  std::vector<std::string> before = structure(b.G);
+  CHECK_FALSE(passes::fuseAttention(b.G));
+  CHECK(structure(b.G) == before);
 }
 
 // --- fuse-ops -----------------------------------------------------------------

@@ -1,0 +1,461 @@
+//===- FusedAttention.cpp - mlcc.Attention: attention in one kernel -------===//
+//
+// mlcc.Attention is what fuse-attention (compiler/passes/FuseAttention.cpp)
+// makes of the chain MatMul(Q, K^T) -> elementwise steps -> Softmax over the
+// keys -> MatMul(., V), as exporters write it:
+//
+//   inputs   0 Q, 1 K, 2 V as stored (before the Transposes that split the
+//            heads), 3... the steps' operands in order
+//   q_perm, k_perm, v_perm
+//            the logical operands are Transpose(input, perm): Q [batch...,
+//            Lq, dk], K [batch..., Lk, dk] (the keys as rows), V [batch...,
+//            Lk, dv]; a lower rank broadcasts its batch axes like MatMul
+//   out_perm the output is Transpose([batch..., Lq, dv], out_perm)
+//   steps    one code per step applied to each score s, in order, with its
+//            operand(s) x broadcast to the scores: 0 s + x, 1 x + s, 2 s - x,
+//            3 x - s, 4 s * x, 5 x * s, 6 s / x, 7 x / s, 8 Where(c, s, x),
+//            9 Where(c, x, s) (Where reads two operands: c then x)
+//
+// With the plan's AttentionBlocks (KernelPlan::Attention) the kernel runs
+// each block of query rows against the keys block by block with a running
+// maximum m and sum l per row (online softmax): a block's scores S = Q K^T
+// go through the steps into a stack buffer, m' = max(m, max S), P =
+// exp(S - m'), l = l exp(m - m') + sum P, O = O exp(m - m') + P V, and
+// finally y = O / l. Both products are register-tiled contractions
+// (lowerTiledContraction): with KeysAsRows S^T = K Q^T, the keys as rows
+// read in place and the query block transposed on the stack once (its rows
+// past the last zero), stored transposed; else (fewer query rows than a
+// vector: a decode step) S = Q K^T with each key block transposed on the
+// stack; P V with the block's values copied to the stack, zero past the
+// last key (a key past it scores -inf). The score
+// matrix is never stored: scratch is a few blocks, not Lq x Lk. Without a
+// plan (the `mlcc check` reference, a target without room on its stack) it
+// is a loop nest over the query rows with one row of scores in the arena.
+//
+// Lq and Lk may follow bounded dimensions: the loops run to their extents
+// when the kernel runs.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/ops/Contraction.h"
+
+#include <limits>
+
+namespace mlcc::ops {
+
+using namespace kir;
+
+namespace {
+
+/// How the node's operands are read: logical shapes and the steps.
+struct Geometry {
+  std::vector<int64_t> QPerm, KPerm, VPerm, OutPerm, Steps;
+  Shape Q, K, V; ///< logical shapes
+  Shape Batch;   ///< the output's batch axes (broadcast)
+  int64_t Lq = 0, Lk = 0, Dk = 0, Dv = 0;
+};
+
+Shape permuted(const Shape &s, const std::vector<int64_t> &perm) {
+  Shape out;
+  for (int64_t p : perm)
+    out.push_back(s[(size_t)p]);
+  return out;
+}
+
+std::vector<int64_t> checkedPerm(const ir::Node &n, const char *name, size_t rank) {
+  std::vector<int64_t> p = n.attrInts(name);
+  std::vector<bool> seen(rank, false);
+  if (p.size() != rank)
+    n.error(ErrorKind::Internal) << "internal error: " << name << " of " << p.size()
+                                 << " axes for a rank-" << rank << " operand";
+  for (int64_t a : p) {
+    if (a < 0 || a >= (int64_t)rank || seen[(size_t)a])
+      n.error(ErrorKind::Internal) << "internal error: " << name << " is not a permutation";
+    seen[(size_t)a] = true;
+  }
+  return p;
+}
+
+/// Operands of each step code.
+size_t operandsOf(int64_t step) { return step >= 8 ? 2 : 1; }
+
+Geometry geometry(const ir::Node &n) {
+  Geometry g;
+  g.QPerm = checkedPerm(n, "q_perm", n.inShape(0).size());
+  g.KPerm = checkedPerm(n, "k_perm", n.inShape(1).size());
+  g.VPerm = checkedPerm(n, "v_perm", n.inShape(2).size());
+  g.Steps = n.attrInts("steps");
+  g.Q = permuted(n.inShape(0), g.QPerm);
+  g.K = permuted(n.inShape(1), g.KPerm);
+  g.V = permuted(n.inShape(2), g.VPerm);
+  if (g.Q.size() < 2 || g.K.size() < 2 || g.V.size() < 2)
+    n.error(ErrorKind::Internal) << "internal error: attention operands below rank 2";
+  g.Lq = g.Q[g.Q.size() - 2];
+  g.Dk = g.Q.back();
+  g.Lk = g.K[g.K.size() - 2];
+  g.Dv = g.V.back();
+  if (g.K.back() != g.Dk || g.V[g.V.size() - 2] != g.Lk)
+    n.error(ErrorKind::Internal) << "internal error: attention operands "
+                                 << shapeToString(g.Q) << ", " << shapeToString(g.K) << ", "
+                                 << shapeToString(g.V) << " do not agree";
+  Shape qb(g.Q.begin(), g.Q.end() - 2), kb(g.K.begin(), g.K.end() - 2),
+      vb(g.V.begin(), g.V.end() - 2);
+  g.Batch = broadcastShapes(n, {qb, kb, vb});
+  size_t operands = 0;
+  for (int64_t s : g.Steps) {
+    if (s < 0 || s > 9)
+      n.error(ErrorKind::Internal) << "internal error: attention step " << s;
+    operands += operandsOf(s);
+  }
+  if (n.numInputs() != 3 + operands)
+    n.error(ErrorKind::Internal) << "internal error: attention with " << n.numInputs()
+                                 << " inputs for " << operands << " step operands";
+  Shape out = g.Batch;
+  out.push_back(g.Lq);
+  out.push_back(g.Dv);
+  g.OutPerm = checkedPerm(n, "out_perm", out.size());
+  return g;
+}
+
+void inferAttention(ir::Node &n) {
+  for (size_t i = 0; i < 3; ++i)
+    requireDType(n, i, {DType::F32});
+  Geometry g = geometry(n);
+  Shape out = g.Batch;
+  out.push_back(g.Lq);
+  out.push_back(g.Dv);
+  n.setOutput(0, DType::F32, permuted(out, g.OutPerm));
+}
+
+/// The kernel's view of the node: logical loads, extents and the steps.
+struct Operands {
+  const Geometry &G;
+  TensorRef Q, K, V, Y;
+  std::vector<TensorRef> Steps;
+  Expr LqAt, LkAt;
+  std::vector<Expr> BatchAt; ///< the output's batch extents
+
+  Operands(LowerCtx &c, const Geometry &g) : G(g) {
+    Q = c.in(0);
+    K = c.in(1);
+    V = c.in(2);
+    Y = c.out(0);
+    for (size_t i = 3; i < c.node().numInputs(); ++i)
+      Steps.push_back(c.in(i));
+    auto logicalExtent = [](const TensorRef &t, const std::vector<int64_t> &perm, size_t axis) {
+      return t.extent(perm[axis]);
+    };
+    LqAt = logicalExtent(Q, g.QPerm, g.Q.size() - 2);
+    LkAt = logicalExtent(K, g.KPerm, g.K.size() - 2);
+    // The batch axes' extents from the output (the broadcast shape).
+    std::vector<Expr> out(g.Batch.size() + 2);
+    for (size_t a = 0; a < g.OutPerm.size(); ++a)
+      out[(size_t)g.OutPerm[a]] = Y.extent((int64_t)a);
+    BatchAt.assign(out.begin(), out.begin() + (long)g.Batch.size());
+  }
+
+  /// Element (batch bi, row, col) of a logical operand stored as `t`.
+  static Expr at(const TensorRef &t, const std::vector<int64_t> &perm, size_t logicalRank,
+                 const Shape &logical, const std::vector<Expr> &bi, const Expr &row,
+                 const Expr &col) {
+    std::vector<Expr> idx(logicalRank);
+    const size_t lead = bi.size() - (logicalRank - 2);
+    for (size_t a = 0; a + 2 < logicalRank; ++a)
+      idx[a] = logical[a] == 1 ? indexConst(0) : bi[lead + a];
+    idx[logicalRank - 2] = row;
+    idx[logicalRank - 1] = col;
+    std::vector<Expr> src(logicalRank);
+    for (size_t a = 0; a < logicalRank; ++a)
+      src[(size_t)perm[a]] = idx[a];
+    return t.load(src);
+  }
+  Expr q(const std::vector<Expr> &bi, const Expr &i, const Expr &c) const {
+    return at(Q, G.QPerm, G.Q.size(), G.Q, bi, i, c);
+  }
+  Expr k(const std::vector<Expr> &bi, const Expr &j, const Expr &c) const {
+    return at(K, G.KPerm, G.K.size(), G.K, bi, j, c);
+  }
+  Expr v(const std::vector<Expr> &bi, const Expr &j, const Expr &c) const {
+    return at(V, G.VPerm, G.V.size(), G.V, bi, j, c);
+  }
+  void store(const std::vector<Expr> &bi, const Expr &i, const Expr &c, const Expr &value) const {
+    std::vector<Expr> logical = bi;
+    logical.push_back(i);
+    logical.push_back(c);
+    std::vector<Expr> idx(logical.size());
+    for (size_t a = 0; a < idx.size(); ++a)
+      idx[a] = logical[(size_t)G.OutPerm[a]];
+    Y.store(idx, value);
+  }
+  /// Score `s` of (bi, i, j) through the steps.
+  Expr steps(Expr s, const std::vector<Expr> &bi, const Expr &i, const Expr &j) const {
+    std::vector<Expr> full = bi;
+    full.push_back(i);
+    full.push_back(j);
+    size_t next = 0;
+    for (int64_t code : G.Steps) {
+      Expr x = Steps[next].loadBroadcast(full);
+      Expr cond;
+      if (code >= 8) {
+        cond = x;
+        x = Steps[next + 1].loadBroadcast(full);
+      }
+      next += operandsOf(code);
+      switch (code) {
+      case 0: s = s + x; break;
+      case 1: s = x + s; break;
+      case 2: s = s - x; break;
+      case 3: s = x - s; break;
+      case 4: s = s * x; break;
+      case 5: s = x * s; break;
+      case 6: s = s / x; break;
+      case 7: s = x / s; break;
+      case 8: s = select(cond, s, x); break;
+      default: s = select(cond, x, s); break;
+      }
+    }
+    return s;
+  }
+};
+
+/// The batch multi-index of flat batch number `flat`.
+std::vector<Expr> batchIndex(const std::vector<Expr> &extents, Expr flat) {
+  std::vector<Expr> bi(extents.size());
+  for (size_t a = extents.size(); a-- > 0;) {
+    bi[a] = a == 0 ? flat : flat % extents[a];
+    flat = flat / extents[a];
+  }
+  return bi;
+}
+
+Expr product(const std::vector<Expr> &extents) {
+  Expr p = indexConst(1);
+  for (const Expr &e : extents)
+    p = p * e;
+  return p;
+}
+
+/// Without a plan: each query row's scores in one arena row, a softmax and
+/// the weighted sum of the values.
+void lowerRows(LowerCtx &c, const Operands &o) {
+  KernelBuilder &b = c.b();
+  const Geometry &g = o.G;
+  TensorRef row = c.scratch("scores", DType::F32, {std::max<int64_t>(g.Lk, 1)});
+  const kir::Buffer &s = row.buffer();
+  std::vector<Expr> loops = o.BatchAt;
+  loops.push_back(o.LqAt);
+  b.loops(loops, [&](const std::vector<Expr> &idx) {
+    std::vector<Expr> bi(idx.begin(), idx.end() - 1);
+    Expr i = idx.back();
+    Local mx = b.local("mx", lowestValue(DType::F32));
+    b.loopTo("j", o.LkAt, [&](Expr j) {
+      Local acc = b.local("acc", constant(DType::F32, 0));
+      b.loop("c", g.Dk, [&](Expr cc) { b.set(acc, acc.get() + o.q(bi, i, cc) * o.k(bi, j, cc)); });
+      Expr v = o.steps(acc.get(), bi, i, j);
+      b.store(s, j, v);
+      b.set(mx, max(mx.get(), load(s, j)));
+    });
+    Local sum = b.local("sum", constant(DType::F32, 0));
+    b.loopTo("j", o.LkAt, [&](Expr j) {
+      b.store(s, j, exp(load(s, j) - mx.get()));
+      b.set(sum, sum.get() + load(s, j));
+    });
+    Local rcp = b.local("rcp", select(gt(o.LkAt, indexConst(0)), 1.0 / sum.get(),
+                                      constant(DType::F32, 0)));
+    b.loop("c", g.Dv, [&](Expr cc) {
+      Local acc = b.local("acc", constant(DType::F32, 0));
+      b.loopTo("j", o.LkAt, [&](Expr j) {
+        b.set(acc, acc.get() + load(s, j) * rcp.get() * o.v(bi, j, cc));
+      });
+      o.store(bi, i, cc, acc.get());
+    });
+  }, "b");
+}
+
+/// With the plan's blocks: see the file comment.
+void lowerBlocks(LowerCtx &c, const Operands &o, const ir::KernelPlan::AttentionBlocks &p) {
+  KernelBuilder &b = c.b();
+  const Geometry &g = o.G;
+  const int64_t QB = p.QueryBlock, KB = p.KeyBlock, dk = g.Dk, dv = g.Dv;
+  const int64_t SL = p.Scores.Lanes, VL = p.Values.Lanes;
+  const Expr blocks = (o.LqAt + (QB - 1)) / QB;
+  const Expr ninf = constant(DType::F32, -std::numeric_limits<double>::infinity());
+  b.loopTo("bq", product(o.BatchAt) * blocks, [&](Expr bq) {
+    std::vector<Expr> bi = batchIndex(o.BatchAt, bq / blocks);
+    Expr q0 = (bq % blocks) * QB;
+    Local rowsAt = b.local("rows", min(indexConst(QB), o.LqAt - q0));
+    Local m = b.local("m", DType::F32, QB), l = b.local("l", DType::F32, QB),
+          alpha = b.local("alpha", DType::F32, QB);
+    Local acc = b.local("o", DType::F32, QB * dv), s = b.local("s", DType::F32, QB * KB);
+    Local vb = b.local("vb", DType::F32, KB * dv);
+    // Score (r, j) of the block: s[j][r] with keys as rows (the score
+    // tile's layout, query rows contiguous), else s[r][j].
+    auto at = [&](const Expr &r, const Expr &j) { return p.KeysAsRows ? j * QB + r : r * KB + j; };
+    b.loop("r", QB, [&](Expr r) {
+      b.set(m, r, lowestValue(DType::F32));
+      b.set(l, r, constant(DType::F32, 0));
+    });
+    b.loop("z", QB * dv, [&](Expr z) { b.set(acc, z, constant(DType::F32, 0)); });
+    // Keys as rows: the block's queries transposed (qt[c][r]), zero past
+    // the last row, read as the columns of every key block's S^T.
+    Local qt = p.KeysAsRows ? b.local("qt", DType::F32, dk * QB) : Local{};
+    if (p.KeysAsRows)
+      b.loop("c", dk, [&](Expr cc) {
+        b.loop("r", QB, [&](Expr r) {
+          b.set(qt, cc * QB + r,
+                select(lt(r, rowsAt.get()), o.q(bi, min(q0 + r, o.LqAt - 1), cc),
+                       constant(DType::F32, 0)));
+        });
+      });
+    Local kt = p.KeysAsRows ? Local{} : b.local("kt", DType::F32, dk * KB);
+    b.loopTo("kb", (o.LkAt + (KB - 1)) / KB, [&](Expr kb) {
+      Expr k0 = kb * KB;
+      Local nk = b.local("nk", min(indexConst(KB), o.LkAt - k0));
+      TiledContraction scores;
+      scores.Reduce = {dk};
+      scores.Tile = p.Scores;
+      if (p.KeysAsRows) {
+        // S^T = K Q^T over the block's keys (its rows, read in place),
+        // stored as s[r][j] through the steps.
+        scores.Rows = KB;
+        scores.RowsAt = nk.get();
+        scores.Cols = QB;
+        scores.LoadA = [&](const Expr &j, const std::vector<Expr> &k) {
+          return o.k(bi, k0 + j, k[0]);
+        };
+        scores.LoadB = [&](const std::vector<Expr> &k, const Expr &col0) {
+          return vload(qt.Buf, k[0] * QB + col0, (int)SL);
+        };
+        scores.Store = [&](const Expr &j, const Expr &r, const Expr &sum) {
+          b.set(s, at(r, j), o.steps(sum, bi, min(q0 + r, o.LqAt - 1), k0 + j));
+        };
+      } else {
+        // S = Q K^T with the block's keys transposed (kt[c][j], zero past
+        // the last key) as the columns.
+        b.loopTo("j", nk.get(), [&](Expr j) {
+          b.loop("c", dk, [&](Expr cc) { b.set(kt, cc * KB + j, o.k(bi, k0 + j, cc)); });
+        });
+        b.loop("j", nk.get(), indexConst(KB), [&](Expr j) {
+          b.loop("c", dk, [&](Expr cc) { b.set(kt, cc * KB + j, constant(DType::F32, 0)); });
+        });
+        scores.Rows = QB;
+        scores.RowsAt = rowsAt.get();
+        scores.Cols = KB;
+        scores.LoadA = [&](const Expr &r, const std::vector<Expr> &k) {
+          return o.q(bi, q0 + r, k[0]);
+        };
+        scores.LoadB = [&](const std::vector<Expr> &k, const Expr &col0) {
+          return vload(kt.Buf, k[0] * KB + col0, (int)SL);
+        };
+        scores.Store = [&](const Expr &r, const Expr &j, const Expr &sum) {
+          b.set(s, at(r, j), o.steps(sum, bi, q0 + r, min(k0 + j, o.LkAt - 1)));
+        };
+      }
+      lowerTiledContraction(c, scores);
+      // A key past the last scores -inf.
+      b.loop("j", nk.get(), indexConst(KB), [&](Expr j) {
+        b.loopTo("r", rowsAt.get(), [&](Expr r) { b.set(s, at(r, j), ninf); });
+      });
+      // The block's values, zero past the last key.
+      b.loopTo("j", nk.get(), [&](Expr j) {
+        b.loop("c", dv, [&](Expr cc) { b.set(vb, j * dv + cc, o.v(bi, k0 + j, cc)); });
+      });
+      b.loop("j", nk.get(), indexConst(KB), [&](Expr j) {
+        b.loop("c", dv, [&](Expr cc) { b.set(vb, j * dv + cc, constant(DType::F32, 0)); });
+      });
+      // The running maximum and sum; S becomes P. Keys as rows: along the
+      // query rows, every row of the block at once (no sum across lanes;
+      // rows past the last are computed and not used).
+      if (p.KeysAsRows) {
+        Local mx = b.local("mx", DType::F32, QB), sum = b.local("sum", DType::F32, QB);
+        b.loop("r", QB, [&](Expr r) {
+          b.set(mx, r, m.get(r));
+          b.set(sum, r, constant(DType::F32, 0));
+        });
+        b.loop("j", KB, [&](Expr j) {
+          b.loop("r", QB, [&](Expr r) { b.set(mx, r, max(mx.get(r), s.get(at(r, j)))); });
+        });
+        b.loop("j", KB, [&](Expr j) {
+          b.loop("r", QB, [&](Expr r) {
+            b.set(s, at(r, j), exp(s.get(at(r, j)) - mx.get(r)));
+            b.set(sum, r, sum.get(r) + s.get(at(r, j)));
+          });
+        });
+        b.loop("r", QB, [&](Expr r) {
+          b.set(alpha, r, exp(m.get(r) - mx.get(r)));
+          b.set(l, r, l.get(r) * alpha.get(r) + sum.get(r));
+          b.set(m, r, mx.get(r));
+        });
+      } else {
+        b.loopTo("r", rowsAt.get(), [&](Expr r) {
+          Local mx = b.local("mx", m.get(r));
+          b.loop("j", KB, [&](Expr j) { b.set(mx, max(mx.get(), s.get(at(r, j)))); });
+          Local sum = b.local("sum", constant(DType::F32, 0));
+          b.loop("j", KB, [&](Expr j) {
+            b.set(s, at(r, j), exp(s.get(at(r, j)) - mx.get()));
+            b.set(sum, sum.get() + s.get(at(r, j)));
+          });
+          Local a = b.local("a", exp(m.get(r) - mx.get()));
+          b.set(alpha, r, a.get());
+          b.set(l, r, l.get(r) * a.get() + sum.get());
+          b.set(m, r, mx.get());
+        });
+      }
+      // O = O alpha + P V.
+      TiledContraction values;
+      values.Rows = QB;
+      values.RowsAt = rowsAt.get();
+      values.Cols = dv;
+      values.Reduce = {KB};
+      values.Tile = p.Values;
+      values.LoadA = [&](const Expr &r, const std::vector<Expr> &k) {
+        return s.get(at(r, k[0]));
+      };
+      values.LoadB = [&](const std::vector<Expr> &k, const Expr &col0) {
+        return vload(vb.Buf, k[0] * dv + col0, (int)VL);
+      };
+      values.Store = [&](const Expr &r, const Expr &col, const Expr &sum) {
+        b.set(acc, r * dv + col, acc.get(r * dv + col) * alpha.get(r) + sum);
+      };
+      lowerTiledContraction(c, values);
+    });
+    // No key at all (a length of 0): the sum over none, zeros.
+    b.loopTo("r", rowsAt.get(), [&](Expr r) {
+      Local rcp = b.local("rcp", select(gt(o.LkAt, indexConst(0)), 1.0 / l.get(r),
+                                        constant(DType::F32, 0)));
+      b.loop("c", dv, [&](Expr cc) { o.store(bi, q0 + r, cc, acc.get(r * dv + cc) * rcp.get()); });
+    });
+  }, LoopKind::Parallel);
+}
+
+void lowerAttention(LowerCtx &c) {
+  Geometry g = geometry(c.node());
+  Operands o(c, g);
+  if (o.Y.numel() == 0)
+    return;
+  if (const auto &p = c.node().Plan.Attention)
+    lowerBlocks(c, o, *p);
+  else
+    lowerRows(c, o);
+}
+
+} // namespace
+
+// Declared, and described, in Contraction.h.
+bool attentionBlocksFit(const ir::KernelPlan::AttentionBlocks &p, int64_t dv) {
+  auto ok = [](const ir::KernelPlan::Tile &t) {
+    return t.Lanes >= 1 && t.Rows >= 1 && t.Panel >= t.Lanes && t.Panel % t.Lanes == 0;
+  };
+  const bool scores = p.KeysAsRows
+                          ? p.QueryBlock >= p.Scores.Panel && p.KeyBlock >= p.Scores.Rows
+                          : p.KeyBlock >= p.Scores.Panel && p.KeyBlock % p.Scores.Panel == 0;
+  return ok(p.Scores) && ok(p.Values) && scores && p.QueryBlock >= 1 && dv >= p.Values.Panel &&
+         dv % p.Values.Panel == 0;
+}
+
+MLCC_OPS(FusedAttention) {
+  R.add({.Domain = "mlcc", .Name = "Attention", .SinceVersion = 1,
+         .Fusion = FusionClass::Opaque, .Infer = inferAttention, .Lower = lowerAttention,
+         .RunTimeExtents = true});
+}
+
+} // namespace mlcc::ops

@@ -1,0 +1,248 @@
+//===- FuseAttention.cpp - Attention chains into one node -----------------===//
+//
+// fuse-attention: the chain exporters write for scaled dot-product
+// attention,
+//
+//   S = MatMul(Q, KT)                      KT: [..., dk, Lk]
+//   S = step(S, x...) ...                  Add/Sub/Mul/Div by an operand,
+//                                          Where(c, S, x) or Where(c, x, S)
+//   P = Softmax(S) over the last axis
+//   Y = MatMul(P, V)
+//
+// becomes one mlcc.Attention node (ops/FusedAttention.cpp) that never
+// stores S or P. The Transposes that split the heads before the products
+// (a Transpose of Q or V, the one making KT) and the one merging them after
+// are folded into the node's operand and output permutations when nothing
+// else reads them, so their copies go too. Every value in the chain must
+// be f32, read by the chain only and not a graph output, every step keep
+// the scores' shape (operands broadcast to it), and all nodes run under
+// the same guard; a chain that does not match stays as it is (each node
+// its own kernel, still correct).
+//
+// Not on GPU targets (their matrix products go to the library).
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/passes/Passes.h"
+
+#include <numeric>
+#include <set>
+
+namespace mlcc::passes {
+
+namespace {
+
+/// Step codes (ops/FusedAttention.cpp): op * 2 + (scores are the second
+/// operand); Where: 8 when the scores are taken where c holds, else 9.
+std::optional<int64_t> stepCode(const ir::Node &n, const ir::Value *scores) {
+  if (!n.Domain.empty())
+    return std::nullopt;
+  static const std::map<std::string, int64_t> binary = {
+      {"Add", 0}, {"Sub", 2}, {"Mul", 4}, {"Div", 6}};
+  auto it = binary.find(n.OpType);
+  if (it != binary.end() && n.Inputs.size() == 2 && n.Inputs[0] != n.Inputs[1]) {
+    if (n.Inputs[0] == scores)
+      return it->second;
+    if (n.Inputs[1] == scores)
+      return it->second + 1;
+    return std::nullopt;
+  }
+  if (n.OpType == "Where" && n.Inputs.size() == 3 && n.Inputs[0] != scores &&
+      n.Inputs[1] != n.Inputs[2]) {
+    if (n.Inputs[1] == scores)
+      return 8;
+    if (n.Inputs[2] == scores)
+      return 9;
+  }
+  return std::nullopt;
+}
+
+/// The step's operands, in the order the node reads them.
+std::vector<ir::Value *> stepOperands(const ir::Node &n, int64_t code) {
+  if (code == 8)
+    return {n.Inputs[0], n.Inputs[2]};
+  if (code == 9)
+    return {n.Inputs[0], n.Inputs[1]};
+  return {n.Inputs[code % 2 == 0 ? 1 : 0]};
+}
+
+std::vector<int64_t> identity(size_t rank) {
+  std::vector<int64_t> p(rank);
+  std::iota(p.begin(), p.end(), 0);
+  return p;
+}
+
+bool isF32(const ir::Value *v) { return v && v->Type.Type == DType::F32; }
+
+struct Matcher {
+  ir::Graph &G;
+  std::map<const ir::Value *, int> Uses;
+  std::set<const ir::Node *> Absorbed;
+
+  /// Whether `v` is read by one node only and is not a graph output.
+  bool single(const ir::Value *v) const {
+    auto it = Uses.find(v);
+    return it != Uses.end() && it->second == 1 && !G.isGraphOutput(v) && v->Producer;
+  }
+
+  /// A Transpose producing `v` that the node may read through instead (its
+  /// only reader, same guard).
+  const ir::Node *transposeOf(const ir::Value *v, const ir::Node &user) const {
+    const ir::Node *t = v->Producer;
+    if (!t || !t->Domain.empty() || t->OpType != "Transpose" || !single(v) ||
+        t->Guard != user.Guard || !t->hasInput(0) || Absorbed.count(t))
+      return nullptr;
+    return t;
+  }
+  static std::vector<int64_t> permOf(const ir::Node &t) {
+    std::vector<int64_t> p = t.attrInts("perm");
+    if (p.empty()) { // default: reversed axes
+      p = identity(t.inShape(0).size());
+      std::reverse(p.begin(), p.end());
+    }
+    return p;
+  }
+
+  /// Fuses the chain ending in MatMul `pv`, if it is one.
+  bool fuse(ir::Node &pv) {
+    if (!pv.Domain.empty() || pv.OpType != "MatMul" || pv.Inputs.size() != 2 ||
+        !isF32(pv.Inputs[0]) || !isF32(pv.Inputs[1]) || !isF32(pv.Outputs[0]))
+      return false;
+    ir::Value *p = pv.Inputs[0], *v = pv.Inputs[1];
+    ir::Node *sm = p->Producer;
+    if (!sm || !single(p) || !sm->Domain.empty() || sm->OpType != "Softmax" ||
+        sm->Guard != pv.Guard)
+      return false;
+    const Shape scoresShape = p->Type.Dims;
+    const int64_t rank = (int64_t)scoresShape.size();
+    if (rank < 2 || v->Type.Dims.size() < 2)
+      return false;
+    int64_t axis = sm->attrInt("axis", sm->Opset < 13 ? 1 : -1);
+    if (axis < 0)
+      axis += rank;
+    if (axis != rank - 1)
+      return false;
+    // Back from the Softmax through the steps to the first product.
+    std::vector<const ir::Node *> chain = {sm};
+    std::vector<std::pair<int64_t, const ir::Node *>> steps;
+    ir::Value *cur = sm->Inputs[0];
+    while (true) {
+      if (!isF32(cur) || !single(cur) || cur->Type.Dims != scoresShape)
+        return false;
+      ir::Node *n = cur->Producer;
+      if (n->Guard != pv.Guard)
+        return false;
+      if (n->Domain.empty() && n->OpType == "MatMul")
+        break;
+      ir::Value *in = nullptr;
+      for (ir::Value *x : n->Inputs)
+        if (x && x->Type.Dims == scoresShape && isF32(x) && x->Producer && single(x) &&
+            stepCode(*n, x))
+          in = x;
+      std::optional<int64_t> code = in ? stepCode(*n, in) : std::nullopt;
+      if (!code)
+        return false;
+      for (ir::Value *x : stepOperands(*n, *code)) {
+        if (!x || x == in)
+          return false;
+        // The operand broadcasts to the scores (the step keeps their shape).
+        if (x->Type.Dims.size() > scoresShape.size())
+          return false;
+        if (*code < 8 || x != n->Inputs[0]) {
+          if (!isF32(x))
+            return false;
+        } else if (x->Type.Type != DType::Bool)
+          return false;
+      }
+      steps.push_back({*code, n});
+      chain.push_back(n);
+      cur = in;
+    }
+    ir::Node *qk = cur->Producer;
+    ir::Value *q = qk->Inputs[0], *kt = qk->Inputs.size() == 2 ? qk->Inputs[1] : nullptr;
+    if (!isF32(q) || !isF32(kt) || q->Type.Dims.size() < 2 || kt->Type.Dims.size() < 2)
+      return false;
+    chain.push_back(qk);
+    std::reverse(steps.begin(), steps.end());
+
+    // Operands read through the Transposes before them.
+    auto through = [&](ir::Value *x, std::vector<int64_t> perm, const ir::Node &user) {
+      if (const ir::Node *t = transposeOf(x, user)) {
+        std::vector<int64_t> inner = permOf(*t), composed;
+        for (int64_t a : perm)
+          composed.push_back(inner[(size_t)a]);
+        return std::make_pair(t->Inputs[0], composed);
+      }
+      return std::make_pair(x, perm);
+    };
+    std::vector<int64_t> kSwap = identity(kt->Type.Dims.size());
+    std::swap(kSwap[kSwap.size() - 1], kSwap[kSwap.size() - 2]);
+    auto [qSrc, qPerm] = through(q, identity(q->Type.Dims.size()), *qk);
+    auto [kSrc, kPerm] = through(kt, kSwap, *qk);
+    auto [vSrc, vPerm] = through(v, identity(v->Type.Dims.size()), pv);
+    // The output, through a Transpose after it.
+    ir::Value *out = pv.Outputs[0];
+    std::vector<int64_t> outPerm = identity(out->Type.Dims.size());
+    ir::Node *after = nullptr;
+    if (single(out))
+      for (auto &n : G.Nodes)
+        if (n->Domain.empty() && n->OpType == "Transpose" && n->hasInput(0) &&
+            n->Inputs[0] == out && n->Guard == pv.Guard && isF32(n->Outputs[0])) {
+          after = n.get();
+          outPerm = permOf(*n);
+        }
+
+    // The node: pv rewritten in place (it comes after every operand).
+    std::vector<int64_t> codes;
+    std::vector<ir::Value *> inputs = {qSrc, kSrc, vSrc};
+    for (auto &[code, n] : steps) {
+      codes.push_back(code);
+      for (ir::Value *x : stepOperands(*n, code))
+        inputs.push_back(x);
+    }
+    for (const ir::Node *n : chain)
+      Absorbed.insert(n);
+    // The Transposes read through are left unused (dead-code elimination
+    // removes them).
+    for (auto [x, src] : {std::pair{q, qSrc}, std::pair{kt, kSrc}, std::pair{v, vSrc}})
+      if (src != x)
+        Absorbed.insert(x->Producer);
+    pv.OpType = "Attention";
+    pv.Domain = "mlcc";
+    pv.Opset = 1;
+    pv.Attrs.clear();
+    pv.Attrs["q_perm"] = ir::intsAttr(qPerm);
+    pv.Attrs["k_perm"] = ir::intsAttr(kPerm);
+    pv.Attrs["v_perm"] = ir::intsAttr(vPerm);
+    pv.Attrs["out_perm"] = ir::intsAttr(outPerm);
+    pv.Attrs["steps"] = ir::intsAttr(codes);
+    pv.Inputs = inputs;
+    pv.Plan = {};
+    if (after) {
+      // The node produces the Transpose's output; the Transpose goes, and
+      // its old input is left unused.
+      ir::Value *y = after->Outputs[0];
+      out->Producer = nullptr;
+      y->Producer = &pv;
+      pv.Outputs[0] = y;
+      Absorbed.insert(after);
+      Dead.insert(after);
+    }
+    return true;
+  }
+  std::set<const ir::Node *> Dead;
+};
+
+} // namespace
+
+bool fuseAttention(ir::Graph &g) {
+  Matcher m{g, g.useCounts(), {}, {}};
+  bool changed = false;
+  for (auto &n : g.Nodes)
+    if (!m.Absorbed.count(n.get()) && m.fuse(*n))
+      changed = true;
+  if (!m.Dead.empty())
+    g.removeNodesIf([&](const ir::Node &n) { return m.Dead.count(&n) > 0; });
+  return changed;
+}
+
+} // namespace mlcc::passes

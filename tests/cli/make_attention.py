@@ -1,0 +1,131 @@
+#!/usr/bin/python3
+"""Writes tests/cli/data/attention/*.onnx: attention chains as exporters
+write them, for fuse-attention (compiler/passes/FuseAttention.cpp) and the
+fused kernel (compiler/ops/FusedAttention.cpp); tests/cli/attention.sh
+compiles each and compares it with `mlcc check` (the model before
+optimization, in float64). Q, K and V are inputs (random data from mlcc
+check), masks constants or inputs. Names ending in _unfused are chains fuse-
+attention must leave alone (still correct).
+
+Run once; the models are committed.
+Usage: /usr/bin/python3 tests/cli/make_attention.py
+"""
+import os
+import numpy as np
+import onnx
+from onnx import TensorProto as TP, helper as h, numpy_helper as nh
+
+here = os.path.dirname(os.path.abspath(__file__))
+out = os.path.join(here, "data", "attention")
+os.makedirs(out, exist_ok=True)
+rng = np.random.default_rng(7)
+F = TP.FLOAT
+
+
+def vi(name, shape, t=F):
+    return h.make_tensor_value_info(name, t, shape)
+
+
+def const(name, a):
+    return nh.from_array(np.asarray(a), name)
+
+
+def save(name, nodes, ins, outs, inits, opset=17):
+    g = h.make_graph(nodes, name, ins, outs, inits)
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", opset)])
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(out, name + ".onnx"))
+    print("wrote", name)
+
+
+def heads_in(prefix, shape):
+    """[1, S, H, dh] inputs q, k, v as a projection would reshape them."""
+    return [vi(p, shape) for p in prefix]
+
+
+# 1. GPT-style: heads split by Transpose, K^T by perm [0,2,3,1], scaled by a
+# Div, causal mask by Where(mask, s, -inf), heads merged by Transpose;
+# 37 positions (a partial block), 3 heads of 32.
+S, H, D = 37, 3, 32
+save("gpt_causal", [
+    h.make_node("Transpose", ["q"], ["qh"], perm=[0, 2, 1, 3]),
+    h.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 3, 1]),
+    h.make_node("Transpose", ["v"], ["vh"], perm=[0, 2, 1, 3]),
+    h.make_node("MatMul", ["qh", "kt"], ["s"]),
+    h.make_node("Div", ["s", "scale"], ["s1"]),
+    h.make_node("Where", ["causal", "s1", "ninf"], ["s2"]),
+    h.make_node("Softmax", ["s2"], ["p"], axis=-1),
+    h.make_node("MatMul", ["p", "vh"], ["o"]),
+    h.make_node("Transpose", ["o"], ["y"], perm=[0, 2, 1, 3]),
+], heads_in("qkv", [1, S, H, D]), [vi("y", [1, S, H, D])],
+    [const("scale", np.float32(np.sqrt(D))), const("ninf", np.float32(-np.inf)),
+     const("causal", np.tril(np.ones((1, 1, S, S), bool)))])
+
+# 2. BERT-style: an additive mask input broadcast over heads and rows (mask
+# first, scores second), scaled by a Mul; 70 positions, value width 64.
+S, H, D = 70, 2, 64
+save("bert_mask", [
+    h.make_node("MatMul", ["q", "kt"], ["s"]),
+    h.make_node("Mul", ["s", "scale"], ["s1"]),
+    h.make_node("Add", ["mask", "s1"], ["s2"]),
+    h.make_node("Softmax", ["s2"], ["p"], axis=3),
+    h.make_node("MatMul", ["p", "v"], ["y"]),
+], [vi("q", [1, H, S, D]), vi("kt", [1, H, D, S]), vi("v", [1, H, S, D]), vi("mask", [1, 1, 1, S])],
+    [vi("y", [1, H, S, D])], [const("scale", np.float32(0.125))])
+
+# 3. The same with a symbolic length (bounded: --dim S=1..80).
+save("bert_mask_dynamic", [
+    h.make_node("MatMul", ["q", "kt"], ["s"]),
+    h.make_node("Mul", ["s", "scale"], ["s1"]),
+    h.make_node("Add", ["mask", "s1"], ["s2"]),
+    h.make_node("Softmax", ["s2"], ["p"], axis=-1),
+    h.make_node("MatMul", ["p", "v"], ["y"]),
+], [vi("q", [1, H, "S", D]), vi("kt", [1, H, D, "S"]), vi("v", [1, H, "S", D]),
+    vi("mask", [1, 1, 1, "S"])], [vi("y", [1, H, "S", D])], [const("scale", np.float32(0.125))])
+
+# 4. 3-D, no steps, K^T an input, value width 48 != key width 16, 20 queries
+# against 9 keys, batch 2.
+save("plain_3d", [
+    h.make_node("MatMul", ["q", "kt"], ["s"]),
+    h.make_node("Softmax", ["s"], ["p"], axis=-1),
+    h.make_node("MatMul", ["p", "v"], ["y"]),
+], [vi("q", [2, 20, 16]), vi("kt", [2, 16, 9]), vi("v", [2, 9, 48])], [vi("y", [2, 20, 48])], [])
+
+# 5. A decode step: one query against 129 cached keys (K^T by perm
+# [0,1,3,2]), a boolean mask input selecting -inf where it holds
+# (Where(c, x, s)), keys shared by 4 query heads (K, V with one head).
+save("decode_shared_kv", [
+    h.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
+    h.make_node("MatMul", ["q", "kt"], ["s"]),
+    h.make_node("Mul", ["scale", "s"], ["s1"]),
+    h.make_node("Where", ["pad", "ninf", "s1"], ["s2"]),
+    h.make_node("Softmax", ["s2"], ["p"], axis=-1),
+    h.make_node("MatMul", ["p", "v"], ["y"]),
+], [vi("q", [1, 4, 1, 32]), vi("k", [1, 1, 129, 32]), vi("v", [1, 1, 129, 32])],
+    [vi("y", [1, 4, 1, 32])],
+    [const("scale", np.float32(1 / np.sqrt(32))), const("ninf", np.float32(-np.inf)),
+     const("pad", np.arange(129).reshape(1, 1, 1, 129) % 5 == 3)])
+
+# 6. Softmax before opset 13 over the last axis (axis=3 of 4): the same chain.
+save("opset11_softmax", [
+    h.make_node("MatMul", ["q", "kt"], ["s"]),
+    h.make_node("Softmax", ["s"], ["p"], axis=3),
+    h.make_node("MatMul", ["p", "v"], ["y"]),
+], [vi("q", [1, 2, 5, 8]), vi("kt", [1, 2, 8, 6]), vi("v", [1, 2, 6, 16])],
+    [vi("y", [1, 2, 5, 16])], [], opset=11)
+
+# 7. Not attention: Softmax over the queries (axis -2).
+save("softmax_rows_unfused", [
+    h.make_node("MatMul", ["q", "kt"], ["s"]),
+    h.make_node("Softmax", ["s"], ["p"], axis=-2),
+    h.make_node("MatMul", ["p", "v"], ["y"]),
+], [vi("q", [1, 5, 8]), vi("kt", [1, 8, 5]), vi("v", [1, 5, 16])], [vi("y", [1, 5, 16])], [])
+
+# 8. Not fused: the probabilities are also a graph output.
+save("probs_output_unfused", [
+    h.make_node("MatMul", ["q", "kt"], ["s"]),
+    h.make_node("Softmax", ["s"], ["p"], axis=-1),
+    h.make_node("MatMul", ["p", "v"], ["y"]),
+], [vi("q", [1, 5, 8]), vi("kt", [1, 8, 6]), vi("v", [1, 6, 16])],
+    [vi("y", [1, 5, 16]), vi("p", [1, 5, 6])], [])
