@@ -629,7 +629,8 @@ std::string KernelPlan::str() const {
     field("attention blocks=" + std::to_string(Attention->QueryBlock) + "x" +
           std::to_string(Attention->KeyBlock) +
           (Attention->KeysAsRows ? " keys_as_rows" : "") + " scores=" + tile(Attention->Scores) +
-          " values=" + tile(Attention->Values));
+          " values=" + tile(Attention->Values) +
+          (Attention->FewRows ? " few_rows=" + tile(*Attention->FewRows) : ""));
   }
   os << "}";
   return os.str();

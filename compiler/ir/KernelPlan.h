@@ -215,10 +215,14 @@ struct KernelPlan {
   /// (rows: queries; panels across the key block, which they divide);
   /// Values the tile of P x V (its panel divides the value width, so that
   /// no partial product accumulates twice).
+  /// FewRows: with KeysAsRows, the score tile of the other form, which a
+  /// run of fewer query rows than Scores' lanes takes (a query length known
+  /// only at run time: a prompt of a few tokens).
   struct AttentionBlocks {
     int64_t QueryBlock = 0, KeyBlock = 0;
     bool KeysAsRows = false;
     Tile Scores, Values;
+    std::optional<Tile> FewRows;
     bool operator==(const AttentionBlocks &) const = default;
   };
   std::optional<AttentionBlocks> Attention;

@@ -331,6 +331,8 @@ void lowerTiles(LowerCtx &c, const TiledContraction &t) {
   for (int64_t e : t.Reduce)
     kred *= e;
   const bool direct = t.LoadB != nullptr;
+  MLCC_CHECK(direct || !t.ColsAt, "run-time columns of a packed B operand");
+  const Expr panelsAt = t.ColsAt ? (t.ColsAt + (VM - 1)) / VM : indexConst(panels);
   const kir::Buffer &packed = t.PackedB.buffer();
   // A packed operand without a buffer is an inlined splat (every weight
   // the same value): its vectors are broadcasts.
@@ -348,7 +350,8 @@ void lowerTiles(LowerCtx &c, const TiledContraction &t) {
   // partial sums in memory between blocks.
   const int64_t outer = t.Reduce.empty() ? 1 : t.Reduce[0], inner = kred / std::max<int64_t>(outer, 1);
   int64_t bc = outer, tilesPerBlock = rowTiles;
-  if (t.Tile.ReduceBlock > 0 && !t.Reduce.empty() && rowTiles > 1 && !runTimeRows) {
+  if (t.Tile.ReduceBlock > 0 && !t.Reduce.empty() && rowTiles > 1 && !runTimeRows &&
+      !t.ReduceAt) {
     bc = std::clamp<int64_t>(t.Tile.ReduceBlock / std::max<int64_t>(inner, 1), 1, outer);
     tilesPerBlock = std::clamp<int64_t>(t.Tile.RowBlock / RW, 1, rowTiles);
   }
@@ -460,7 +463,7 @@ void lowerTiles(LowerCtx &c, const TiledContraction &t) {
     for (int64_t r = 0; r < RW; ++r)
       for (int64_t v = 0; v < NV; ++v)
         b.store(acc.Buf, accAt(r, v), broadcast(constant(t.Acc, 0), (int)L));
-    reduce(acc, p, c0, r0, indexConst(0), indexConst(outer));
+    reduce(acc, p, c0, r0, indexConst(0), t.ReduceAt ? t.ReduceAt : indexConst(outer));
     // Spill the tile (constant offsets keep acc in registers), then store
     // the columns that exist.
     Local tile = b.local("tile", t.Acc, RW * VM);
@@ -473,11 +476,11 @@ void lowerTiles(LowerCtx &c, const TiledContraction &t) {
     // The row tiles outermost (in parallel when there are several): each
     // tile of A stays in cache while every panel of B passes.
     b.loopTo("rt", rowTilesAt, [&](Expr rt) {
-      b.loop("p", panels, [&](Expr p) { wholeTile(p, rt); });
+      b.loopTo("p", panelsAt, [&](Expr p) { wholeTile(p, rt); });
     }, t.Parallel && rowTiles > 1 ? LoopKind::Parallel : LoopKind::Serial);
     return;
   }
-  b.loop("p", panels, [&](Expr p) {
+  b.loopTo("p", panelsAt, [&](Expr p) {
     Expr c0 = firstCol(p);
     if (!blocked) {
       b.loopTo("rt", rowTilesAt, [&](Expr rt) { wholeTile(p, rt); }, rowKind);

@@ -118,6 +118,13 @@ struct TiledContraction {
   /// tiles of half as many rows (down to one), each in a branch of its own.
   Expr RowsAt;
   std::vector<int64_t> Reduce;
+  /// The outermost reduction axis's extent when the kernel runs, when
+  /// shorter than Reduce[0] (null: Reduce[0]); no cache blocks then.
+  Expr ReduceAt;
+  /// The columns when the kernel runs (null: Cols), for B read directly:
+  /// the panels up to them run (the last one's columns past them are
+  /// computed on what B holds there and not used by the caller).
+  Expr ColsAt;
   ir::KernelPlan::Tile Tile;
   DType Acc = DType::F32;
   /// A(r, k), a scalar of type Acc.
@@ -162,8 +169,8 @@ std::optional<PackedOperand> packedOperand(const ir::Node &n);
 
 /// Whether the blocks `p` fit an attention of value width `dv`: the value
 /// tile's panels divide it (no partial product is added twice); the score
-/// tile's columns (the query block with KeysAsRows, else the key block,
-/// which its panels then divide) hold a panel, its rows the key block.
+/// tiles' columns (the query block with KeysAsRows, else the key block)
+/// hold a panel, and with KeysAsRows the key block a tile's rows.
 bool attentionBlocksFit(const ir::KernelPlan::AttentionBlocks &p, int64_t dv);
 
 } // namespace mlcc::ops

@@ -271,14 +271,17 @@ void lowerRows(LowerCtx &c, const Operands &o) {
   }, "b");
 }
 
-/// With the plan's blocks: see the file comment.
-void lowerBlocks(LowerCtx &c, const Operands &o, const ir::KernelPlan::AttentionBlocks &p) {
+/// One form of the blocked kernel: see the file comment. `keysAsRows`: the
+/// score tile `scores` has the keys as rows; else the query rows (all of
+/// them in one block of `queryBlock`).
+void lowerBlocks(LowerCtx &c, const Operands &o, const ir::KernelPlan::AttentionBlocks &p,
+                 bool keysAsRows, int64_t queryBlock, const ir::KernelPlan::Tile &scoreTile) {
   KernelBuilder &b = c.b();
   const Geometry &g = o.G;
-  const int64_t QB = p.QueryBlock, KB = p.KeyBlock, dk = g.Dk, dv = g.Dv;
-  const int64_t SL = p.Scores.Lanes, VL = p.Values.Lanes;
+  const int64_t QB = queryBlock, KB = p.KeyBlock, dk = g.Dk, dv = g.Dv;
+  const int64_t SL = scoreTile.Lanes, VL = p.Values.Lanes;
+  const Expr zero = constant(DType::F32, 0);
   const Expr blocks = (o.LqAt + (QB - 1)) / QB;
-  const Expr ninf = constant(DType::F32, -std::numeric_limits<double>::infinity());
   b.loopTo("bq", product(o.BatchAt) * blocks, [&](Expr bq) {
     std::vector<Expr> bi = batchIndex(o.BatchAt, bq / blocks);
     Expr q0 = (bq % blocks) * QB;
@@ -289,36 +292,37 @@ void lowerBlocks(LowerCtx &c, const Operands &o, const ir::KernelPlan::Attention
     Local vb = b.local("vb", DType::F32, KB * dv);
     // Score (r, j) of the block: s[j][r] with keys as rows (the score
     // tile's layout, query rows contiguous), else s[r][j].
-    auto at = [&](const Expr &r, const Expr &j) { return p.KeysAsRows ? j * QB + r : r * KB + j; };
-    b.loop("r", QB, [&](Expr r) {
+    auto at = [&](const Expr &r, const Expr &j) { return keysAsRows ? j * QB + r : r * KB + j; };
+    b.loopTo("r", rowsAt.get(), [&](Expr r) {
       b.set(m, r, lowestValue(DType::F32));
-      b.set(l, r, constant(DType::F32, 0));
+      b.set(l, r, zero);
+      b.loop("c", dv, [&](Expr cc) { b.set(acc, r * dv + cc, zero); });
     });
-    b.loop("z", QB * dv, [&](Expr z) { b.set(acc, z, constant(DType::F32, 0)); });
     // Keys as rows: the block's queries transposed (qt[c][r]), zero past
     // the last row, read as the columns of every key block's S^T.
-    Local qt = p.KeysAsRows ? b.local("qt", DType::F32, dk * QB) : Local{};
-    if (p.KeysAsRows)
+    Local qt = keysAsRows ? b.local("qt", DType::F32, dk * QB) : Local{};
+    if (keysAsRows) {
       b.loop("c", dk, [&](Expr cc) {
-        b.loop("r", QB, [&](Expr r) {
-          b.set(qt, cc * QB + r,
-                select(lt(r, rowsAt.get()), o.q(bi, min(q0 + r, o.LqAt - 1), cc),
-                       constant(DType::F32, 0)));
-        });
+        b.loop("r", rowsAt.get(), indexConst(QB), [&](Expr r) { b.set(qt, cc * QB + r, zero); });
       });
-    Local kt = p.KeysAsRows ? Local{} : b.local("kt", DType::F32, dk * KB);
+      b.loopTo("r", rowsAt.get(), [&](Expr r) {
+        b.loop("c", dk, [&](Expr cc) { b.set(qt, cc * QB + r, o.q(bi, q0 + r, cc)); });
+      });
+    }
+    Local kt = keysAsRows ? Local{} : b.local("kt", DType::F32, dk * KB);
     b.loopTo("kb", (o.LkAt + (KB - 1)) / KB, [&](Expr kb) {
       Expr k0 = kb * KB;
       Local nk = b.local("nk", min(indexConst(KB), o.LkAt - k0));
       TiledContraction scores;
       scores.Reduce = {dk};
-      scores.Tile = p.Scores;
-      if (p.KeysAsRows) {
+      scores.Tile = scoreTile;
+      if (keysAsRows) {
         // S^T = K Q^T over the block's keys (its rows, read in place),
-        // stored as s[r][j] through the steps.
+        // stored as s[j][r] through the steps.
         scores.Rows = KB;
         scores.RowsAt = nk.get();
         scores.Cols = QB;
+        scores.ColsAt = rowsAt.get();
         scores.LoadA = [&](const Expr &j, const std::vector<Expr> &k) {
           return o.k(bi, k0 + j, k[0]);
         };
@@ -331,15 +335,16 @@ void lowerBlocks(LowerCtx &c, const Operands &o, const ir::KernelPlan::Attention
       } else {
         // S = Q K^T with the block's keys transposed (kt[c][j], zero past
         // the last key) as the columns.
+        b.loop("c", dk, [&](Expr cc) {
+          b.loop("j", nk.get(), indexConst(KB), [&](Expr j) { b.set(kt, cc * KB + j, zero); });
+        });
         b.loopTo("j", nk.get(), [&](Expr j) {
           b.loop("c", dk, [&](Expr cc) { b.set(kt, cc * KB + j, o.k(bi, k0 + j, cc)); });
-        });
-        b.loop("j", nk.get(), indexConst(KB), [&](Expr j) {
-          b.loop("c", dk, [&](Expr cc) { b.set(kt, cc * KB + j, constant(DType::F32, 0)); });
         });
         scores.Rows = QB;
         scores.RowsAt = rowsAt.get();
         scores.Cols = KB;
+        scores.ColsAt = nk.get();
         scores.LoadA = [&](const Expr &r, const std::vector<Expr> &k) {
           return o.q(bi, q0 + r, k[0]);
         };
@@ -351,36 +356,31 @@ void lowerBlocks(LowerCtx &c, const Operands &o, const ir::KernelPlan::Attention
         };
       }
       lowerTiledContraction(c, scores);
-      // A key past the last scores -inf.
-      b.loop("j", nk.get(), indexConst(KB), [&](Expr j) {
-        b.loopTo("r", rowsAt.get(), [&](Expr r) { b.set(s, at(r, j), ninf); });
-      });
-      // The block's values, zero past the last key.
+      // The block's values; P V reads the keys up to the last only.
       b.loopTo("j", nk.get(), [&](Expr j) {
         b.loop("c", dv, [&](Expr cc) { b.set(vb, j * dv + cc, o.v(bi, k0 + j, cc)); });
       });
-      b.loop("j", nk.get(), indexConst(KB), [&](Expr j) {
-        b.loop("c", dv, [&](Expr cc) { b.set(vb, j * dv + cc, constant(DType::F32, 0)); });
-      });
-      // The running maximum and sum; S becomes P. Keys as rows: along the
-      // query rows, every row of the block at once (no sum across lanes;
-      // rows past the last are computed and not used).
-      if (p.KeysAsRows) {
+      // The running maximum and sum; S becomes P (the scores of the keys
+      // up to the last).
+      if (keysAsRows) {
+        // Along the query rows: every row of the block at once, no sum
+        // across lanes.
         Local mx = b.local("mx", DType::F32, QB), sum = b.local("sum", DType::F32, QB);
-        b.loop("r", QB, [&](Expr r) {
+        b.loopTo("r", rowsAt.get(), [&](Expr r) {
           b.set(mx, r, m.get(r));
-          b.set(sum, r, constant(DType::F32, 0));
+          b.set(sum, r, zero);
         });
-        b.loop("j", KB, [&](Expr j) {
-          b.loop("r", QB, [&](Expr r) { b.set(mx, r, max(mx.get(r), s.get(at(r, j)))); });
+        b.loopTo("j", nk.get(), [&](Expr j) {
+          b.loopTo("r", rowsAt.get(),
+                   [&](Expr r) { b.set(mx, r, max(mx.get(r), s.get(at(r, j)))); });
         });
-        b.loop("j", KB, [&](Expr j) {
-          b.loop("r", QB, [&](Expr r) {
+        b.loopTo("j", nk.get(), [&](Expr j) {
+          b.loopTo("r", rowsAt.get(), [&](Expr r) {
             b.set(s, at(r, j), exp(s.get(at(r, j)) - mx.get(r)));
             b.set(sum, r, sum.get(r) + s.get(at(r, j)));
           });
         });
-        b.loop("r", QB, [&](Expr r) {
+        b.loopTo("r", rowsAt.get(), [&](Expr r) {
           b.set(alpha, r, exp(m.get(r) - mx.get(r)));
           b.set(l, r, l.get(r) * alpha.get(r) + sum.get(r));
           b.set(m, r, mx.get(r));
@@ -388,9 +388,9 @@ void lowerBlocks(LowerCtx &c, const Operands &o, const ir::KernelPlan::Attention
       } else {
         b.loopTo("r", rowsAt.get(), [&](Expr r) {
           Local mx = b.local("mx", m.get(r));
-          b.loop("j", KB, [&](Expr j) { b.set(mx, max(mx.get(), s.get(at(r, j)))); });
-          Local sum = b.local("sum", constant(DType::F32, 0));
-          b.loop("j", KB, [&](Expr j) {
+          b.loopTo("j", nk.get(), [&](Expr j) { b.set(mx, max(mx.get(), s.get(at(r, j)))); });
+          Local sum = b.local("sum", zero);
+          b.loopTo("j", nk.get(), [&](Expr j) {
             b.set(s, at(r, j), exp(s.get(at(r, j)) - mx.get()));
             b.set(sum, sum.get() + s.get(at(r, j)));
           });
@@ -406,6 +406,7 @@ void lowerBlocks(LowerCtx &c, const Operands &o, const ir::KernelPlan::Attention
       values.RowsAt = rowsAt.get();
       values.Cols = dv;
       values.Reduce = {KB};
+      values.ReduceAt = nk.get();
       values.Tile = p.Values;
       values.LoadA = [&](const Expr &r, const std::vector<Expr> &k) {
         return s.get(at(r, k[0]));
@@ -420,11 +421,24 @@ void lowerBlocks(LowerCtx &c, const Operands &o, const ir::KernelPlan::Attention
     });
     // No key at all (a length of 0): the sum over none, zeros.
     b.loopTo("r", rowsAt.get(), [&](Expr r) {
-      Local rcp = b.local("rcp", select(gt(o.LkAt, indexConst(0)), 1.0 / l.get(r),
-                                        constant(DType::F32, 0)));
+      Local rcp = b.local("rcp", select(gt(o.LkAt, indexConst(0)), 1.0 / l.get(r), zero));
       b.loop("c", dv, [&](Expr cc) { o.store(bi, q0 + r, cc, acc.get(r * dv + cc) * rcp.get()); });
     });
   }, LoopKind::Parallel);
+}
+
+/// The blocked kernel; with keys as rows and a query length known at run
+/// time, a run of fewer query rows than the score tile's lanes (a prompt of
+/// a few tokens) takes the other form, with the plan's FewRows tile.
+void lowerBlocks(LowerCtx &c, const Operands &o, const ir::KernelPlan::AttentionBlocks &p) {
+  if (!p.KeysAsRows || !p.FewRows || o.LqAt->isConst()) {
+    lowerBlocks(c, o, p, p.KeysAsRows, p.QueryBlock, p.Scores);
+    return;
+  }
+  const int64_t few = p.Scores.Lanes - 1;
+  c.b().ifThen(le(o.LqAt, indexConst(few)),
+               [&] { lowerBlocks(c, o, p, false, few, *p.FewRows); },
+               [&] { lowerBlocks(c, o, p, true, p.QueryBlock, p.Scores); });
 }
 
 void lowerAttention(LowerCtx &c) {
@@ -445,17 +459,18 @@ bool attentionBlocksFit(const ir::KernelPlan::AttentionBlocks &p, int64_t dv) {
   auto ok = [](const ir::KernelPlan::Tile &t) {
     return t.Lanes >= 1 && t.Rows >= 1 && t.Panel >= t.Lanes && t.Panel % t.Lanes == 0;
   };
-  const bool scores = p.KeysAsRows
-                          ? p.QueryBlock >= p.Scores.Panel && p.KeyBlock >= p.Scores.Rows
-                          : p.KeyBlock >= p.Scores.Panel && p.KeyBlock % p.Scores.Panel == 0;
-  return ok(p.Scores) && ok(p.Values) && scores && p.QueryBlock >= 1 && dv >= p.Values.Panel &&
-         dv % p.Values.Panel == 0;
+  const bool scores = p.KeysAsRows ? p.QueryBlock >= p.Scores.Panel && p.KeyBlock >= p.Scores.Rows
+                                    : p.KeyBlock >= p.Scores.Panel;
+  const bool few = !p.FewRows || (ok(*p.FewRows) && p.KeyBlock >= p.FewRows->Panel &&
+                                  p.FewRows->Lanes == p.Scores.Lanes);
+  return ok(p.Scores) && ok(p.Values) && scores && few && p.QueryBlock >= 1 &&
+         dv >= p.Values.Panel && dv % p.Values.Panel == 0;
 }
 
 MLCC_OPS(FusedAttention) {
   R.add({.Domain = "mlcc", .Name = "Attention", .SinceVersion = 1,
          .Fusion = FusionClass::Opaque, .Infer = inferAttention, .Lower = lowerAttention,
-         .RunTimeExtents = true});
+         .RunTimeExtents = true, .DenseOperands = true});
 }
 
 } // namespace mlcc::ops

@@ -84,6 +84,13 @@ struct OpSchema {
   /// axes follow bounded dimensions (--dim NAME=MIN..MAX). Other ops stop
   /// with a clear error on such values.
   bool RunTimeExtents = false;
+  /// With RunTimeExtents: Lower reads and writes its operands only through
+  /// TensorRef's indices (load/store at a multi-index, extents), or flat
+  /// over numelAtRunTime() where every operand has one, so an operand may
+  /// be laid out dense at its run-time extents (a graph input or output
+  /// whose bounded axis has longer axes before it, read and written in the
+  /// caller's buffer: lower-to-kernels, TensorRef::denseAtRunTime).
+  bool DenseOperands = false;
 };
 
 class OpRegistry {
