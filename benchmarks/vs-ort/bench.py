@@ -34,6 +34,7 @@ import json
 import math
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -274,7 +275,10 @@ def main():
     for m in models:
         d = os.path.join(args.work, "models", m)
         fl = json.loads(read(os.path.join(d, "flops.json"), "{}") or "{}")
+        header = read(os.path.join(d, "mlcc", "m.h"), "")
+        arena = re.search(r"#define M_ARENA_SIZE (\d+)", header)
         info[m] = {"flops": fl.get("flops"), "calls": read(os.path.join(d, "mlcc", "calls"), "-"),
+                   "arena": arena and int(arena.group(1)),
                    "shape": read(os.path.join(d, "input.shape")).replace(",", "x"),
                    "status": read(os.path.join(d, "mlcc", "status"), "not compiled")}
         if args.tune:
@@ -308,7 +312,7 @@ def main():
     print(f"  GFLOP: 2 x MACs of Conv/Gemm/MatMul; %peak: mlcc GFLOP/s / fp32 peak at the "
           "same thread count;")
     print(f"  check: mlcc vs ORT, ok when max|mlcc-ort| <= 1e-4 max|ort| (relative error shown);"
-          " calls: kernel calls (--emit kernels)")
+          " calls: kernel calls (--emit kernels); arena: M_ARENA_SIZE, MB")
     if args.tune:
         print("  tuned: mlcc --tune" + (f" --tune-budget {args.tune_budget}" if args.tune_budget
                                           else "") + " (schedule search on this machine);"
@@ -327,11 +331,11 @@ def main():
             print("  ORT runs the float model (check: top-1 and max|diff| / max|ort|); neither is"
                   " in the fp32 geometric means")
     print()
-    print(f"{'model':<{w}}{'input':>14}{'GFLOP':>8}{'calls':>7}")
+    print(f"{'model':<{w}}{'input':>14}{'GFLOP':>8}{'calls':>7}{'arena':>9}")
     for m in models:
-        fl = info[m]["flops"]
+        fl, arena = info[m]["flops"], info[m]["arena"]
         print(f"{m:<{w}}{info[m]['shape']:>14}{fmt(fl and fl / 1e9, '.3f', '?'):>8}"
-              f"{info[m]['calls']:>7}")
+              f"{info[m]['calls']:>7}{fmt(arena and arena / 1e6, '.2f', '?'):>9}")
     ratios = {}
     both = {}  # --tune: t -> quantized? -> [(mlcc/ORT, tuned/ORT)] where both ran
     for t in threads:

@@ -26,7 +26,11 @@ Expr erfF32(const Expr &x0, const Let &let) {
 }
 
 Expr expF32(const Expr &x0, const Let &let) {
-  const double hi = 88.3762626647949, lo = -87.3365447505531;
+  // Below lo the result is 0: e^-87 is about 1.6e-38, so every product
+  // below stays a normal float (an x at the limit, a masked -inf score
+  // clamped to it, would otherwise make a subnormal product, which x86
+  // cores compute in a microcode assist of a hundred cycles or more).
+  const double hi = 88.3762626647949, lo = -87.0;
   Expr x = let(x0);
   Expr xc = min(max(x, lo), hi);
   Expr n = let(floor(xc * 1.44269504088896341 + 0.5));

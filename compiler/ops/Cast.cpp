@@ -113,9 +113,11 @@ void lowerCast(LowerCtx &c) {
 
 MLCC_OPS(Cast) {
   R.add({.Name = "Cast", .SinceVersion = 1, .Fusion = FusionClass::Elementwise,
-         .Infer = inferCast, .Lower = lowerCast, .RunTimeExtents = true});
+         .Infer = inferCast, .Lower = lowerCast, .RunTimeExtents = true,
+         .DenseOperands = true});
   R.add({.Name = "CastLike", .SinceVersion = 15, .Fusion = FusionClass::Elementwise,
-         .Infer = inferCastLike, .Lower = lowerCast, .RunTimeExtents = true});
+         .Infer = inferCastLike, .Lower = lowerCast, .RunTimeExtents = true,
+         .DenseOperands = true});
 }
 
 } // namespace mlcc::ops

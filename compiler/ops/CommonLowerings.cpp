@@ -23,7 +23,7 @@ void lowerElementwise(LowerCtx &c, const ScalarFn &fn) {
   // otherwise over its full index space.
   bool flat = true;
   for (auto &t : ins)
-    if (t.buffer() && t.shape() != out.shape())
+    if (t.buffer() && (t.shape() != out.shape() || !t.numelAtRunTime()))
       flat = false;
   // Bounded axes: flat only over the leading elements in use.
   Expr count = out.numelAtRunTime();
@@ -49,7 +49,7 @@ void lowerElementwise(LowerCtx &c, const ScalarFn &fn) {
 
 void lowerMap(LowerCtx &c, const TensorRef &x, const TensorRef &y,
               const std::function<Expr(Expr)> &fn) {
-  if (Expr count = y.numelAtRunTime()) {
+  if (Expr count = x.numelAtRunTime() ? y.numelAtRunTime() : nullptr) {
     c.b().loopTo("i", count, [&](Expr i) { y.storeFlat(i, fn(x.loadFlat(i))); });
     return;
   }
@@ -121,6 +121,7 @@ void addElementwise(OpRegistry &R, const std::string &name, int64_t since,
   s.SinceVersion = since;
   s.Fusion = FusionClass::Elementwise;
   s.RunTimeExtents = true;
+  s.DenseOperands = true;
   s.Infer = std::move(infer);
   s.Scalar = fn;
   s.Lower = [fn](LowerCtx &c) {

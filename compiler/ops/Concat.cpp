@@ -72,7 +72,7 @@ std::optional<std::vector<int64_t>> concatPlacement(const ir::Node &n) {
 MLCC_OPS(Concat) {
   R.add({.Name = "Concat", .SinceVersion = 1, .Fusion = FusionClass::Injective,
          .Infer = inferConcat, .Lower = lowerConcat, .Placement = concatPlacement,
-         .RunTimeExtents = true});
+         .RunTimeExtents = true, .DenseOperands = true});
 }
 
 } // namespace mlcc::ops

@@ -414,29 +414,32 @@ void lowerTiles(LowerCtx &c, const TiledContraction &t) {
   auto storeTile = [&](const Expr &p, const Expr &c0, const Expr &r0,
                        const std::function<Expr(const Expr &r, const Expr &j)> &sum) {
     // The columns that exist: a constant trip count per panel (the loops
-    // vectorize), the last, partial panel in a branch of its own.
-    auto overColumns = [&](const std::function<void(int64_t)> &emit) {
-      if (direct || t.Cols % VM == 0)
-        emit(VM);
+    // vectorize), the last, partial panel in a branch of its own; with
+    // columns known at run time, those up to them.
+    auto overColumns = [&](const std::function<void(Expr)> &emit) {
+      if (t.ColsAt)
+        emit(min(indexConst(VM), t.ColsAt - c0));
+      else if (direct || t.Cols % VM == 0)
+        emit(indexConst(VM));
       else
-        b.ifThen(lt(p, indexConst(panels - 1)), [&] { emit(VM); },
-                 [&] { emit(t.Cols - (panels - 1) * VM); });
+        b.ifThen(lt(p, indexConst(panels - 1)), [&] { emit(indexConst(VM)); },
+                 [&] { emit(indexConst(t.Cols - (panels - 1) * VM)); });
     };
     if (t.RowsContiguous)
       // Along the columns, the tile's rows written out in the body: the
       // loop vectorizes along the columns, with one store per row strided
       // by the rows' pitch, a group that the emitters transpose into runs
       // of RW contiguous elements per column.
-      overColumns([&](int64_t n) {
-        b.loop("j", n, [&](Expr j) {
+      overColumns([&](Expr n) {
+        b.loopTo("j", n, [&](Expr j) {
           for (int64_t r = 0; r < RW; ++r)
             t.Store(r0 + r, c0 + j, sum(indexConst(r), j));
         });
       });
     else
-      overColumns([&](int64_t n) {
+      overColumns([&](Expr n) {
         b.loop("r", RW, [&](Expr r) {
-          b.loop("j", n, [&](Expr j) { t.Store(r0 + r, c0 + j, sum(r, j)); });
+          b.loopTo("j", n, [&](Expr j) { t.Store(r0 + r, c0 + j, sum(r, j)); });
         });
       });
   };

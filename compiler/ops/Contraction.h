@@ -122,8 +122,8 @@ struct TiledContraction {
   /// shorter than Reduce[0] (null: Reduce[0]); no cache blocks then.
   Expr ReduceAt;
   /// The columns when the kernel runs (null: Cols), for B read directly:
-  /// the panels up to them run (the last one's columns past them are
-  /// computed on what B holds there and not used by the caller).
+  /// the panels up to them run and store the columns up to them (the last
+  /// one's columns past them are computed on what B holds there).
   Expr ColsAt;
   ir::KernelPlan::Tile Tile;
   DType Acc = DType::F32;

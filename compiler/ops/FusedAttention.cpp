@@ -283,8 +283,12 @@ void lowerBlocks(LowerCtx &c, const Operands &o, const ir::KernelPlan::Attention
   const Expr zero = constant(DType::F32, 0);
   const Expr blocks = (o.LqAt + (QB - 1)) / QB;
   b.loopTo("bq", product(o.BatchAt) * blocks, [&](Expr bq) {
-    std::vector<Expr> bi = batchIndex(o.BatchAt, bq / blocks);
-    Expr q0 = (bq % blocks) * QB;
+    // The block's batch index and first row, computed once (not in the
+    // loops below, where a division might not be hoisted).
+    std::vector<Expr> bi;
+    for (const Expr &e : batchIndex(o.BatchAt, bq / blocks))
+      bi.push_back(b.local("b", e).get());
+    Expr q0 = b.local("q0", (bq % blocks) * QB).get();
     Local rowsAt = b.local("rows", min(indexConst(QB), o.LqAt - q0));
     Local m = b.local("m", DType::F32, QB), l = b.local("l", DType::F32, QB),
           alpha = b.local("alpha", DType::F32, QB);
@@ -330,7 +334,7 @@ void lowerBlocks(LowerCtx &c, const Operands &o, const ir::KernelPlan::Attention
           return vload(qt.Buf, k[0] * QB + col0, (int)SL);
         };
         scores.Store = [&](const Expr &j, const Expr &r, const Expr &sum) {
-          b.set(s, at(r, j), o.steps(sum, bi, min(q0 + r, o.LqAt - 1), k0 + j));
+          b.set(s, at(r, j), o.steps(sum, bi, q0 + r, k0 + j));
         };
       } else {
         // S = Q K^T with the block's keys transposed (kt[c][j], zero past
@@ -352,7 +356,7 @@ void lowerBlocks(LowerCtx &c, const Operands &o, const ir::KernelPlan::Attention
           return vload(kt.Buf, k[0] * KB + col0, (int)SL);
         };
         scores.Store = [&](const Expr &r, const Expr &j, const Expr &sum) {
-          b.set(s, at(r, j), o.steps(sum, bi, q0 + r, min(k0 + j, o.LkAt - 1)));
+          b.set(s, at(r, j), o.steps(sum, bi, q0 + r, k0 + j));
         };
       }
       lowerTiledContraction(c, scores);

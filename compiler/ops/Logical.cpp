@@ -137,7 +137,8 @@ MLCC_OPS(Logical) {
              [](Expr a, Expr b) { return ge(a, b); });
 
   R.add({.Name = "Where", .SinceVersion = 9, .Fusion = FusionClass::Elementwise,
-         .Infer = inferWhere, .Lower = lowerWhere, .RunTimeExtents = true});
+         .Infer = inferWhere, .Lower = lowerWhere, .RunTimeExtents = true,
+         .DenseOperands = true});
 
   R.add({.Name = "BitShift", .SinceVersion = 11, .Fusion = FusionClass::Elementwise,
          .Infer = inferBitShift, .Lower = lowerBitShift, .RunTimeExtents = true});

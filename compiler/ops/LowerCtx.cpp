@@ -144,6 +144,19 @@ std::vector<Expr> TensorRef::extents() const {
 Expr TensorRef::numelAtRunTime(int64_t per) const {
   if (Bounded.empty())
     return indexConst(numel() / per);
+  if (denseAtRunTime()) {
+    // Every element up to the last bounded axis, then whole runs of `per`.
+    const size_t last = (size_t)Bounded.back().Axis;
+    int64_t inner = 1;
+    for (size_t d = last + 1; d < rank(); ++d)
+      inner *= Type.Dims[d];
+    if (inner % per)
+      return nullptr;
+    Expr n = indexConst(inner / per);
+    for (size_t d = 0; d <= last; ++d)
+      n = extent((int64_t)d) * n;
+    return n;
+  }
   if (!leadsAtRunTime(Type.Dims, Bounded))
     return nullptr;
   int64_t inner = 1;
@@ -158,6 +171,12 @@ Expr TensorRef::offset(const std::vector<Expr> &idx) const {
   MLCC_CHECK(idx.size() == rank(), "index of rank " << idx.size()
                                                     << " for a rank-"
                                                     << rank() << " tensor");
+  if (denseAtRunTime()) {
+    Expr off = indexConst(0);
+    for (size_t d = 0; d < idx.size(); ++d)
+      off = off * extent((int64_t)d) + idx[d];
+    return off;
+  }
   std::vector<int64_t> s = strides();
   Expr off = indexConst(0);
   for (size_t d = 0; d < idx.size(); ++d)
@@ -232,8 +251,10 @@ Expr LowerCtx::dimValue(size_t k, size_t count) {
 
 TensorRef LowerCtx::withExtents(TensorRef ref, const ir::Value *v) {
   ref.Ctx = this;
-  if (v)
+  if (v) {
     ref.Bounded = v->Bounded;
+    ref.RunTimeDense = DenseValues && DenseValues->count(v);
+  }
   return ref;
 }
 

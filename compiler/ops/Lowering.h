@@ -22,6 +22,7 @@
 
 #include <functional>
 #include <optional>
+#include <set>
 
 namespace mlcc::ops {
 
@@ -71,6 +72,11 @@ public:
   /// `per`, a divisor of the elements after the bounded axis: the count of
   /// runs of `per` elements (the rows of a matrix of `per` columns).
   Expr numelAtRunTime(int64_t per = 1) const;
+  /// Whether the elements in use are laid out dense at the run-time
+  /// extents (strides computed from them), not in the layout at MAX: a
+  /// graph input or output in the caller's buffer (see
+  /// OpSchema::DenseOperands).
+  bool denseAtRunTime() const { return RunTimeDense && !Bounded.empty(); }
   /// Compile-time value, if known.
   const TensorPtr &constant() const { return Const; }
   const kir::Buffer &buffer() const { return Buf; }
@@ -95,6 +101,7 @@ private:
   kir::KernelBuilder *B = nullptr;
   LowerCtx *Ctx = nullptr; ///< for the dims parameter of bounded extents
   std::vector<ir::AxisExtent> Bounded;
+  bool RunTimeDense = false;
   std::shared_ptr<Epilogue> Epi;
   kir::Buffer Buf;
   TensorPtr Const; ///< Set when inlined (splat) or known.
@@ -149,8 +156,12 @@ public:
   Expr dimValue(size_t k, size_t count);
   /// True once a lowering read a run-time extent.
   bool readsDims() const { return Dims != nullptr; }
+  /// The values laid out dense at their run-time extents (lower-to-kernels;
+  /// see OpSchema::DenseOperands); none by default.
+  void setDenseValues(const std::set<const ir::Value *> *values) { DenseValues = values; }
 
 private:
+  const std::set<const ir::Value *> *DenseValues = nullptr;
   /// `ref` with the bounded axes of `v`.
   TensorRef withExtents(TensorRef ref, const ir::Value *v);
   kir::Buffer Dims;

@@ -71,7 +71,7 @@ std::optional<std::vector<int64_t>> transposeSelection(const ir::Node &n) {
 MLCC_OPS(Transpose) {
   R.add({.Name = "Transpose", .SinceVersion = 1, .Fusion = FusionClass::Injective,
          .Infer = inferTranspose, .Lower = lowerTranspose, .Selection = transposeSelection,
-         .RunTimeExtents = true});
+         .RunTimeExtents = true, .DenseOperands = true});
 }
 
 } // namespace mlcc::ops

@@ -552,9 +552,11 @@ bool smallFixedRequant(const ir::Node &n) {
 } // namespace
 
 /// The blocks of a fused attention (see KernelPlan::AttentionBlocks). With
-/// at least a vector of query rows, keys as the score tile's rows and query
-/// rows as its columns; with fewer (a decode step), the query rows as rows
-/// and keys as columns. Keys and query rows go in blocks of about
+/// at least a vector of query rows and no step operand that differs along
+/// both the rows and the keys (a mask per position, which would be read
+/// across the query rows), keys as the score tile's rows and query rows as
+/// its columns; else (a decode step, a masked prompt) the query rows as
+/// rows and keys as columns. Keys and query rows go in blocks of about
 /// kAttentionKeyBlock and kAttentionQueryBlock, as even as the lengths
 /// allow (a multiple of the score tile's rows or panel, and of the vector
 /// lanes); among the cost model's best score tiles, the first whose panel
@@ -595,7 +597,15 @@ static std::optional<ir::KernelPlan::AttentionBlocks> attentionBlocks(const ir::
   };
   auto any = [](const TileChoice &) { return true; };
   ir::KernelPlan::AttentionBlocks b;
-  b.KeysAsRows = lq >= lanes;
+  // A step operand that differs along both the query rows and the keys (a
+  // causal or padding mask per position) is read along the keys: with the
+  // keys as the tile's rows its loads would gather across query rows.
+  bool mask = false;
+  for (size_t i = 3; i < n.Inputs.size(); ++i) {
+    const Shape &s = n.inShape(i);
+    mask |= s.size() >= 2 && s[s.size() - 1] > 1 && s[s.size() - 2] > 1;
+  }
+  b.KeysAsRows = lq >= lanes && !mask;
   std::optional<TileChoice> scores;
   // The length split into blocks of at most `most`, as even as they go,
   // rounded up to `unit`.
@@ -612,12 +622,14 @@ static std::optional<ir::KernelPlan::AttentionBlocks> attentionBlocks(const ir::
     if (scores)
       b.KeyBlock = even(lk, kAttentionKeyBlock, scores->Rows);
   } else {
-    b.QueryBlock = lq;
     const int64_t keys = std::clamp(roundUp(lk, lanes), lanes,
                                     std::max(kAttentionKeyBlock / lanes, int64_t{1}) * lanes);
-    scores = pick(TileProblem{MacKind::F32Fma, lq, keys, dk, true}, any, any);
-    if (scores)
+    scores = pick(TileProblem{MacKind::F32Fma, std::min(lq, kAttentionQueryBlock), keys, dk, true},
+                  any, any);
+    if (scores) {
       b.KeyBlock = even(lk, keys, scores->Vectors * scores->Lanes);
+      b.QueryBlock = even(lq, std::max(kAttentionQueryBlock, scores->Rows), scores->Rows);
+    }
   }
   std::optional<TileChoice> values =
       pick(TileProblem{MacKind::F32Fma, b.QueryBlock, dv, std::max<int64_t>(b.KeyBlock, 1), true},

@@ -18,10 +18,13 @@
 //    output directly, and the op makes no kernel.
 //  - Values whose axes follow bounded dimensions (--dim NAME=MIN..MAX) keep
 //    their layout at MAX. A graph input or output whose bounded axes do
-//    not lead is copied between the caller's dense layout and that one
-//    (repack calls); views, in-place Concats and selections apply to them
-//    only where they hold at every extent; a node whose op does not run to
-//    run-time extents is an error.
+//    not lead is read and written in the caller's buffer, dense at its
+//    run-time extents (strides computed from them), where every kernel
+//    that touches it can (OpSchema::DenseOperands, or a probed op); else it
+//    is copied between the caller's dense layout and the layout at MAX
+//    (repack calls). Views, in-place Concats and selections apply to
+//    bounded values only where they hold at every extent; a node whose op
+//    does not run to run-time extents is an error.
 //  - An op whose outputs are contiguous blocks of its input (Split along an
 //    axis with only 1s before it, a unit-step Slice, a Gather of one
 //    constant index, a Transpose that moves only axes of 1:
@@ -36,6 +39,7 @@
 #include "compiler/passes/Passes.h"
 #include "compiler/passes/ProbedExtents.h"
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <set>
@@ -118,6 +122,7 @@ public:
         checkBoundedView(*n);
         C.unite(n->Inputs[0], n->Outputs[0]);
       }
+    chooseDenseValues();
     assignExternalStorage();
     placeInputsInOutputs();
     viewOutputsInInputs();
@@ -222,13 +227,53 @@ private:
                            v->Type.Dims, v->QuantScale, v->QuantZeroPoint, v->Bounded});
   }
 
+  /// The graph inputs and outputs whose bounded axes do not lead that stay
+  /// in the caller's buffer, dense at their run-time extents (DenseValues):
+  /// each is a class of its own (no view), not both an input and an
+  /// output, and every node that reads or writes it, and every member of
+  /// such a node's fused group, lowers through TensorRef's indices
+  /// (OpSchema::DenseOperands) or alone at probed extents.
+  void chooseDenseValues() {
+    const ops::OpRegistry &reg = ops::OpRegistry::instance();
+    std::map<const ir::Value *, std::vector<const ir::Node *>> touching;
+    std::map<int, std::vector<const ir::Node *>> groups;
+    for (auto &n : G.Nodes) {
+      for (const auto *list : {&n->Inputs, &n->Outputs})
+        for (const ir::Value *v : *list)
+          if (v)
+            touching[v].push_back(n.get());
+      if (n->Group >= 0)
+        groups[n->Group].push_back(n.get());
+    }
+    auto layoutFree = [&](const ir::Value *v) {
+      for (const ir::Node *n : touching[v]) {
+        std::vector<const ir::Node *> members = {n};
+        if (n->Group >= 0)
+          members = groups[n->Group];
+        for (const ir::Node *m : members) {
+          const ops::OpSchema &s = reg.lookup(*m);
+          if (s.Fusion == ops::FusionClass::View ||
+              (s.RunTimeExtents ? !s.DenseOperands : members.size() > 1))
+            return false;
+        }
+      }
+      return true;
+    };
+    for (const auto *list : {&G.Inputs, &G.Outputs})
+      for (const ir::Value *v : *list)
+        if (!v->Bounded.empty() && !v->Const && !denseAtRunTime(v) &&
+            !(G.isGraphInput(v) && G.isGraphOutput(v)) &&
+            std::count(G.Outputs.begin(), G.Outputs.end(), v) <= 1 && layoutFree(v))
+          DenseValues.insert(v);
+  }
+
   /// Binds classes that contain graph inputs, then graph outputs.
   void assignExternalStorage() {
     for (size_t i = 0; i < G.Inputs.size(); ++i) {
       const ir::Value *root = C.find(G.Inputs[i]);
       if (ClassStorage.count(root))
         continue;
-      if (denseAtRunTime(G.Inputs[i])) {
+      if (denseAtRunTime(G.Inputs[i]) || DenseValues.count(G.Inputs[i])) {
         ClassStorage[root] = {StorageKind::Input, i};
         continue;
       }
@@ -240,7 +285,7 @@ private:
     for (size_t i = 0; i < G.Outputs.size(); ++i) {
       const ir::Value *v = G.Outputs[i];
       const ir::Value *root = C.find(v);
-      if (!denseAtRunTime(v)) {
+      if (!denseAtRunTime(v) && !DenseValues.count(v)) {
         DenseCopies.push_back(i); // from the layout at MAX, at the end
         continue;
       }
@@ -407,7 +452,7 @@ private:
       for (ir::Value *v : *list)
         if (v && !v->Bounded.empty() &&
             std::none_of(saved.begin(), saved.end(), [&](auto &s) { return s.first == v; })) {
-          if (!denseAtRunTime(v))
+          if (!denseAtRunTime(v) && !DenseValues.count(v))
             refuse("an operand's bounded axis has other axes longer than 1 before it");
           for (const AxisExtent &a : v->Bounded)
             for (size_t k = 0; k < a.Coeffs.size(); ++k)
@@ -516,6 +561,7 @@ private:
       }
     kir::KernelBuilder b(n.OpType);
     ops::LowerCtx ctx(n, b);
+    ctx.setDenseValues(&DenseValues);
     size_t fusedOut = 0;
     if (!chain.empty()) {
       while (!n.Outputs[fusedOut])
@@ -711,6 +757,9 @@ private:
   std::set<size_t> RepackIn, RepackOut;
   /// Nodes whose inputs are written in place into their output.
   std::set<const ir::Node *> InPlace;
+  /// Graph inputs and outputs laid out dense at their run-time extents in
+  /// the caller's buffer (chooseDenseValues).
+  std::set<const ir::Value *> DenseValues;
 };
 
 } // namespace
