@@ -172,5 +172,8 @@ std::optional<PackedOperand> packedOperand(const ir::Node &n);
 /// tiles' columns (the query block with KeysAsRows, else the key block)
 /// hold a panel, and with KeysAsRows the key block a tile's rows.
 bool attentionBlocksFit(const ir::KernelPlan::AttentionBlocks &p, int64_t dv);
+/// The logical shape of an mlcc.Attention's operand i (0 Q [..., Lq, dk],
+/// 1 K [..., Lk, dk], 2 V [..., Lk, dv]) as its kernel reads it.
+Shape attentionOperandShape(const ir::Node &n, size_t i);
 
 } // namespace mlcc::ops

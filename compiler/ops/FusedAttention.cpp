@@ -7,9 +7,15 @@
 //   inputs   0 Q, 1 K, 2 V as stored (before the Transposes that split the
 //            heads), 3... the steps' operands in order
 //   q_perm, k_perm, v_perm
-//            the logical operands are Transpose(input, perm): Q [batch...,
+//            the logical operands are Transpose(view, perm): Q [batch...,
 //            Lq, dk], K [batch..., Lk, dk] (the keys as rows), V [batch...,
 //            Lk, dv]; a lower rank broadcasts its batch axes like MatMul
+//   q_tail, k_tail, v_tail, q_offset, k_offset, v_offset
+//            the view: the input itself, or with a tail (the heads split
+//            from a projection: [.., W] read as [.., tail...]) its last
+//            axis from the offset on split into the tail's axes, so that a
+//            Split of a fused QKV projection and the Reshape of each part
+//            are read in place
 //   out_perm the output is Transpose([batch..., Lq, dv], out_perm)
 //   steps    one code per step applied to each score s, in order, with its
 //            operand(s) x broadcast to the scores: 0 s + x, 1 x + s, 2 s - x,
@@ -46,9 +52,17 @@ using namespace kir;
 
 namespace {
 
-/// How the node's operands are read: logical shapes and the steps.
+/// How input i (0 Q, 1 K, 2 V) is read: see the file comment.
+struct View {
+  std::vector<int64_t> Perm, Tail;
+  int64_t Offset = 0;
+  size_t Lead = 0; ///< with a tail, the input's axes before its last
+  Shape Logical;
+};
+
 struct Geometry {
-  std::vector<int64_t> QPerm, KPerm, VPerm, OutPerm, Steps;
+  View QV, KV, VV;
+  std::vector<int64_t> OutPerm, Steps;
   Shape Q, K, V; ///< logical shapes
   Shape Batch;   ///< the output's batch axes (broadcast)
   int64_t Lq = 0, Lk = 0, Dk = 0, Dv = 0;
@@ -78,15 +92,37 @@ std::vector<int64_t> checkedPerm(const ir::Node &n, const char *name, size_t ran
 /// Operands of each step code.
 size_t operandsOf(int64_t step) { return step >= 8 ? 2 : 1; }
 
+View viewOf(const ir::Node &n, size_t i) {
+  static const char *names[] = {"q", "k", "v"};
+  const std::string x = names[i];
+  View v;
+  Shape shape = n.inShape(i);
+  v.Tail = n.attrInts(x + "_tail");
+  v.Offset = n.attrInt(x + "_offset", 0);
+  if (!v.Tail.empty()) {
+    int64_t width = 1;
+    for (int64_t t : v.Tail)
+      width *= t;
+    if (shape.empty() || v.Offset < 0 || v.Offset + width > shape.back())
+      n.error(ErrorKind::Internal) << "internal error: " << x << "_tail does not fit input " << i;
+    v.Lead = shape.size() - 1;
+    shape.pop_back();
+    shape.insert(shape.end(), v.Tail.begin(), v.Tail.end());
+  }
+  v.Perm = checkedPerm(n, (x + "_perm").c_str(), shape.size());
+  v.Logical = permuted(shape, v.Perm);
+  return v;
+}
+
 Geometry geometry(const ir::Node &n) {
   Geometry g;
-  g.QPerm = checkedPerm(n, "q_perm", n.inShape(0).size());
-  g.KPerm = checkedPerm(n, "k_perm", n.inShape(1).size());
-  g.VPerm = checkedPerm(n, "v_perm", n.inShape(2).size());
+  g.QV = viewOf(n, 0);
+  g.KV = viewOf(n, 1);
+  g.VV = viewOf(n, 2);
   g.Steps = n.attrInts("steps");
-  g.Q = permuted(n.inShape(0), g.QPerm);
-  g.K = permuted(n.inShape(1), g.KPerm);
-  g.V = permuted(n.inShape(2), g.VPerm);
+  g.Q = g.QV.Logical;
+  g.K = g.KV.Logical;
+  g.V = g.VV.Logical;
   if (g.Q.size() < 2 || g.K.size() < 2 || g.V.size() < 2)
     n.error(ErrorKind::Internal) << "internal error: attention operands below rank 2";
   g.Lq = g.Q[g.Q.size() - 2];
@@ -141,11 +177,8 @@ struct Operands {
     Y = c.out(0);
     for (size_t i = 3; i < c.node().numInputs(); ++i)
       Steps.push_back(c.in(i));
-    auto logicalExtent = [](const TensorRef &t, const std::vector<int64_t> &perm, size_t axis) {
-      return t.extent(perm[axis]);
-    };
-    LqAt = logicalExtent(Q, g.QPerm, g.Q.size() - 2);
-    LkAt = logicalExtent(K, g.KPerm, g.K.size() - 2);
+    LqAt = extent(Q, g.QV, g.Q.size() - 2);
+    LkAt = extent(K, g.KV, g.K.size() - 2);
     // The batch axes' extents from the output (the broadcast shape).
     std::vector<Expr> out(g.Batch.size() + 2);
     for (size_t a = 0; a < g.OutPerm.size(); ++a)
@@ -153,29 +186,48 @@ struct Operands {
     BatchAt.assign(out.begin(), out.begin() + (long)g.Batch.size());
   }
 
-  /// Element (batch bi, row, col) of a logical operand stored as `t`.
-  static Expr at(const TensorRef &t, const std::vector<int64_t> &perm, size_t logicalRank,
-                 const Shape &logical, const std::vector<Expr> &bi, const Expr &row,
-                 const Expr &col) {
-    std::vector<Expr> idx(logicalRank);
-    const size_t lead = bi.size() - (logicalRank - 2);
-    for (size_t a = 0; a + 2 < logicalRank; ++a)
-      idx[a] = logical[a] == 1 ? indexConst(0) : bi[lead + a];
-    idx[logicalRank - 2] = row;
-    idx[logicalRank - 1] = col;
-    std::vector<Expr> src(logicalRank);
-    for (size_t a = 0; a < logicalRank; ++a)
-      src[(size_t)perm[a]] = idx[a];
+  /// The run-time extent of logical axis `axis` of an operand stored as
+  /// `t` and read through `view` (a tail axis is fixed).
+  static Expr extent(const TensorRef &t, const View &view, size_t axis) {
+    const size_t a = (size_t)view.Perm[axis];
+    if (!view.Tail.empty() && a >= view.Lead)
+      return indexConst(view.Tail[a - view.Lead]);
+    return t.extent((int64_t)a);
+  }
+  /// Element (batch bi, row, col) of a logical operand stored as `t` and
+  /// read through `view`.
+  static Expr at(const TensorRef &t, const View &view, const std::vector<Expr> &bi,
+                 const Expr &row, const Expr &col) {
+    const size_t rank = view.Logical.size();
+    std::vector<Expr> idx(rank);
+    const size_t lead = bi.size() - (rank - 2);
+    for (size_t a = 0; a + 2 < rank; ++a)
+      idx[a] = view.Logical[a] == 1 ? indexConst(0) : bi[lead + a];
+    idx[rank - 2] = row;
+    idx[rank - 1] = col;
+    std::vector<Expr> src(rank);
+    for (size_t a = 0; a < rank; ++a)
+      src[(size_t)view.Perm[a]] = idx[a];
+    if (!view.Tail.empty()) {
+      // The tail's axes back into one position of the input's last axis.
+      Expr last = indexConst(view.Offset), scale = indexConst(1);
+      for (size_t a = rank; a-- > view.Lead;) {
+        last = last + src[a] * scale;
+        scale = scale * view.Tail[a - view.Lead];
+      }
+      src.resize(view.Lead);
+      src.push_back(last);
+    }
     return t.load(src);
   }
   Expr q(const std::vector<Expr> &bi, const Expr &i, const Expr &c) const {
-    return at(Q, G.QPerm, G.Q.size(), G.Q, bi, i, c);
+    return at(Q, G.QV, bi, i, c);
   }
   Expr k(const std::vector<Expr> &bi, const Expr &j, const Expr &c) const {
-    return at(K, G.KPerm, G.K.size(), G.K, bi, j, c);
+    return at(K, G.KV, bi, j, c);
   }
   Expr v(const std::vector<Expr> &bi, const Expr &j, const Expr &c) const {
-    return at(V, G.VPerm, G.V.size(), G.V, bi, j, c);
+    return at(V, G.VV, bi, j, c);
   }
   void store(const std::vector<Expr> &bi, const Expr &i, const Expr &c, const Expr &value) const {
     std::vector<Expr> logical = bi;
@@ -457,6 +509,9 @@ void lowerAttention(LowerCtx &c) {
 }
 
 } // namespace
+
+// Declared, and described, in Contraction.h.
+Shape attentionOperandShape(const ir::Node &n, size_t i) { return viewOf(n, i).Logical; }
 
 // Declared, and described, in Contraction.h.
 bool attentionBlocksFit(const ir::KernelPlan::AttentionBlocks &p, int64_t dv) {

@@ -569,13 +569,8 @@ static std::optional<ir::KernelPlan::AttentionBlocks> attentionBlocks(const ir::
                                                                       const TargetDesc &t) {
   if (t.gpu() || !t.FloatUnit)
     return std::nullopt;
-  auto logical = [&](size_t i, const char *perm) {
-    Shape s;
-    for (int64_t a : n.attrInts(perm))
-      s.push_back(n.inShape(i)[(size_t)a]);
-    return s;
-  };
-  const Shape q = logical(0, "q_perm"), k = logical(1, "k_perm"), v = logical(2, "v_perm");
+  const Shape q = ops::attentionOperandShape(n, 0), k = ops::attentionOperandShape(n, 1),
+              v = ops::attentionOperandShape(n, 2);
   const int64_t lq = q[q.size() - 2], dk = q.back(), lk = k[k.size() - 2], dv = v.back();
   const int64_t lanes = std::max(1, t.lanes(DType::F32));
   if (lq < 1 || lk < 1 || dk < 1 || dv % lanes)

@@ -102,6 +102,62 @@ struct Matcher {
     return p;
   }
 
+  /// How the node reads an operand (see ops/FusedAttention.cpp): Src
+  /// through a tail (the last axis from Offset split into Tail's axes) and
+  /// a permutation.
+  struct Operand {
+    ir::Value *Src;
+    std::vector<int64_t> Perm, Tail;
+    int64_t Offset = 0;
+  };
+
+  /// `x` (read as Transpose(x, perm)) through the Transpose before it, and
+  /// then through a Reshape that splits the last axis of a part of a Split
+  /// along it (the heads of a fused QKV projection), each read by this
+  /// chain only.
+  Operand through(ir::Value *x, std::vector<int64_t> perm, const ir::Node &user) const {
+    Operand o{x, perm, {}, 0};
+    if (const ir::Node *t = transposeOf(x, user)) {
+      std::vector<int64_t> inner = permOf(*t), composed;
+      for (int64_t a : perm)
+        composed.push_back(inner[(size_t)a]);
+      o = {t->Inputs[0], composed, {}, 0};
+    }
+    const ir::Node *r = o.Src->Producer;
+    if (!r || !r->Domain.empty() || r->OpType != "Reshape" || !single(o.Src) ||
+        r->Guard != user.Guard || !r->hasInput(0))
+      return o;
+    ir::Value *part = r->Inputs[0];
+    const Shape &in = part->Type.Dims, &out = o.Src->Type.Dims;
+    const size_t lead = in.size() - 1;
+    if (in.empty() || out.size() <= lead || !std::equal(in.begin(), in.end() - 1, out.begin()))
+      return o;
+    int64_t width = 1;
+    for (size_t a = lead; a < out.size(); ++a)
+      width *= out[a];
+    const ir::Node *sp = part->Producer;
+    if (width != in.back() || !sp || !sp->Domain.empty() || sp->OpType != "Split" ||
+        !single(part) || sp->Guard != user.Guard || !sp->hasInput(0) || !isF32(sp->Inputs[0]))
+      return o;
+    const ir::Value *whole = sp->Inputs[0];
+    int64_t axis = sp->attrInt("axis", 0);
+    if (axis < 0)
+      axis += (int64_t)whole->Type.Dims.size();
+    if (axis != (int64_t)lead || whole->Type.Dims.size() != in.size())
+      return o;
+    for (const AxisExtent &a : whole->Bounded)
+      if (a.Axis == axis)
+        return o;
+    int64_t offset = 0;
+    for (const ir::Value *y : sp->Outputs) {
+      if (y == part)
+        break;
+      offset += y ? y->Type.Dims[(size_t)axis] : 0;
+    }
+    return {sp->Inputs[0], o.Perm, std::vector<int64_t>(out.begin() + (long)lead, out.end()),
+            offset};
+  }
+
   /// Fuses the chain ending in MatMul `pv`, if it is one.
   bool fuse(ir::Node &pv) {
     if (!pv.Domain.empty() || pv.OpType != "MatMul" || pv.Inputs.size() != 2 ||
@@ -164,21 +220,12 @@ struct Matcher {
     chain.push_back(qk);
     std::reverse(steps.begin(), steps.end());
 
-    // Operands read through the Transposes before them.
-    auto through = [&](ir::Value *x, std::vector<int64_t> perm, const ir::Node &user) {
-      if (const ir::Node *t = transposeOf(x, user)) {
-        std::vector<int64_t> inner = permOf(*t), composed;
-        for (int64_t a : perm)
-          composed.push_back(inner[(size_t)a]);
-        return std::make_pair(t->Inputs[0], composed);
-      }
-      return std::make_pair(x, perm);
-    };
     std::vector<int64_t> kSwap = identity(kt->Type.Dims.size());
     std::swap(kSwap[kSwap.size() - 1], kSwap[kSwap.size() - 2]);
-    auto [qSrc, qPerm] = through(q, identity(q->Type.Dims.size()), *qk);
-    auto [kSrc, kPerm] = through(kt, kSwap, *qk);
-    auto [vSrc, vPerm] = through(v, identity(v->Type.Dims.size()), pv);
+    Operand qo = through(q, identity(q->Type.Dims.size()), *qk);
+    Operand ko = through(kt, kSwap, *qk);
+    Operand vo = through(v, identity(v->Type.Dims.size()), pv);
+    ir::Value *qSrc = qo.Src, *kSrc = ko.Src, *vSrc = vo.Src;
     // The output, through a Transpose after it.
     ir::Value *out = pv.Outputs[0];
     std::vector<int64_t> outPerm = identity(out->Type.Dims.size());
@@ -201,8 +248,8 @@ struct Matcher {
     }
     for (const ir::Node *n : chain)
       Absorbed.insert(n);
-    // The Transposes read through are left unused (dead-code elimination
-    // removes them).
+    // The Transposes, Reshapes and Splits read through are left unused
+    // (dead-code elimination removes them).
     for (auto [x, src] : {std::pair{q, qSrc}, std::pair{kt, kSrc}, std::pair{v, vSrc}})
       if (src != x)
         Absorbed.insert(x->Producer);
@@ -210,9 +257,13 @@ struct Matcher {
     pv.Domain = "mlcc";
     pv.Opset = 1;
     pv.Attrs.clear();
-    pv.Attrs["q_perm"] = ir::intsAttr(qPerm);
-    pv.Attrs["k_perm"] = ir::intsAttr(kPerm);
-    pv.Attrs["v_perm"] = ir::intsAttr(vPerm);
+    for (auto [name, o] : {std::pair{"q", &qo}, std::pair{"k", &ko}, std::pair{"v", &vo}}) {
+      pv.Attrs[std::string(name) + "_perm"] = ir::intsAttr(o->Perm);
+      if (!o->Tail.empty()) {
+        pv.Attrs[std::string(name) + "_tail"] = ir::intsAttr(o->Tail);
+        pv.Attrs[std::string(name) + "_offset"] = ir::intAttr(o->Offset);
+      }
+    }
     pv.Attrs["out_perm"] = ir::intsAttr(outPerm);
     pv.Attrs["steps"] = ir::intsAttr(codes);
     pv.Inputs = inputs;

@@ -5,7 +5,9 @@
 # optimization in float64 (`mlcc check --tolerance 1e-5`); the chains that
 # are not attention (names ending in _unfused) stay unfused and correct;
 # the one with a symbolic length compiles once with --dim S=1..80 and is
-# checked at lengths 1, 7, 64, 65 and 80 (partial and whole blocks).
+# checked at lengths 1, 7, 64, 65 and 80 (partial and whole blocks); a
+# fused QKV projection's Split, the Reshapes and Transposes around the heads
+# leave no kernel of their own.
 #
 # usage: tests/cli/attention.sh MLCC WORKDIR
 set -uo pipefail
@@ -41,6 +43,11 @@ for model in "$data"/*.onnx; do
   else
     [[ $fused == 1 ]] && ok "$name: one fused kernel ($(grep -o 'attention blocks=[^}]*' "$work/$name.plan"))" ||
       fail "$name: $fused fused kernels, not 1"
+  fi
+  # The Split, Reshapes and Transposes around the heads are read in place.
+  if [[ $name == qkv_split ]]; then
+    calls=$("$mlcc" "$model" --emit kernels -o - 2>/dev/null | sed -n '/^calls:/,$p' | tail -n +2 | wc -l)
+    [[ $calls == 1 ]] && ok "$name: one kernel call" || fail "$name: $calls kernel calls, not 1"
   fi
   if [[ $name == *_dynamic ]]; then
     for s in 1 7 64 65 80; do

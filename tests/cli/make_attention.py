@@ -129,3 +129,26 @@ save("probs_output_unfused", [
     h.make_node("MatMul", ["p", "v"], ["y"]),
 ], [vi("q", [1, 5, 8]), vi("kt", [1, 8, 6]), vi("v", [1, 6, 16])],
     [vi("y", [1, 5, 16]), vi("p", [1, 5, 6])], [])
+
+# 9. A fused QKV projection's output split in three along its last axis,
+# each part's heads split by a Reshape and a Transpose (read in place: no
+# Split, Reshape or Transpose kernel is left), merged back by Transpose +
+# Reshape; 33 positions, 3 heads of 16.
+S, H, D = 33, 3, 16
+save("qkv_split", [
+    h.make_node("Split", ["x", "sizes"], ["q", "k", "v"], axis=2),
+    h.make_node("Reshape", ["q", "heads"], ["q4"]),
+    h.make_node("Reshape", ["k", "heads"], ["k4"]),
+    h.make_node("Reshape", ["v", "heads"], ["v4"]),
+    h.make_node("Transpose", ["q4"], ["qh"], perm=[0, 2, 1, 3]),
+    h.make_node("Transpose", ["k4"], ["kt"], perm=[0, 2, 3, 1]),
+    h.make_node("Transpose", ["v4"], ["vh"], perm=[0, 2, 1, 3]),
+    h.make_node("MatMul", ["qh", "kt"], ["s"]),
+    h.make_node("Mul", ["s", "scale"], ["s1"]),
+    h.make_node("Softmax", ["s1"], ["p"], axis=-1),
+    h.make_node("MatMul", ["p", "vh"], ["o"]),
+    h.make_node("Transpose", ["o"], ["o4"], perm=[0, 2, 1, 3]),
+    h.make_node("Reshape", ["o4", "merged"], ["y"]),
+], [vi("x", [1, S, 3 * H * D])], [vi("y", [1, S, H * D])],
+    [const("sizes", np.array([H * D] * 3, np.int64)), const("heads", np.array([1, S, H, D], np.int64)),
+     const("merged", np.array([1, S, H * D], np.int64)), const("scale", np.float32(0.25))])
