@@ -99,13 +99,23 @@ Expr tanhF32(const Expr &x0, const Let &let) {
   for (int i = 3; i >= 0; --i)
     p = p * t + c[i];
   Expr small = a + a * t * p;
-  Expr big = 1.0 - 2.0 / (expF32(a * 2.0, let) + 1.0);
+  // 1 - 2 / d, d = e^2a + 1 in [1, 8e7], without a division (a vector
+  // division takes about 16 cycles a vector on x86, the rest of tanh less):
+  // 1 / d from the exponent trick (within 12%) and three Newton steps
+  // (1.5%, 2e-4, 4e-8).
+  Expr d = let(expF32(a * 2.0, let) + 1.0);
+  Expr inv = let(bitcast(DType::F32, constantInt(DType::I32, 0x7EF311C3) - bitcast(DType::I32, d)));
+  for (int step = 0; step < 3; ++step)
+    inv = let(inv * (2.0 - d * inv));
+  Expr big = 1.0 - 2.0 * inv;
   Expr r = select(lt(a, 0.625), small, big);
   // x's sign on the non-negative r (tanh(-0) is -0).
   Expr sign = binary(BinOp::BitAnd, bitcast(DType::I32, x),
                      constantInt(DType::I32, (int64_t)(int32_t)0x80000000u));
   return bitcast(DType::F32, binary(BinOp::BitOr, bitcast(DType::I32, r), sign));
 }
+
+int64_t expansionRegisters(UnOp op) { return op == UnOp::Tanh ? 12 : 0; }
 
 bool expandable(UnOp op, DType t) {
   return (op == UnOp::Erf || op == UnOp::Exp || op == UnOp::Log || op == UnOp::Tanh) &&

@@ -46,6 +46,13 @@ Expr tanhF32(const Expr &x0, const Let &let);
 
 /// Whether `op` on `t` has an expansion here.
 bool expandable(UnOp op, DType t);
+/// The vector registers an expansion of `op` keeps besides the tile of the
+/// kernel it is an epilogue of (its constants and temporaries, which the
+/// code generator hoists out of the loops): measured, not derived. tanh
+/// (exp of 2|x|, a polynomial, a reciprocal in three Newton steps): 12 (a
+/// 6x64 AVX-512 tile before it spilled its accumulators in the reduction,
+/// a 5x48 one did not); erf, exp, log: 0 (no spill seen).
+int64_t expansionRegisters(UnOp op);
 
 /// The expansion of `op` (expandable) applied to `x`.
 Expr expand(UnOp op, const Expr &x, const Let &let);
