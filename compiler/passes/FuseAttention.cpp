@@ -14,7 +14,8 @@
 // (a Transpose of Q or V, the one making KT) and the one merging them after
 // are folded into the node's operand and output permutations when nothing
 // else reads them, so their copies go too. Every value in the chain must
-// be f32, read by the chain only and not a graph output, every step keep
+// be f32, read by the chain only and not a graph output (Identity and
+// inference-mode Dropout nodes in the chain are read through), every step keep
 // the scores' shape (operands broadcast to it), and all nodes run under
 // the same guard; a chain that does not match stays as it is (each node
 // its own kernel, still correct).
@@ -82,6 +83,22 @@ struct Matcher {
   bool single(const ir::Value *v) const {
     auto it = Uses.find(v);
     return it != Uses.end() && it->second == 1 && !G.isGraphOutput(v) && v->Producer;
+  }
+
+  /// `v` before the Identity and inference-mode Dropout nodes that produce
+  /// it (each read by the chain only), which exporters leave in.
+  ir::Value *beforeIdentities(ir::Value *v, const ir::Node &user) const {
+    while (v && v->Producer && single(v) && v->Producer->Guard == user.Guard) {
+      const ir::Node &n = *v->Producer;
+      bool identity = n.Domain.empty() && n.OpType == "Identity";
+      bool dropout = n.Domain.empty() && n.OpType == "Dropout" && n.Outputs.size() >= 1 &&
+                     (n.Outputs.size() < 2 || !n.Outputs[1] || !Uses.count(n.Outputs[1])) &&
+                     (!n.hasInput(2) || (n.Inputs[2]->Const && n.Inputs[2]->Const->intAt(0) == 0));
+      if (!(identity || dropout) || !n.hasInput(0) || n.Inputs[0]->Type != v->Type)
+        break;
+      v = n.Inputs[0];
+    }
+    return v;
   }
 
   /// A Transpose producing `v` that the node may read through instead (its
@@ -163,7 +180,7 @@ struct Matcher {
     if (!pv.Domain.empty() || pv.OpType != "MatMul" || pv.Inputs.size() != 2 ||
         !isF32(pv.Inputs[0]) || !isF32(pv.Inputs[1]) || !isF32(pv.Outputs[0]))
       return false;
-    ir::Value *p = pv.Inputs[0], *v = pv.Inputs[1];
+    ir::Value *p = beforeIdentities(pv.Inputs[0], pv), *v = pv.Inputs[1];
     ir::Node *sm = p->Producer;
     if (!sm || !single(p) || !sm->Domain.empty() || sm->OpType != "Softmax" ||
         sm->Guard != pv.Guard)
@@ -180,7 +197,7 @@ struct Matcher {
     // Back from the Softmax through the steps to the first product.
     std::vector<const ir::Node *> chain = {sm};
     std::vector<std::pair<int64_t, const ir::Node *>> steps;
-    ir::Value *cur = sm->Inputs[0];
+    ir::Value *cur = beforeIdentities(sm->Inputs[0], pv);
     while (true) {
       if (!isF32(cur) || !single(cur) || cur->Type.Dims != scoresShape)
         return false;
@@ -211,7 +228,7 @@ struct Matcher {
       }
       steps.push_back({*code, n});
       chain.push_back(n);
-      cur = in;
+      cur = beforeIdentities(in, pv);
     }
     ir::Node *qk = cur->Producer;
     ir::Value *q = qk->Inputs[0], *kt = qk->Inputs.size() == 2 ? qk->Inputs[1] : nullptr;

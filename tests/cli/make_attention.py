@@ -152,3 +152,16 @@ save("qkv_split", [
 ], [vi("x", [1, S, 3 * H * D])], [vi("y", [1, S, H * D])],
     [const("sizes", np.array([H * D] * 3, np.int64)), const("heads", np.array([1, S, H, D], np.int64)),
      const("merged", np.array([1, S, H * D], np.int64)), const("scale", np.float32(0.25))])
+
+# 10. Identity and inference-mode Dropout nodes that exporters leave in the
+# chain (between the product and the scale, between Softmax and the second
+# product): the same attention.
+save("identity_dropout", [
+    h.make_node("MatMul", ["q", "kt"], ["s"]),
+    h.make_node("Identity", ["s"], ["s0"]),
+    h.make_node("Div", ["s0", "scale"], ["s1"]),
+    h.make_node("Softmax", ["s1"], ["p0"], axis=-1),
+    h.make_node("Dropout", ["p0"], ["p"]),
+    h.make_node("MatMul", ["p", "v"], ["y"]),
+], [vi("q", [1, 2, 20, 16]), vi("kt", [1, 2, 16, 20]), vi("v", [1, 2, 20, 16])],
+    [vi("y", [1, 2, 20, 16])], [const("scale", np.float32(4))])
