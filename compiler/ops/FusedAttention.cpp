@@ -20,7 +20,13 @@
 //   steps    one code per step applied to each score s, in order, with its
 //            operand(s) x broadcast to the scores: 0 s + x, 1 x + s, 2 s - x,
 //            3 x - s, 4 s * x, 5 x * s, 6 s / x, 7 x / s, 8 Where(c, s, x),
-//            9 Where(c, x, s) (Where reads two operands: c then x)
+//            9 Where(c, x, s) (Where reads two operands: c then x), 10
+//            causal: s where key j <= query i + causal_offset, else -inf
+//            (no operand)
+//   zero_empty_rows
+//            1: a row whose every score is -inf (or that has no key) gives
+//            zeros, as the ONNX Attention op defines it (a Softmax gives
+//            NaN there)
 //
 // With the plan's AttentionBlocks (KernelPlan::Attention) the kernel runs
 // each block of query rows against the keys block by block with a running
@@ -63,6 +69,8 @@ struct View {
 struct Geometry {
   View QV, KV, VV;
   std::vector<int64_t> OutPerm, Steps;
+  int64_t CausalOffset = 0;
+  bool ZeroEmptyRows = false;
   Shape Q, K, V; ///< logical shapes
   Shape Batch;   ///< the output's batch axes (broadcast)
   int64_t Lq = 0, Lk = 0, Dk = 0, Dv = 0;
@@ -90,7 +98,7 @@ std::vector<int64_t> checkedPerm(const ir::Node &n, const char *name, size_t ran
 }
 
 /// Operands of each step code.
-size_t operandsOf(int64_t step) { return step >= 8 ? 2 : 1; }
+size_t operandsOf(int64_t step) { return step == 10 ? 0 : step >= 8 ? 2 : 1; }
 
 View viewOf(const ir::Node &n, size_t i) {
   static const char *names[] = {"q", "k", "v"};
@@ -120,6 +128,8 @@ Geometry geometry(const ir::Node &n) {
   g.KV = viewOf(n, 1);
   g.VV = viewOf(n, 2);
   g.Steps = n.attrInts("steps");
+  g.CausalOffset = n.attrInt("causal_offset", 0);
+  g.ZeroEmptyRows = n.attrInt("zero_empty_rows", 0) != 0;
   g.Q = g.QV.Logical;
   g.K = g.KV.Logical;
   g.V = g.VV.Logical;
@@ -138,7 +148,7 @@ Geometry geometry(const ir::Node &n) {
   g.Batch = broadcastShapes(n, {qb, kb, vb});
   size_t operands = 0;
   for (int64_t s : g.Steps) {
-    if (s < 0 || s > 9)
+    if (s < 0 || s > 10)
       n.error(ErrorKind::Internal) << "internal error: attention step " << s;
     operands += operandsOf(s);
   }
@@ -238,6 +248,13 @@ struct Operands {
       idx[a] = logical[(size_t)G.OutPerm[a]];
     Y.store(idx, value);
   }
+  /// 1 / `sum` of a row's exponentials: 0 when there is no key, and with
+  /// ZeroEmptyRows when every score was -inf (the sum is 0).
+  Expr reciprocal(const Expr &sum) const {
+    Expr zero = constant(DType::F32, 0);
+    Expr r = select(gt(LkAt, indexConst(0)), 1.0 / sum, zero);
+    return G.ZeroEmptyRows ? select(gt(sum, zero), r, zero) : r;
+  }
   /// Score `s` of (bi, i, j) through the steps.
   Expr steps(Expr s, const std::vector<Expr> &bi, const Expr &i, const Expr &j) const {
     std::vector<Expr> full = bi;
@@ -245,6 +262,11 @@ struct Operands {
     full.push_back(j);
     size_t next = 0;
     for (int64_t code : G.Steps) {
+      if (code == 10) {
+        s = select(le(j, i + G.CausalOffset), s,
+                   constant(DType::F32, -std::numeric_limits<double>::infinity()));
+        continue;
+      }
       Expr x = Steps[next].loadBroadcast(full);
       Expr cond;
       if (code >= 8) {
@@ -268,6 +290,12 @@ struct Operands {
     return s;
   }
 };
+
+/// The running maximum's start: the lowest finite float, not -inf, so that
+/// a score of -inf (masked) gives e^(-inf - m) = 0, not NaN.
+Expr lowestFinite() {
+  return constant(DType::F32, -(double)std::numeric_limits<float>::max());
+}
 
 /// The batch multi-index of flat batch number `flat`.
 std::vector<Expr> batchIndex(const std::vector<Expr> &extents, Expr flat) {
@@ -298,7 +326,7 @@ void lowerRows(LowerCtx &c, const Operands &o) {
   b.loops(loops, [&](const std::vector<Expr> &idx) {
     std::vector<Expr> bi(idx.begin(), idx.end() - 1);
     Expr i = idx.back();
-    Local mx = b.local("mx", lowestValue(DType::F32));
+    Local mx = b.local("mx", lowestFinite());
     b.loopTo("j", o.LkAt, [&](Expr j) {
       Local acc = b.local("acc", constant(DType::F32, 0));
       b.loop("c", g.Dk, [&](Expr cc) { b.set(acc, acc.get() + o.q(bi, i, cc) * o.k(bi, j, cc)); });
@@ -311,8 +339,7 @@ void lowerRows(LowerCtx &c, const Operands &o) {
       b.store(s, j, exp(load(s, j) - mx.get()));
       b.set(sum, sum.get() + load(s, j));
     });
-    Local rcp = b.local("rcp", select(gt(o.LkAt, indexConst(0)), 1.0 / sum.get(),
-                                      constant(DType::F32, 0)));
+    Local rcp = b.local("rcp", o.reciprocal(sum.get()));
     b.loop("c", g.Dv, [&](Expr cc) {
       Local acc = b.local("acc", constant(DType::F32, 0));
       b.loopTo("j", o.LkAt, [&](Expr j) {
@@ -350,7 +377,7 @@ void lowerBlocks(LowerCtx &c, const Operands &o, const ir::KernelPlan::Attention
     // tile's layout, query rows contiguous), else s[r][j].
     auto at = [&](const Expr &r, const Expr &j) { return keysAsRows ? j * QB + r : r * KB + j; };
     b.loopTo("r", rowsAt.get(), [&](Expr r) {
-      b.set(m, r, lowestValue(DType::F32));
+      b.set(m, r, lowestFinite());
       b.set(l, r, zero);
       b.loop("c", dv, [&](Expr cc) { b.set(acc, r * dv + cc, zero); });
     });
@@ -477,7 +504,7 @@ void lowerBlocks(LowerCtx &c, const Operands &o, const ir::KernelPlan::Attention
     });
     // No key at all (a length of 0): the sum over none, zeros.
     b.loopTo("r", rowsAt.get(), [&](Expr r) {
-      Local rcp = b.local("rcp", select(gt(o.LkAt, indexConst(0)), 1.0 / l.get(r), zero));
+      Local rcp = b.local("rcp", o.reciprocal(l.get(r)));
       b.loop("c", dv, [&](Expr cc) { o.store(bi, q0 + r, cc, acc.get(r * dv + cc) * rcp.get()); });
     });
   }, LoopKind::Parallel);

@@ -20,11 +20,22 @@
 // the same guard; a chain that does not match stays as it is (each node
 // its own kernel, still correct).
 //
+// The ONNX Attention op (opset 23) becomes the same node where the kernel
+// computes what it defines: no past key or value, no nonpad_kv_seqlen, no
+// softcap, none of the outputs after Y read, f32, as many key heads as
+// query heads or one; its scale a Mul step, a float mask an Add, a
+// boolean mask a Where, is_causal the causal step, 3-D operands read
+// through a tail (their heads), a 3-D Y through a Reshape (a view), and a
+// row with no attendable key giving zeros.
+//
 // Not on GPU targets (their matrix products go to the library).
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/passes/Passes.h"
 
+#include <cmath>
+#include <limits>
+#include <map>
 #include <numeric>
 #include <set>
 
@@ -175,6 +186,116 @@ struct Matcher {
             offset};
   }
 
+  /// A constant scalar value of the graph.
+  ir::Value *scalar(const std::string &base, DType t, double x) {
+    ir::Value *v = G.addValue(G.uniqueValueName(base), {t, {}});
+    v->Const = std::make_shared<Tensor>(Tensor::fromDoubles(t, {}, {x}));
+    return v;
+  }
+
+  /// Rewrites an ONNX Attention node as mlcc.Attention where it can (see
+  /// the file comment). New nodes (a Reshape of a 3-D Y) go to `added`,
+  /// to be placed after `n`.
+  bool fuseOnnx(ir::Node &n, std::vector<std::unique_ptr<ir::Node>> &added) {
+    if (!n.Domain.empty() || n.OpType != "Attention" || n.Inputs.size() < 3)
+      return false;
+    for (size_t i = 4; i < n.Inputs.size(); ++i)
+      if (n.Inputs[i])
+        return false;
+    for (size_t i = 1; i < n.Outputs.size(); ++i)
+      if (n.Outputs[i] && (Uses.count(n.Outputs[i]) || G.isGraphOutput(n.Outputs[i])))
+        return false;
+    if (n.attrFloat("softcap", 0.0) != 0.0 || !n.hasOutput(0) || !isF32(n.Outputs[0]))
+      return false;
+    for (size_t i = 0; i < 3; ++i)
+      if (!isF32(n.Inputs[i]) || (n.inShape(i).size() != 3 && n.inShape(i).size() != 4))
+        return false;
+    const Shape &q = n.inShape(0), &k = n.inShape(1), &v = n.inShape(2);
+    const int64_t qh = q.size() == 3 ? n.attrInt("q_num_heads", 0) : q[1];
+    const int64_t kvh = k.size() == 3 ? n.attrInt("kv_num_heads", 0) : k[1];
+    const int64_t vh = v.size() == 3 ? n.attrInt("kv_num_heads", 0) : v[1];
+    if (qh < 1 || kvh < 1 || vh != kvh || (kvh != qh && kvh != 1))
+      return false;
+    for (const ir::Value *x : {n.Inputs[0], n.Inputs[1], n.Inputs[2]})
+      if (!x->Bounded.empty())
+        return false;
+    const int64_t hs = q.size() == 3 ? q[2] / qh : q[3];
+    const int64_t skv = k.size() == 3 ? k[1] : k[2];
+    const int64_t sq = q.size() == 3 ? q[1] : q[2];
+    const int64_t vhs = v.size() == 3 ? v[2] / vh : v[3];
+    if (hs < 1 || vhs < 1 || (q.size() == 3 && q[2] % qh) || (v.size() == 3 && v[2] % vh))
+      return false;
+    ir::Value *mask = n.hasInput(3) ? n.Inputs[3] : nullptr;
+    if (mask && (mask->Type.Dims.empty() || mask->Type.Dims.size() > 4 ||
+                 mask->Type.Dims.back() != skv ||
+                 (mask->Type.Type != DType::Bool && mask->Type.Type != DType::F32)))
+      return false;
+    // The operands: 3-D as [batch, seq, heads, size] (a tail of the last
+    // axis), heads first.
+    std::vector<int64_t> heads = {0, 2, 1, 3};
+    auto operand = [&](ir::Value *x, int64_t h, int64_t size, const char *name) {
+      n.Attrs[std::string(name) + "_perm"] =
+          ir::intsAttr(x->Type.Dims.size() == 3 ? heads : identity(4));
+      if (x->Type.Dims.size() == 3) {
+        n.Attrs[std::string(name) + "_tail"] = ir::intsAttr({h, size});
+        n.Attrs[std::string(name) + "_offset"] = ir::intAttr(0);
+      }
+    };
+    const double scale = n.hasAttr("scale") ? n.attrFloat("scale", 1.0)
+                                            : 1.0 / std::sqrt((double)hs);
+    const bool causal = n.attrInt("is_causal", 0) != 0;
+    const int64_t batch = q[0];
+    ir::Value *y = n.Outputs[0];
+    ir::Value *q0 = n.Inputs[0], *k0 = n.Inputs[1], *v0 = n.Inputs[2];
+    n.Attrs.clear();
+    operand(q0, qh, hs, "q");
+    operand(k0, kvh, hs, "k");
+    operand(v0, vh, vhs, "v");
+    std::vector<int64_t> steps = {4};
+    std::vector<ir::Value *> inputs = {q0, k0, v0, scalar(n.Name + "/scale", DType::F32, scale)};
+    if (mask && mask->Type.Type == DType::Bool) {
+      steps.push_back(8);
+      inputs.push_back(mask);
+      inputs.push_back(scalar(n.Name + "/masked", DType::F32,
+                              -std::numeric_limits<double>::infinity()));
+    } else if (mask) {
+      steps.push_back(0);
+      inputs.push_back(mask);
+    }
+    if (causal)
+      steps.push_back(10);
+    n.Attrs["steps"] = ir::intsAttr(steps);
+    n.Attrs["zero_empty_rows"] = ir::intAttr(1);
+    n.Domain = "mlcc";
+    n.Opset = 1;
+    n.Inputs = inputs;
+    n.Outputs.resize(1);
+    n.Plan = {};
+    if (q.size() == 4) {
+      n.Attrs["out_perm"] = ir::intsAttr(identity(4));
+      return true;
+    }
+    // A 3-D Y: [batch, seq, heads, size] from the node, merged by a Reshape.
+    n.Attrs["out_perm"] = ir::intsAttr(heads);
+    ir::Value *merged = G.addValue(G.uniqueValueName(y->Name + "/heads"),
+                                   {DType::F32, {batch, sq, qh, vhs}});
+    merged->Producer = &n;
+    n.Outputs[0] = merged;
+    auto reshape = std::make_unique<ir::Node>();
+    reshape->Name = G.uniqueNodeName(n.Name + "/merge_heads");
+    reshape->OpType = "Reshape";
+    reshape->Opset = G.Opsets.count("") ? G.Opsets.at("") : 14;
+    ir::Value *shape = G.addValue(G.uniqueValueName(y->Name + "/shape"), {DType::I64, {3}});
+    shape->Const = std::make_shared<Tensor>(
+        Tensor::fromInts(DType::I64, {3}, {batch, sq, qh * vhs}));
+    reshape->Inputs = {merged, shape};
+    reshape->Outputs = {y};
+    reshape->Guard = n.Guard;
+    y->Producer = reshape.get();
+    added.push_back(std::move(reshape));
+    return true;
+  }
+
   /// Fuses the chain ending in MatMul `pv`, if it is one.
   bool fuse(ir::Node &pv) {
     if (!pv.Domain.empty() || pv.OpType != "MatMul" || pv.Inputs.size() != 2 ||
@@ -305,9 +426,27 @@ struct Matcher {
 bool fuseAttention(ir::Graph &g) {
   Matcher m{g, g.useCounts(), {}, {}};
   bool changed = false;
-  for (auto &n : g.Nodes)
-    if (!m.Absorbed.count(n.get()) && m.fuse(*n))
+  // New nodes (a 3-D Attention's Reshape) go right after the node they
+  // follow, once the matching (which reads g.Nodes) is over.
+  std::map<const ir::Node *, std::vector<std::unique_ptr<ir::Node>>> after;
+  for (auto &n : g.Nodes) {
+    std::vector<std::unique_ptr<ir::Node>> added;
+    if (!m.Absorbed.count(n.get()) && (m.fuse(*n) || m.fuseOnnx(*n, added)))
       changed = true;
+    if (!added.empty())
+      after[n.get()] = std::move(added);
+  }
+  if (!after.empty()) {
+    std::vector<std::unique_ptr<ir::Node>> nodes;
+    for (auto &n : g.Nodes) {
+      auto it = after.find(n.get());
+      nodes.push_back(std::move(n));
+      if (it != after.end())
+        for (auto &a : it->second)
+          nodes.push_back(std::move(a));
+    }
+    g.Nodes = std::move(nodes);
+  }
   if (!m.Dead.empty())
     g.removeNodesIf([&](const ir::Node &n) { return m.Dead.count(&n) > 0; });
   return changed;
