@@ -156,6 +156,13 @@ inline Attribute intAttr(int64_t v) {
 }
 
 /// An Ints attribute of values `v`.
+inline Attribute floatAttr(double v) {
+  Attribute a;
+  a.Kind = AttrKind::Float;
+  a.F = v;
+  return a;
+}
+
 inline Attribute intsAttr(std::vector<int64_t> v) {
   Attribute a;
   a.Kind = AttrKind::Ints;

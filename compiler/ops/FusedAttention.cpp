@@ -22,7 +22,11 @@
 //            3 x - s, 4 s * x, 5 x * s, 6 s / x, 7 x / s, 8 Where(c, s, x),
 //            9 Where(c, x, s) (Where reads two operands: c then x), 10
 //            causal: s where key j <= query i + causal_offset, else -inf
-//            (no operand)
+//            (no operand), 11 softcap * tanh(s / softcap) (no operand)
+//   k_group, v_group
+//            grouped-query attention: the operand's head axis (the batch
+//            axis before its rows) holds one head per `group` query heads,
+//            read at h / group
 //   zero_empty_rows
 //            1: a row whose every score is -inf (or that has no key) gives
 //            zeros, as the ONNX Attention op defines it (a Softmax gives
@@ -62,6 +66,7 @@ namespace {
 struct View {
   std::vector<int64_t> Perm, Tail;
   int64_t Offset = 0;
+  int64_t Group = 1; ///< query heads per head of this operand
   size_t Lead = 0; ///< with a tail, the input's axes before its last
   Shape Logical;
 };
@@ -70,6 +75,7 @@ struct Geometry {
   View QV, KV, VV;
   std::vector<int64_t> OutPerm, Steps;
   int64_t CausalOffset = 0;
+  double Softcap = 0;
   bool ZeroEmptyRows = false;
   Shape Q, K, V; ///< logical shapes
   Shape Batch;   ///< the output's batch axes (broadcast)
@@ -98,7 +104,7 @@ std::vector<int64_t> checkedPerm(const ir::Node &n, const char *name, size_t ran
 }
 
 /// Operands of each step code.
-size_t operandsOf(int64_t step) { return step == 10 ? 0 : step >= 8 ? 2 : 1; }
+size_t operandsOf(int64_t step) { return step >= 10 ? 0 : step >= 8 ? 2 : 1; }
 
 View viewOf(const ir::Node &n, size_t i) {
   static const char *names[] = {"q", "k", "v"};
@@ -119,6 +125,11 @@ View viewOf(const ir::Node &n, size_t i) {
   }
   v.Perm = checkedPerm(n, (x + "_perm").c_str(), shape.size());
   v.Logical = permuted(shape, v.Perm);
+  v.Group = n.attrInt(x + "_group", 1);
+  if (v.Group < 1 || (v.Group > 1 && v.Logical.size() < 3))
+    n.error(ErrorKind::Internal) << "internal error: " << x << "_group " << v.Group;
+  if (v.Group > 1) // as many heads as the query's, each read at h / Group
+    v.Logical[v.Logical.size() - 3] *= v.Group;
   return v;
 }
 
@@ -129,6 +140,7 @@ Geometry geometry(const ir::Node &n) {
   g.VV = viewOf(n, 2);
   g.Steps = n.attrInts("steps");
   g.CausalOffset = n.attrInt("causal_offset", 0);
+  g.Softcap = n.attrFloat("softcap", 0.0);
   g.ZeroEmptyRows = n.attrInt("zero_empty_rows", 0) != 0;
   g.Q = g.QV.Logical;
   g.K = g.KV.Logical;
@@ -148,7 +160,7 @@ Geometry geometry(const ir::Node &n) {
   g.Batch = broadcastShapes(n, {qb, kb, vb});
   size_t operands = 0;
   for (int64_t s : g.Steps) {
-    if (s < 0 || s > 10)
+    if (s < 0 || s > 11 || (s == 11 && !(g.Softcap > 0)))
       n.error(ErrorKind::Internal) << "internal error: attention step " << s;
     operands += operandsOf(s);
   }
@@ -212,7 +224,9 @@ struct Operands {
     std::vector<Expr> idx(rank);
     const size_t lead = bi.size() - (rank - 2);
     for (size_t a = 0; a + 2 < rank; ++a)
-      idx[a] = view.Logical[a] == 1 ? indexConst(0) : bi[lead + a];
+      idx[a] = view.Logical[a] == 1 ? indexConst(0)
+               : view.Group > 1 && a + 3 == rank ? bi[lead + a] / view.Group
+                                                 : bi[lead + a];
     idx[rank - 2] = row;
     idx[rank - 1] = col;
     std::vector<Expr> src(rank);
@@ -265,6 +279,10 @@ struct Operands {
       if (code == 10) {
         s = select(le(j, i + G.CausalOffset), s,
                    constant(DType::F32, -std::numeric_limits<double>::infinity()));
+        continue;
+      }
+      if (code == 11) {
+        s = tanh(s / G.Softcap) * G.Softcap;
         continue;
       }
       Expr x = Steps[next].loadBroadcast(full);

@@ -21,9 +21,10 @@
 // its own kernel, still correct).
 //
 // The ONNX Attention op (opset 23) becomes the same node where the kernel
-// computes what it defines: no past key or value, no nonpad_kv_seqlen, no
-// softcap, none of the outputs after Y read, f32, as many key heads as
-// query heads or one; its scale a Mul step, a float mask an Add, a
+// computes what it defines: no past key or value, no nonpad_kv_seqlen,
+// none of the outputs after Y read, f32, key heads dividing the query
+// heads (grouped-query attention: k_group); its scale a Mul step, softcap
+// a step of its own, a float mask an Add, a
 // boolean mask a Where, is_causal the causal step, 3-D operands read
 // through a tail (their heads), a 3-D Y through a Reshape (a view), and a
 // row with no attendable key giving zeros.
@@ -205,7 +206,8 @@ struct Matcher {
     for (size_t i = 1; i < n.Outputs.size(); ++i)
       if (n.Outputs[i] && (Uses.count(n.Outputs[i]) || G.isGraphOutput(n.Outputs[i])))
         return false;
-    if (n.attrFloat("softcap", 0.0) != 0.0 || !n.hasOutput(0) || !isF32(n.Outputs[0]))
+    const double softcap = n.attrFloat("softcap", 0.0);
+    if (softcap < 0 || !n.hasOutput(0) || !isF32(n.Outputs[0]))
       return false;
     for (size_t i = 0; i < 3; ++i)
       if (!isF32(n.Inputs[i]) || (n.inShape(i).size() != 3 && n.inShape(i).size() != 4))
@@ -214,7 +216,7 @@ struct Matcher {
     const int64_t qh = q.size() == 3 ? n.attrInt("q_num_heads", 0) : q[1];
     const int64_t kvh = k.size() == 3 ? n.attrInt("kv_num_heads", 0) : k[1];
     const int64_t vh = v.size() == 3 ? n.attrInt("kv_num_heads", 0) : v[1];
-    if (qh < 1 || kvh < 1 || vh != kvh || (kvh != qh && kvh != 1))
+    if (qh < 1 || kvh < 1 || vh != kvh || qh % kvh)
       return false;
     for (const ir::Value *x : {n.Inputs[0], n.Inputs[1], n.Inputs[2]})
       if (!x->Bounded.empty())
@@ -251,7 +253,15 @@ struct Matcher {
     operand(q0, qh, hs, "q");
     operand(k0, kvh, hs, "k");
     operand(v0, vh, vhs, "v");
+    if (kvh > 1 && kvh < qh) { // grouped-query attention
+      n.Attrs["k_group"] = ir::intAttr(qh / kvh);
+      n.Attrs["v_group"] = ir::intAttr(qh / kvh);
+    }
     std::vector<int64_t> steps = {4};
+    if (softcap > 0) {
+      steps.push_back(11);
+      n.Attrs["softcap"] = ir::floatAttr(softcap);
+    }
     std::vector<ir::Value *> inputs = {q0, k0, v0, scalar(n.Name + "/scale", DType::F32, scale)};
     if (mask && mask->Type.Type == DType::Bool) {
       steps.push_back(8);
