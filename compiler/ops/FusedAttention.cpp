@@ -54,6 +54,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/ops/Contraction.h"
 
+#include <algorithm>
 #include <limits>
 
 namespace mlcc::ops {
@@ -411,9 +412,15 @@ void lowerBlocks(LowerCtx &c, const Operands &o, const ir::KernelPlan::Attention
       });
     }
     Local kt = keysAsRows ? Local{} : b.local("kt", DType::F32, dk * KB);
-    b.loopTo("kb", (o.LkAt + (KB - 1)) / KB, [&](Expr kb) {
+    // With a causal step, the keys past the block's last row (+ offset)
+    // are hidden from every row: the blocks stop there.
+    Expr keys = o.LkAt;
+    if (std::count(g.Steps.begin(), g.Steps.end(), 10))
+      keys = b.local("keys", max(indexConst(0), min(o.LkAt, q0 + rowsAt.get() + g.CausalOffset)))
+                 .get();
+    b.loopTo("kb", (keys + (KB - 1)) / KB, [&](Expr kb) {
       Expr k0 = kb * KB;
-      Local nk = b.local("nk", min(indexConst(KB), o.LkAt - k0));
+      Local nk = b.local("nk", min(indexConst(KB), keys - k0));
       TiledContraction scores;
       scores.Reduce = {dk};
       scores.Tile = scoreTile;

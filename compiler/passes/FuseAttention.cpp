@@ -187,6 +187,38 @@ struct Matcher {
             offset};
   }
 
+  /// The offset c when a Where step's condition `cond` and other operand
+  /// `fill` are constants that keep exactly the scores of keys j <= i + c
+  /// of each query row i (`keepWhereTrue`: the scores are kept where cond
+  /// holds) and put -inf elsewhere, the same for every leading index: a
+  /// causal mask, which the kernel computes from the indices (and whose
+  /// hidden key blocks it skips).
+  static std::optional<int64_t> causalMask(const ir::Value *cond, const ir::Value *fill,
+                                           bool keepWhereTrue, const Shape &scores) {
+    if (!cond->Const || !fill->Const || fill->Const->numel() != 1 ||
+        fill->Const->doubleAt(0) != -std::numeric_limits<double>::infinity())
+      return std::nullopt;
+    const Shape &s = cond->Type.Dims;
+    if (s.size() < 2 || s[s.size() - 2] != scores[scores.size() - 2] || s.back() != scores.back())
+      return std::nullopt;
+    const int64_t rows = s[s.size() - 2], cols = s.back(), plane = rows * cols;
+    const int64_t planes = cond->Const->numel() / std::max<int64_t>(plane, 1);
+    if (plane == 0)
+      return std::nullopt;
+    auto kept = [&](int64_t p, int64_t i, int64_t j) {
+      return (cond->Const->intAt(p * plane + i * cols + j) != 0) == keepWhereTrue;
+    };
+    int64_t c = -1;
+    while (c + 1 < cols && kept(0, 0, c + 1))
+      ++c;
+    for (int64_t p = 0; p < planes; ++p)
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j)
+          if (kept(p, i, j) != (j <= i + c))
+            return std::nullopt;
+    return c;
+  }
+
   /// A constant scalar value of the graph.
   ir::Value *scalar(const std::string &base, DType t, double x) {
     ir::Value *v = G.addValue(G.uniqueValueName(base), {t, {}});
@@ -389,9 +421,19 @@ struct Matcher {
     // The node: pv rewritten in place (it comes after every operand).
     std::vector<int64_t> codes;
     std::vector<ir::Value *> inputs = {qSrc, kSrc, vSrc};
+    std::optional<int64_t> causal;
     for (auto &[code, n] : steps) {
+      std::vector<ir::Value *> xs = stepOperands(*n, code);
+      std::optional<int64_t> offset;
+      if (!causal && code >= 8)
+        offset = causalMask(xs[0], xs[1], code == 8, scoresShape);
+      if (offset) { // a constant mask that is a causal one: an index test
+        causal = offset;
+        codes.push_back(10);
+        continue;
+      }
       codes.push_back(code);
-      for (ir::Value *x : stepOperands(*n, code))
+      for (ir::Value *x : xs)
         inputs.push_back(x);
     }
     for (const ir::Node *n : chain)
@@ -414,6 +456,8 @@ struct Matcher {
     }
     pv.Attrs["out_perm"] = ir::intsAttr(outPerm);
     pv.Attrs["steps"] = ir::intsAttr(codes);
+    if (causal)
+      pv.Attrs["causal_offset"] = ir::intAttr(*causal);
     pv.Inputs = inputs;
     pv.Plan = {};
     if (after) {

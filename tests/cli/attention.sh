@@ -7,7 +7,7 @@
 # the one with a symbolic length compiles once with --dim S=1..80 and is
 # checked at lengths 1, 7, 64, 65 and 80 (partial and whole blocks); a
 # fused QKV projection's Split, the Reshapes and Transposes around the heads
-# leave no kernel of their own.
+# leave no kernel of their own; a constant causal mask becomes an index test.
 #
 # usage: tests/cli/attention.sh MLCC WORKDIR
 set -uo pipefail
@@ -43,6 +43,12 @@ for model in "$data"/*.onnx; do
   else
     [[ $fused == 1 ]] && ok "$name: one fused kernel ($(grep -o 'attention blocks=[^}]*' "$work/$name.plan"))" ||
       fail "$name: $fused fused kernels, not 1"
+  fi
+  # A constant lower-triangular mask is computed from the indices (the
+  # causal step, 10): no mask operand is read.
+  if [[ $name == gpt_causal ]]; then
+    "$mlcc" "$model" --emit graph -o - 2>/dev/null | grep -q 'steps=\[6,10\]' &&
+      ok "$name: the mask is the causal step" || fail "$name: the mask is not the causal step"
   fi
   # The Split, Reshapes and Transposes around the heads are read in place.
   if [[ $name == qkv_split ]]; then
