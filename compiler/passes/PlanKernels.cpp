@@ -10,9 +10,10 @@
 // A node whose elementwise consumers (the epilogue fuse-ops will join to it)
 // expand into arithmetic that keeps many constants in vector registers is
 // planned as for a target with that many registers fewer
-// (kir::expansionRegisters), so that its register tile does not spill in
-// its reduction loop (GPT-2's tanh GELU after a 6x64 tile of AVX-512: the
-// accumulators spilled, the product ran 1.8x as long as with a 5x48 tile).
+// (kir::expansionRegisters) where at least 16 remain, so that its register
+// tile does not spill in its reduction loop (GPT-2's tanh GELU after a 6x64
+// tile of AVX-512: the accumulators spilled, the product ran 1.8x as long
+// as with a 5x48 tile).
 //
 // It only decides: pack-weights adds the packed operands a plan reads and
 // fixed-point-requant the requantization constants.
@@ -88,9 +89,15 @@ bool planKernels(ir::Graph &g, const TargetDesc &targetIn, bool integerRequant,
   for (auto &n : g.Nodes) {
     if (!n->Plan.empty())
       continue;
+    // Only where the tile keeps kMinTileRegisters: with fewer registers in
+    // all (16: AVX2, SSE) the constants come from memory instead, which
+    // costs less than a tile of a few accumulators (GPT-2's ff1 on
+    // x86-64-v3: 11 ms at 4x24, 15 ms at 6x8 with the reserve).
+    constexpr int kMinTileRegisters = 16;
     TargetDesc target = targetIn;
-    if (int64_t reserve = target.VectorRegisters > 0 ? epilogueRegisters(*n, users) : 0)
-      target.VectorRegisters = std::max<int>(target.VectorRegisters - (int)reserve, 8);
+    if (int64_t reserve = target.VectorRegisters > 0 ? epilogueRegisters(*n, users) : 0;
+        reserve > 0 && target.VectorRegisters - reserve >= kMinTileRegisters)
+      target.VectorRegisters -= (int)reserve;
     auto given = fixed ? fixed->find(n->Name) : decltype(fixed->end()){};
     if (fixed && given != fixed->end()) {
       n->Plan = given->second;
