@@ -167,6 +167,24 @@ std::optional<PackedOperand> packedOperand(const ir::Node &n);
 
 // --- fused attention (mlcc.Attention, FusedAttention.cpp) -------------------
 
+/// The steps an mlcc.Attention applies to each score (its `steps`
+/// attribute; fuse-attention writes them, the kernel reads them): a binary
+/// op's code + 1 when the score is its second operand.
+namespace attention {
+enum Step : int64_t {
+  Add = 0,       ///< s + x (1: x + s)
+  Sub = 2,       ///< s - x (3: x - s)
+  Mul = 4,       ///< s * x (5: x * s)
+  Div = 6,       ///< s / x (7: x / s)
+  WhereKeep = 8, ///< Where(c, s, x): reads c, then x
+  WhereFill = 9, ///< Where(c, x, s): reads c, then x
+  Causal = 10,   ///< s where key j <= query i + causal_offset, else -inf
+  Softcap = 11,  ///< softcap * tanh(s / softcap)
+};
+/// The operands (node inputs) a step reads.
+inline size_t operandsOf(int64_t step) { return step >= Causal ? 0 : step >= WhereKeep ? 2 : 1; }
+} // namespace attention
+
 /// Whether the blocks `p` fit an attention of value width `dv`: the value
 /// tile's panels divide it (no partial product is added twice); the score
 /// tiles' columns (the query block with KeysAsRows, else the key block)

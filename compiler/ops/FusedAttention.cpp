@@ -104,8 +104,7 @@ std::vector<int64_t> checkedPerm(const ir::Node &n, const char *name, size_t ran
   return p;
 }
 
-/// Operands of each step code.
-size_t operandsOf(int64_t step) { return step >= 10 ? 0 : step >= 8 ? 2 : 1; }
+using attention::operandsOf;
 
 View viewOf(const ir::Node &n, size_t i) {
   static const char *names[] = {"q", "k", "v"};
@@ -161,7 +160,7 @@ Geometry geometry(const ir::Node &n) {
   g.Batch = broadcastShapes(n, {qb, kb, vb});
   size_t operands = 0;
   for (int64_t s : g.Steps) {
-    if (s < 0 || s > 11 || (s == 11 && !(g.Softcap > 0)))
+    if (s < 0 || s > attention::Softcap || (s == attention::Softcap && !(g.Softcap > 0)))
       n.error(ErrorKind::Internal) << "internal error: attention step " << s;
     operands += operandsOf(s);
   }
@@ -277,32 +276,32 @@ struct Operands {
     full.push_back(j);
     size_t next = 0;
     for (int64_t code : G.Steps) {
-      if (code == 10) {
+      if (code == attention::Causal) {
         s = select(le(j, i + G.CausalOffset), s,
                    constant(DType::F32, -std::numeric_limits<double>::infinity()));
         continue;
       }
-      if (code == 11) {
+      if (code == attention::Softcap) {
         s = tanh(s / G.Softcap) * G.Softcap;
         continue;
       }
       Expr x = Steps[next].loadBroadcast(full);
       Expr cond;
-      if (code >= 8) {
+      if (code >= attention::WhereKeep) {
         cond = x;
         x = Steps[next + 1].loadBroadcast(full);
       }
       next += operandsOf(code);
       switch (code) {
-      case 0: s = s + x; break;
-      case 1: s = x + s; break;
-      case 2: s = s - x; break;
-      case 3: s = x - s; break;
-      case 4: s = s * x; break;
-      case 5: s = x * s; break;
-      case 6: s = s / x; break;
-      case 7: s = x / s; break;
-      case 8: s = select(cond, s, x); break;
+      case attention::Add: s = s + x; break;
+      case attention::Add + 1: s = x + s; break;
+      case attention::Sub: s = s - x; break;
+      case attention::Sub + 1: s = x - s; break;
+      case attention::Mul: s = s * x; break;
+      case attention::Mul + 1: s = x * s; break;
+      case attention::Div: s = s / x; break;
+      case attention::Div + 1: s = x / s; break;
+      case attention::WhereKeep: s = select(cond, s, x); break;
       default: s = select(cond, x, s); break;
       }
     }
@@ -415,7 +414,7 @@ void lowerBlocks(LowerCtx &c, const Operands &o, const ir::KernelPlan::Attention
     // With a causal step, the keys past the block's last row (+ offset)
     // are hidden from every row: the blocks stop there.
     Expr keys = o.LkAt;
-    if (std::count(g.Steps.begin(), g.Steps.end(), 10))
+    if (std::count(g.Steps.begin(), g.Steps.end(), attention::Causal))
       keys = b.local("keys", max(indexConst(0), min(o.LkAt, q0 + rowsAt.get() + g.CausalOffset)))
                  .get();
     b.loopTo("kb", (keys + (KB - 1)) / KB, [&](Expr kb) {

@@ -32,6 +32,7 @@
 // Not on GPU targets (their matrix products go to the library).
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/ops/Contraction.h"
 #include "compiler/passes/Passes.h"
 
 #include <cmath>
@@ -44,13 +45,14 @@ namespace mlcc::passes {
 
 namespace {
 
-/// Step codes (ops/FusedAttention.cpp): op * 2 + (scores are the second
-/// operand); Where: 8 when the scores are taken where c holds, else 9.
+/// The step code of `n` (ops::attention::Step) applied to `scores`: a binary
+/// op's + 1 when the scores are its second operand.
 std::optional<int64_t> stepCode(const ir::Node &n, const ir::Value *scores) {
   if (!n.Domain.empty())
     return std::nullopt;
   static const std::map<std::string, int64_t> binary = {
-      {"Add", 0}, {"Sub", 2}, {"Mul", 4}, {"Div", 6}};
+      {"Add", ops::attention::Add}, {"Sub", ops::attention::Sub},
+      {"Mul", ops::attention::Mul}, {"Div", ops::attention::Div}};
   auto it = binary.find(n.OpType);
   if (it != binary.end() && n.Inputs.size() == 2 && n.Inputs[0] != n.Inputs[1]) {
     if (n.Inputs[0] == scores)
@@ -62,18 +64,18 @@ std::optional<int64_t> stepCode(const ir::Node &n, const ir::Value *scores) {
   if (n.OpType == "Where" && n.Inputs.size() == 3 && n.Inputs[0] != scores &&
       n.Inputs[1] != n.Inputs[2]) {
     if (n.Inputs[1] == scores)
-      return 8;
+      return ops::attention::WhereKeep;
     if (n.Inputs[2] == scores)
-      return 9;
+      return ops::attention::WhereFill;
   }
   return std::nullopt;
 }
 
 /// The step's operands, in the order the node reads them.
 std::vector<ir::Value *> stepOperands(const ir::Node &n, int64_t code) {
-  if (code == 8)
+  if (code == ops::attention::WhereKeep)
     return {n.Inputs[0], n.Inputs[2]};
-  if (code == 9)
+  if (code == ops::attention::WhereFill)
     return {n.Inputs[0], n.Inputs[1]};
   return {n.Inputs[code % 2 == 0 ? 1 : 0]};
 }
@@ -289,23 +291,23 @@ struct Matcher {
       n.Attrs["k_group"] = ir::intAttr(qh / kvh);
       n.Attrs["v_group"] = ir::intAttr(qh / kvh);
     }
-    std::vector<int64_t> steps = {4};
+    std::vector<int64_t> steps = {ops::attention::Mul};
     if (softcap > 0) {
-      steps.push_back(11);
+      steps.push_back(ops::attention::Softcap);
       n.Attrs["softcap"] = ir::floatAttr(softcap);
     }
     std::vector<ir::Value *> inputs = {q0, k0, v0, scalar(n.Name + "/scale", DType::F32, scale)};
     if (mask && mask->Type.Type == DType::Bool) {
-      steps.push_back(8);
+      steps.push_back(ops::attention::WhereKeep);
       inputs.push_back(mask);
       inputs.push_back(scalar(n.Name + "/masked", DType::F32,
                               -std::numeric_limits<double>::infinity()));
     } else if (mask) {
-      steps.push_back(0);
+      steps.push_back(ops::attention::Add);
       inputs.push_back(mask);
     }
     if (causal)
-      steps.push_back(10);
+      steps.push_back(ops::attention::Causal);
     n.Attrs["steps"] = ir::intsAttr(steps);
     n.Attrs["zero_empty_rows"] = ir::intAttr(1);
     n.Domain = "mlcc";
@@ -425,11 +427,11 @@ struct Matcher {
     for (auto &[code, n] : steps) {
       std::vector<ir::Value *> xs = stepOperands(*n, code);
       std::optional<int64_t> offset;
-      if (!causal && code >= 8)
-        offset = causalMask(xs[0], xs[1], code == 8, scoresShape);
+      if (!causal && code >= ops::attention::WhereKeep)
+        offset = causalMask(xs[0], xs[1], code == ops::attention::WhereKeep, scoresShape);
       if (offset) { // a constant mask that is a causal one: an index test
         causal = offset;
-        codes.push_back(10);
+        codes.push_back(ops::attention::Causal);
         continue;
       }
       codes.push_back(code);
