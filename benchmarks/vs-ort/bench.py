@@ -123,10 +123,14 @@ def compare_quantized(mlcc_bin, ort_bin):
             f" {rel:.0e}")
 
 
-def compare(mlcc_bin, ort_bin, quantized=False):
-    if quantized:
+def compare(mlcc_bin, ort_bin, kind=""):
+    """kind: the model's `check` file: "quantized" (mlcc's int8 against ORT's
+    float), "float16" (both run a float16 graph: 2e-3 of the largest output,
+    about 4 float16 units: the two engines round differently) or "" (1e-4)."""
+    if kind == "quantized":
         return compare_quantized(mlcc_bin, ort_bin)
-    r = subprocess.run([sys.executable, COMPARE, mlcc_bin, ort_bin], capture_output=True,
+    tol = ["2e-3"] if kind == "float16" else []
+    r = subprocess.run([sys.executable, COMPARE, mlcc_bin, ort_bin] + tol, capture_output=True,
                        text=True)
     words = r.stdout.split()
     # "max_abs_diff D max_abs_ort M ratio R PASS|FAIL [reason]"
@@ -209,11 +213,11 @@ def measure(name, d, threads, args):
             s.close()
     if samples.get("ort"):
         res["ort_ms"] = statistics.median(samples["ort"])
-    quantized = read(os.path.join(d, "check"), "") == "quantized"
+    kind = read(os.path.join(d, "check"), "")
     for k, _, out, _ in libs:
         if samples.get(k):
             res[f"{k}_ms"] = statistics.median(samples[k])
-            res["check" if k == "mlcc" else f"{k}_check"] = compare(out, ort_out, quantized)
+            res["check" if k == "mlcc" else f"{k}_check"] = compare(out, ort_out, kind)
 
     def engine(k, label):
         if k not in iters:
@@ -321,6 +325,9 @@ def main():
               " (two identical libraries: the run's noise)")
         print("  search s: wall seconds of the tuned compile, search included; tuned check: the"
               " tuned library vs ORT, as check")
+    if any(m.endswith("_fp16") for m in models):
+        print("  NAME_fp16: NAME as a float16 graph (make_models.py), run as float16 by both engines;"
+              " check to 2e-3 max|ort|; not in the fp32 geometric mean")
     if any(m.endswith(("_qdq", "_int8")) for m in models):
         print("  NAME_qdq: PyTorch's int8 QDQ export, int8 in both engines; NAME_int8: quantized by"
               " mlcc (--quantize int8),")
@@ -337,6 +344,8 @@ def main():
         print(f"{m:<{w}}{info[m]['shape']:>14}{fmt(fl and fl / 1e9, '.3f', '?'):>8}"
               f"{info[m]['calls']:>7}{fmt(arena and arena / 1e6, '.2f', '?'):>9}")
     ratios = {}
+    half = {t: [] for t in threads}  # NAME_fp16: mlcc/ORT
+    widened = {t: [] for t in threads}  # NAME_fp16 with NAME: (name, mlcc fp16 ms / mlcc fp32 ms)
     both = {}  # --tune: t -> quantized? -> [(mlcc/ORT, tuned/ORT)] where both ran
     for t in threads:
         print()
@@ -356,8 +365,13 @@ def main():
             fl = info[m]["flops"]
             quantized = m.endswith(("_qdq", "_int8"))
             ratio = r["mlcc_ms"] / r["ort_ms"] if r["mlcc_ms"] and r["ort_ms"] else None
-            if ratio and not quantized:
+            if ratio and not quantized and not m.endswith("_fp16"):
                 ratios[t].append(ratio)
+            if ratio and m.endswith("_fp16"):
+                half[t].append(ratio)
+                base = results.get((m[: -len("_fp16")], t))
+                if base and base["mlcc_ms"] and r["mlcc_ms"]:
+                    widened[t].append((m, r["mlcc_ms"] / base["mlcc_ms"]))
             gf_ort = fl / r["ort_ms"] / 1e6 if fl and r["ort_ms"] else None
             gf_mlcc = fl / r["mlcc_ms"] / 1e6 if fl and r["mlcc_ms"] else None
             line = (f"{m:<{w}}{fmt(r['ort_ms'], '.3f'):>10}{fmt(r['mlcc_ms'], '.3f'):>10}"
@@ -390,6 +404,12 @@ def main():
             f"{t} thread{'s' if t > 1 else ''} "
             + (f"{geomean(ratios[t]):.2f}x ({len(ratios[t])} fp32 models)" if ratios[t] else "n/a")
             for t in threads))
+        for t in threads:
+            if half[t]:
+                print(f"float16 graphs, {t} thread{'s' if t > 1 else ''}: geometric mean of mlcc/ORT "
+                      f"{geomean(half[t]):.2f}x ({len(half[t])} models)"
+                      + ("; mlcc float16 / mlcc fp32: " + ", ".join(
+                          f"{m} {x:.2f}x" for m, x in widened[t]) if widened[t] else ""))
         return 0  # a benchmark: mismatches and failures are in the table
 
     # --tune: default and tuned against ORT, over the models where both ran.

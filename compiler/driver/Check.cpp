@@ -19,7 +19,9 @@
 // model's tensor with --quantize).
 //
 // Within tolerance means, for a float model, max |error| <= --tolerance
-// (1e-3) times the largest |value| of the reference tensor; for a quantized
+// (1e-3) times the largest |value| of the reference tensor (for a float16
+// or bfloat16 tensor, at least four units in its last place at that value);
+// for a quantized
 // model (its error is the quantization's), an SNR of at least --min-snr dB.
 // Exit status 0: every compared output within tolerance; 6: some are not;
 // the compile errors' statuses otherwise.
@@ -128,6 +130,22 @@ Stats compareValues(const std::vector<double> &got, const std::vector<double> &r
     s.Snr = signal > 0 ? 10 * std::log10(signal / noise) : -INFINITY;
   }
   return s;
+}
+
+/// The largest error within tolerance for a float tensor of type `t` whose
+/// reference's largest magnitude is `refMax`: `tolerance` x refMax, and at
+/// least four units in the last place of `t` at refMax for the 16-bit
+/// floats. Both sides round each node's output to the type, and each call
+/// is compared with the reference run of the whole model, so its error
+/// also holds its inputs' differences: a float16 unit is already 5e-4 to
+/// 1e-3 of the value (the default tolerance is about 8000 float32 units).
+double allowedError(double tolerance, DType t, double refMax) {
+  double allowed = tolerance * refMax;
+  if ((t == DType::F16 || t == DType::BF16) && refMax > 0 && std::isfinite(refMax)) {
+    int mantissaBits = t == DType::F16 ? 10 : 7;
+    allowed = std::max(allowed, 4 * std::ldexp(1.0, std::ilogb(refMax) - mantissaBits));
+  }
+  return allowed;
 }
 
 struct Row {
@@ -893,7 +911,8 @@ CheckResult runCheck(const CheckOptions &o, const std::vector<int64_t> &values) 
         r.Compared = true;
         r.S = compareValues(g, want);
         r.Pass = sum.Quantized ? r.S.Snr >= o.MinSnr
-                               : !r.S.NanMismatch && r.S.MaxAbs <= o.Tolerance * r.S.RefMax;
+                               : !r.S.NanMismatch &&
+                                     r.S.MaxAbs <= allowedError(o.Tolerance, r.Type, r.S.RefMax);
         // The accuracy this call loses: its inputs' SNR less its own (none
         // when its inputs are exact: the loss from exact is unbounded).
         if (sum.Quantized && std::isfinite(inSnr))

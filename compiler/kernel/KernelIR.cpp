@@ -301,6 +301,38 @@ Expr select(Expr cond, Expr ifTrue, Expr ifFalse) {
   return withDepth(std::move(e));
 }
 
+namespace {
+
+/// Whether `e` (of f32) holds a value of the 16-bit float type `n` exactly:
+/// a constant that `n` represents, or a value widened from `n`.
+bool exactIn(DType n, const Expr &e) {
+  if (e->isConst())
+    return evalCast(DType::F32, n, evalCast(n, DType::F32, scalarOf(e))).F == e->FloatValue;
+  return e->Kind == ExprKind::Cast && e->A->Type == n;
+}
+
+/// `e`, a tree of f32 Max and Min about to be rounded to `n` (f16 or bf16),
+/// with each leaf `f32(n(x))` replaced by x: rounding is monotone, so when
+/// every other leaf is exact in `n` (exactIn), rounding the tree once gives
+/// what rounding each leaf first and the tree again gives (a Relu or Clip
+/// epilogue of a 16-bit float convolution rounds once, not twice). Null
+/// when `e` is not such a tree or nothing is replaced.
+Expr withoutInnerRounding(DType n, const Expr &e, bool &replaced) {
+  if (e->Kind == ExprKind::Cast && e->Type == DType::F32 && e->A->Kind == ExprKind::Cast &&
+      e->A->Type == n && e->A->A->Type == DType::F32) {
+    replaced = true;
+    return e->A->A;
+  }
+  if (e->Kind == ExprKind::Binary && (e->Bin == BinOp::Max || e->Bin == BinOp::Min) &&
+      e->Type == DType::F32) {
+    Expr a = withoutInnerRounding(n, e->A, replaced), b = withoutInnerRounding(n, e->B, replaced);
+    return a && b ? binary(e->Bin, a, b) : nullptr;
+  }
+  return exactIn(n, e) ? e : nullptr;
+}
+
+} // namespace
+
 Expr cast(DType type, Expr a) {
   MLCC_CHECK(a, "cast of null");
   MLCC_CHECK(isStorable(type), "cast to " << dtypeName(type));
@@ -308,6 +340,12 @@ Expr cast(DType type, Expr a) {
     return a;
   if (a->isConst() && !isNarrowFloat(type) && !isNarrowFloat(a->Type))
     return fromScalar(type, evalCast(type, a->Type, scalarOf(a)));
+  if ((type == DType::F16 || type == DType::BF16) && a->Type == DType::F32 &&
+      a->Kind == ExprKind::Binary && (a->Bin == BinOp::Max || a->Bin == BinOp::Min)) {
+    bool replaced = false;
+    if (Expr inner = withoutInnerRounding(type, a, replaced); inner && replaced)
+      a = inner;
+  }
   auto e = make(ExprKind::Cast, type);
   e->Lanes = a->Lanes;
   e->A = std::move(a);

@@ -24,10 +24,13 @@ namespace mlcc::kir {
 
 namespace {
 
-/// Scalar types the emitters vectorize (no helper-function conversions).
+/// Scalar types the emitters vectorize. The 16-bit floats are loaded,
+/// stored and converted to and from f32 (their arithmetic is in f32) as
+/// vectors too: one instruction where the target converts, integer
+/// operations lane by lane elsewhere. The float8 types stay scalar.
 bool vectorType(DType t) {
-  return t == DType::F32 || t == DType::F64 || t == DType::Index ||
-         (isInteger(t) && t != DType::Bool);
+  return t == DType::F32 || t == DType::F64 || t == DType::Index || t == DType::F16 ||
+         t == DType::BF16 || (isInteger(t) && t != DType::Bool);
 }
 
 bool vectorUnary(UnOp op) {

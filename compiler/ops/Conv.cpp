@@ -15,7 +15,13 @@ namespace {
 
 void inferConv(ir::Node &n) {
   requireFloat(n, 0);
-  requireSameDTypes(n);
+  // The ONNX inputs share one type; a packed operand added by pack-weights
+  // (input 3) may differ: Winograd's transformed kernel is f32 for 16-bit
+  // float weights too.
+  for (size_t i = 1; i < std::min<size_t>(n.Inputs.size(), 3); ++i)
+    if (n.hasInput(i) && n.inDType(i) != n.inDType(0))
+      n.error() << "input " << i << " has type " << dtypeOnnxName(n.inDType(i))
+                << " but input 0 has " << dtypeOnnxName(n.inDType(0));
   ConvShape s = convShape(n, 0, 1);
   if (n.hasInput(2) && n.inShape(2) != Shape{s.M})
     n.error() << "bias has shape " << shapeToString(n.inShape(2)) << ", expected ["
@@ -25,7 +31,8 @@ void inferConv(ir::Node &n) {
 
 /// The input of a 2-D convolution as the fast paths read it: when the
 /// window reaches into the padding, a zero-bordered copy of one image in a
-/// scratch buffer (so that the inner loops need no bounds), else x itself.
+/// scratch buffer (so that the inner loops need no bounds), else x itself
+/// (a 16-bit float x is copied too, into f32).
 struct PaddedInput {
   TensorRef Src;
   int64_t C, H, W, Hp, Wp;
@@ -49,7 +56,10 @@ struct PaddedInput {
     Wp = std::max({W + w.PadBegin[1] + w.PadEnd[1],
                    (w.Out[1] - 1) * w.Strides[1] + (w.Kernel[1] - 1) * w.Dilations[1] + 1,
                    minWp});
-    Padded = Hp != H || Wp != W;
+    // A 16-bit float input is staged in f32 even without padding: the
+    // tiles then read each element as a plain f32 (a broadcast from memory)
+    // instead of converting it once for every tile that reads it.
+    Padded = Hp != H || Wp != W || (scratch && isNarrowFloat(x.dtype()));
     Src = Padded && scratch ? c.scratch("xpad", x.computeType(), {C, Hp, Wp}) : x;
   }
 
@@ -150,7 +160,7 @@ void lowerConvTiled(LowerCtx &c, const ConvShape &s, const PackedOperand &po) {
 /// epilogue are stored as contiguous vectors.
 void lowerConvPixelColumns(LowerCtx &c, const ConvShape &s, const PackedOperand &po) {
   KernelBuilder &b = c.b();
-  TensorRef x = c.in(0), wt = c.in(1), y = c.out(0);
+  TensorRef x = c.in(0), wt = c.in(po.Input > 0 ? po.Input : 1), y = c.out(0);
   const Window &w = s.W;
   int64_t cg = s.C / s.Group, mg = s.M / s.Group;
   int64_t oh = w.Out[0], ow = w.Out[1], taps = w.Kernel[0] * w.Kernel[1];
@@ -193,7 +203,7 @@ void lowerConvPixelColumns(LowerCtx &c, const ConvShape &s, const PackedOperand 
 /// contiguous vectors.
 void lowerPointwise(LowerCtx &c, const ConvShape &s, const PackedOperand &po) {
   KernelBuilder &b = c.b();
-  TensorRef x = c.in(0), wt = c.in(1), y = c.out(0);
+  TensorRef x = c.in(0), wt = c.in(po.Input > 0 ? po.Input : 1), y = c.out(0);
   int64_t cg = s.C / s.Group, mg = s.M / s.Group;
   int64_t hw = numElements(s.W.Out);
   std::optional<TensorRef> bias;
@@ -557,7 +567,7 @@ void lowerConv(LowerCtx &c) {
     return;
   }
   if (s.W.rank() == 2 && s.C == s.Group && s.W.Kernel[0] * s.W.Kernel[1] <= 49 &&
-      c.node().inDType(0) == DType::F32) {
+      isF32Arithmetic(c.node().inDType(0))) {
     lowerDepthwise(c, s);
     return;
   }

@@ -77,8 +77,11 @@ const WinogradTransform &transformOf(const ir::Node &n) {
 void inferWinogradWeights(ir::Node &n) {
   const WinogradTransform &t = transformOf(n);
   const Shape &w = n.inShape(0);
-  if (n.inDType(0) != DType::F32 || w.size() != 4 || w[2] != 3 || w[3] != 3)
-    n.error(ErrorKind::Internal) << "WinogradWeights needs f32 weights [M, C, 3, 3]";
+  if (!isF32Arithmetic(n.inDType(0)) || w.size() != 4 || w[2] != 3 || w[3] != 3)
+    n.error(ErrorKind::Internal) << "WinogradWeights needs f32, f16 or bf16 weights [M, C, 3, 3]";
+  // In f32 whatever the weights' type: the inverse transform multiplies
+  // the products' errors (by up to a few tens for 6x6 tiles), which a
+  // 16-bit U would bring to the output's own precision.
   n.setOutput(0, DType::F32, {t.Alpha * t.Alpha, w[0], w[1]});
 }
 

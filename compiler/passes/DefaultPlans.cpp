@@ -104,12 +104,15 @@ static_assert(ir::KernelPlan{}.UnrolledTaps == kUnrolledTaps &&
               ir::KernelPlan::Tile{}.ParallelPanels == kParallelPanels &&
               ir::KernelPlan::Tile{}.ParallelRowUnits == kParallelRowUnits);
 
-/// Whether `n` is a standard-domain f32 node with constant f32 weights
-/// (input 1) and a non-empty output: what packing and Winograd both start
-/// from.
+/// Whether `n` is a standard-domain node of f32 arithmetic (f32, f16 or
+/// bf16: isF32Arithmetic) with constant weights of its input's type (input
+/// 1) and a non-empty output: what packing and Winograd both start from.
+/// The packed weights keep the type (a float16 model's stay half the
+/// flash); the kernels convert them on load.
 bool constantF32Weights(const ir::Node &n) {
-  return n.Domain == "" && n.hasInput(1) && n.Inputs[1]->Const && n.inDType(0) == DType::F32 &&
-         n.inDType(1) == DType::F32 && n.Outputs[0] && n.Outputs[0]->Type.numel() > 0;
+  return n.Domain == "" && n.hasInput(1) && n.Inputs[1]->Const &&
+         isF32Arithmetic(n.inDType(0)) && n.inDType(1) == n.inDType(0) && n.Outputs[0] &&
+         n.Outputs[0]->Type.numel() > 0;
 }
 
 /// Whether the target is AArch64 with NEON without a dot-product
@@ -163,7 +166,8 @@ std::optional<Contraction> contractionOf(const ir::Node &n, const TargetDesc &t)
     // cache: with pixels as rows the packed weights stream once.
     bool pointwise = w[2] == 1 && w[3] == 1 && x == Shape{y[0], x[1], y[2], y[3]};
     int64_t reduce = w[1] * w[2] * w[3];
-    bool weightsFit = t.L2Bytes == 0 || numElements(w) * 4 <= t.L2Bytes / 2;
+    bool weightsFit = t.L2Bytes == 0 ||
+                      numElements(w) * (int64_t)dtypeSize(n.inDType(1)) <= t.L2Bytes / 2;
     if (pointwise && y[2] * y[3] >= 16 && weightsFit)
       return Contraction{mg, y[2] * y[3], reduce, true};
     // A short reduction: with pixels as rows, every output is stored as a
@@ -221,7 +225,7 @@ ir::KernelPlan::Tile registerTile(const TileChoice &c) {
 
 // Declared, and described, in DefaultPlans.h.
 bool depthwiseF32(const ir::Node &n) {
-  if (n.Domain != "" || n.OpType != "Conv" || !n.hasInput(1) || n.inDType(0) != DType::F32)
+  if (n.Domain != "" || n.OpType != "Conv" || !n.hasInput(1) || !isF32Arithmetic(n.inDType(0)))
     return false;
   const Shape &x = n.inShape(0), &w = n.inShape(1);
   return x.size() == 4 && w.size() == 4 && x[1] == n.attrInt("group", 1) && w[2] * w[3] <= 49;
@@ -746,9 +750,12 @@ ir::KernelPlan planKernel(const ir::Node &n, const TargetDesc &t, bool integerRe
     p.LaneWeights = true;
   if (std::optional<ir::KernelPlan> f = floatPlan(n, t))
     return *f;
+  // A 16-bit float image is staged in f32 up to a quarter of the stack:
+  // clipped windows read in place would convert each element once per tap.
   if (depthwiseF32(n))
     p.Depthwise = ir::KernelPlan::Plane{
-        std::min(kMaxPlaneBytes, t.StackBytes) / 4,
+        (isNarrowFloat(n.inDType(0)) ? t.StackBytes / 4 : std::min(kMaxPlaneBytes, t.StackBytes)) /
+            4,
         std::max<int64_t>(kMinGridRound, t.lanes(DType::F32))};
   return p;
 }

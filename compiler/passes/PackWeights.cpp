@@ -13,6 +13,9 @@
 //       2);
 //   Winograd    mlcc.WinogradWeights: the transformed kernel U [a*a, M, C],
 //               input 3;
+//   register tile with pixel columns, f16/bf16 Conv
+//       the weights cast to f32 (the tile broadcasts them one at a time),
+//       input 3;
 //   dot products (int8, Dot4Lanes)
 //       mlcc.PackQuads (convolutions: quads of input channels) or
 //       mlcc.PackQuadsK (matrix products: quads of K), and the int32 sums
@@ -200,6 +203,17 @@ bool packWeights(ir::Graph &g) {
       if (n->Inputs.size() < 4)
         n->Inputs.resize(4, nullptr);
       n->Inputs[3] = u;
+      p.PackedInput = 3;
+      changed = true;
+    } else if (p.Register && p.PixelColumns && p.PackedInput < 0 &&
+               isNarrowFloat(n->inDType(1)) && n->OpType == "Conv") {
+      // Weights broadcast one at a time (pixels as the tile's columns): a
+      // 16-bit float copy would cost a conversion and a shuffle per weight
+      // per tile; the kernel reads an f32 copy (folded) at input 3.
+      ir::Value *wide = addNode(g, nodes, n->Name, "Cast", "", {n->Inputs[1]}, {{"to", 1}});
+      if (n->Inputs.size() < 4)
+        n->Inputs.resize(4, nullptr);
+      n->Inputs[3] = wide;
       p.PackedInput = 3;
       changed = true;
     } else if (p.Register && !p.PixelColumns && p.PackedInput < 0) {

@@ -104,6 +104,10 @@ bool isNarrowFloat(DType t) {
   return t == DType::F16 || t == DType::BF16 || isFloat8(t);
 }
 
+bool isF32Arithmetic(DType t) {
+  return t == DType::F32 || t == DType::F16 || t == DType::BF16;
+}
+
 bool isFloat(DType t) {
   return t == DType::F32 || t == DType::F64 || isNarrowFloat(t);
 }

@@ -66,6 +66,10 @@ bool isFloat8(DType t);
 /// Floats narrower than f32 (f16, bf16, float8): storage-only types whose
 /// values are computed in f32 (kir::computeType) and never in their own type.
 bool isNarrowFloat(DType t);
+/// Float types whose arithmetic is f32: f32 itself, f16 and bf16 (stored in
+/// 16 bits, converted on load and rounded once on store). The float kernels'
+/// plans (register tiles, Winograd, depthwise planes) take all three.
+bool isF32Arithmetic(DType t);
 bool isInteger(DType t);     ///< signed or unsigned integers and Index (not bool)
 bool isSignedInt(DType t);   ///< i8..i64 and Index
 bool isUnsignedInt(DType t); ///< u8..u64

@@ -74,26 +74,35 @@ public:
   llvm::FunctionCallee libm(const std::string &name, llvm::Type *t, int args);
 
   // --- NarrowFloats.cpp ---
-  /// 16-bit float <-> f32 conversions.
-  llvm::Function *halfToFloat() { return float16Helper("mlcc.h2f", true, false); }
-  llvm::Function *floatToHalf() { return float16Helper("mlcc.f2h", false, false); }
-  llvm::Function *bf16ToFloat() { return float16Helper("mlcc.bf2f", true, true); }
-  llvm::Function *floatToBf16() { return float16Helper("mlcc.f2bf", false, true); }
+  /// 16-bit float <-> f32 conversions, of scalars or of vectors of `lanes`.
+  llvm::Function *halfToFloat(unsigned lanes) {
+    return float16Helper("mlcc.h2f", true, false, lanes);
+  }
+  llvm::Function *floatToHalf(unsigned lanes) {
+    return float16Helper("mlcc.f2h", false, false, lanes);
+  }
+  llvm::Function *bf16ToFloat(unsigned lanes) {
+    return float16Helper("mlcc.bf2f", true, true, lanes);
+  }
+  llvm::Function *floatToBf16(unsigned lanes) {
+    return float16Helper("mlcc.f2bf", false, true, lanes);
+  }
 
   /// float8 <-> f32 conversions of type `t`: the selects-only translation of
   /// compiler/support/Float8.h (float8ToFloat / floatToFloat8).
-  llvm::Function *float8ToFloat(DType t) {
-    return float8Helper(std::string("mlcc.") + dtypeName(t) + "2f", t, true);
+  llvm::Function *float8ToFloat(DType t, unsigned lanes) {
+    return float8Helper(std::string("mlcc.") + dtypeName(t) + "2f", t, true, lanes);
   }
-  llvm::Function *floatToFloat8(DType t) {
-    return float8Helper(std::string("mlcc.f2") + dtypeName(t), t, false);
+  llvm::Function *floatToFloat8(DType t, unsigned lanes) {
+    return float8Helper(std::string("mlcc.f2") + dtypeName(t), t, false, lanes);
   }
 
 private:
   llvm::Function *newHelper(const std::string &name, llvm::Type *ret, llvm::Type *arg,
                             llvm::IRBuilder<> &b);
-  llvm::Function *float8Helper(const std::string &name, DType t, bool toFloat);
-  llvm::Function *float16Helper(const std::string &name, bool toFloat, bool bf16);
+  llvm::Function *float8Helper(const std::string &name, DType t, bool toFloat, unsigned lanes);
+  llvm::Function *float16Helper(const std::string &name, bool toFloat, bool bf16,
+                                unsigned lanes);
 };
 
 /// Translates one kernel into a function.

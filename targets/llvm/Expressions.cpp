@@ -294,19 +294,23 @@ Value *KernelEmitter::integerBinary(BinOp op, DType t, Value *a, Value *b) {
 Value *KernelEmitter::castValue(DType to, DType from, Value *a) {
   if (to == from)
     return a;
+  // The narrow floats convert through f32, lane by lane.
+  unsigned lanes = 1;
+  if (auto *vt = llvm::dyn_cast<llvm::FixedVectorType>(a->getType()))
+    lanes = vt->getNumElements();
   if (from == DType::F16)
-    return castValue(to, DType::F32, B.CreateCall(ME.halfToFloat(), {a}));
+    return castValue(to, DType::F32, B.CreateCall(ME.halfToFloat(lanes), {a}));
   if (from == DType::BF16)
-    return castValue(to, DType::F32, B.CreateCall(ME.bf16ToFloat(), {a}));
+    return castValue(to, DType::F32, B.CreateCall(ME.bf16ToFloat(lanes), {a}));
   if (to == DType::F16)
-    return B.CreateCall(ME.floatToHalf(), {castValue(DType::F32, from, a)});
+    return B.CreateCall(ME.floatToHalf(lanes), {castValue(DType::F32, from, a)});
   if (to == DType::BF16)
-    return B.CreateCall(ME.floatToBf16(), {castValue(DType::F32, from, a)});
+    return B.CreateCall(ME.floatToBf16(lanes), {castValue(DType::F32, from, a)});
   // float8 values are i8 bit patterns, converted through f32.
   if (isFloat8(from))
-    return castValue(to, DType::F32, B.CreateCall(ME.float8ToFloat(from), {a}));
+    return castValue(to, DType::F32, B.CreateCall(ME.float8ToFloat(from, lanes), {a}));
   if (isFloat8(to))
-    return B.CreateCall(ME.floatToFloat8(to), {castValue(DType::F32, from, a)});
+    return B.CreateCall(ME.floatToFloat8(to, lanes), {castValue(DType::F32, from, a)});
   llvm::Type *t = ME.valueType(to);
   if (auto *vt = llvm::dyn_cast<llvm::FixedVectorType>(a->getType()))
     t = llvm::FixedVectorType::get(t, vt->getNumElements());

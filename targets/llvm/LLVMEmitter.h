@@ -46,6 +46,9 @@ struct EmitFeatures {
   /// bound keeps the comparison and select (fmax(-0, +0) is +0, the IR's
   /// Max keeps -0).
   bool FloatMinMax = false;
+  /// float16 <-> float32 conversions in one instruction, scalar and vector
+  /// (x86 F16C, every AArch64 core); elsewhere integer operations convert.
+  bool HalfConversions = false;
 };
 
 /// Builds the module for `p`. `triple` and `layout` come from the target

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "targets/llvm/EmitterState.h"
+#include "targets/llvm/LLVMEmitter.h"
 
 #include "compiler/support/Float16.h"
 #include "compiler/support/Float8.h"
@@ -21,11 +22,19 @@ using llvm::Value;
 namespace {
 
 // The conversions, each from the argument `arg` of a helper function whose
-// entry block `b` is in; each returns the result.
+// entry block `b` is in; each returns the result. `arg` is a scalar or a
+// vector: the integer operations and selects work lane by lane.
+
+/// `scalar`, or a vector of it with as many lanes as `arg` has.
+llvm::Type *lanesOf(llvm::Type *scalar, Value *arg) {
+  if (auto *vt = llvm::dyn_cast<llvm::FixedVectorType>(arg->getType()))
+    return llvm::FixedVectorType::get(scalar, vt->getNumElements());
+  return scalar;
+}
 
 /// float8 e8m0 (a power of two, 0xff NaN) -> f32.
 Value *e8m0ToFloat(IRBuilder<> &b, Value *arg) {
-  llvm::Type *f32 = b.getFloatTy(), *i32 = b.getInt32Ty();
+  llvm::Type *f32 = lanesOf(b.getFloatTy(), arg), *i32 = lanesOf(b.getInt32Ty(), arg);
   auto c32 = [&](uint32_t v) { return llvm::ConstantInt::get(i32, v); };
   Value *c = b.CreateZExt(arg, i32);
   Value *bits = b.CreateShl(c, 23);
@@ -36,7 +45,7 @@ Value *e8m0ToFloat(IRBuilder<> &b, Value *arg) {
 
 /// f32 -> float8 e8m0, rounded up, saturating.
 Value *floatToE8m0(IRBuilder<> &b, Value *arg) {
-  llvm::Type *i8 = b.getInt8Ty(), *i32 = b.getInt32Ty();
+  llvm::Type *i8 = lanesOf(b.getInt8Ty(), arg), *i32 = lanesOf(b.getInt32Ty(), arg);
   auto c32 = [&](uint32_t v) { return llvm::ConstantInt::get(i32, v); };
   Value *ax = b.CreateAnd(b.CreateBitCast(arg, i32), c32(0x7fffffffu));
   Value *e = b.CreateAdd(b.CreateLShr(ax, 23),
@@ -49,7 +58,7 @@ Value *floatToE8m0(IRBuilder<> &b, Value *arg) {
 
 /// float8 of format `fmt` -> f32, exact.
 Value *float8ToF32(IRBuilder<> &b, Value *arg, const Float8Format &fmt) {
-  llvm::Type *f32 = b.getFloatTy(), *i32 = b.getInt32Ty();
+  llvm::Type *f32 = lanesOf(b.getFloatTy(), arg), *i32 = lanesOf(b.getInt32Ty(), arg);
   auto c32 = [&](uint32_t v) { return llvm::ConstantInt::get(i32, v); };
   auto asFloat = [&](uint32_t bits) {
     return llvm::ConstantFP::get(f32, (double)mlcc::bitsToFloat(bits));
@@ -74,7 +83,7 @@ Value *float8ToF32(IRBuilder<> &b, Value *arg, const Float8Format &fmt) {
                          b.CreateBitCast(special, f32), res);
   }
   Value *isNan = fmt.Fnuz ? b.CreateICmpEQ(c, c32(0x80u))
-               : fmt.HasInf ? b.getFalse()
+               : fmt.HasInf ? llvm::ConstantInt::getFalse(lanesOf(b.getInt1Ty(), arg))
                             : b.CreateICmpEQ(b.CreateAnd(c, c32(0x7fu)), c32(0x7fu));
   Value *nan = b.CreateBitCast(b.CreateOr(sign, c32(0x7fc00000u)), f32);
   return b.CreateSelect(isNan, nan, res);
@@ -82,7 +91,7 @@ Value *float8ToF32(IRBuilder<> &b, Value *arg, const Float8Format &fmt) {
 
 /// f32 -> float8 of format `fmt`, round to nearest even, no saturation.
 Value *f32ToFloat8(IRBuilder<> &b, Value *arg, const Float8Format &fmt) {
-  llvm::Type *f32 = b.getFloatTy(), *i8 = b.getInt8Ty(), *i32 = b.getInt32Ty();
+  llvm::Type *f32 = lanesOf(b.getFloatTy(), arg), *i8 = lanesOf(b.getInt8Ty(), arg), *i32 = lanesOf(b.getInt32Ty(), arg);
   auto c32 = [&](uint32_t v) { return llvm::ConstantInt::get(i32, v); };
   auto asFloat = [&](uint32_t bits) {
     return llvm::ConstantFP::get(f32, (double)mlcc::bitsToFloat(bits));
@@ -126,14 +135,14 @@ Value *f32ToFloat8(IRBuilder<> &b, Value *arg, const Float8Format &fmt) {
 
 /// bf16 -> f32: the high half of its bits.
 Value *bf16ToF32(IRBuilder<> &b, Value *arg) {
-  llvm::Type *f32 = b.getFloatTy(), *i32 = b.getInt32Ty();
+  llvm::Type *f32 = lanesOf(b.getFloatTy(), arg), *i32 = lanesOf(b.getInt32Ty(), arg);
   Value *x = b.CreateShl(b.CreateZExt(arg, i32), 16);
   return b.CreateBitCast(x, f32);
 }
 
 /// f32 -> bf16, round to nearest even (NaN stays NaN).
 Value *f32ToBf16(IRBuilder<> &b, Value *arg) {
-  llvm::Type *i16 = b.getInt16Ty(), *i32 = b.getInt32Ty();
+  llvm::Type *i16 = lanesOf(b.getInt16Ty(), arg), *i32 = lanesOf(b.getInt32Ty(), arg);
   auto c32 = [&](uint32_t v) { return llvm::ConstantInt::get(i32, v); };
   Value *x = b.CreateBitCast(arg, i32);
   Value *isNan = b.CreateICmpUGT(b.CreateAnd(x, c32(0x7fffffffu)), c32(0x7f800000u));
@@ -145,7 +154,7 @@ Value *f32ToBf16(IRBuilder<> &b, Value *arg) {
 
 /// half -> f32, exact.
 Value *halfToF32(IRBuilder<> &b, Value *arg) {
-  llvm::Type *f32 = b.getFloatTy(), *i32 = b.getInt32Ty();
+  llvm::Type *f32 = lanesOf(b.getFloatTy(), arg), *i32 = lanesOf(b.getInt32Ty(), arg);
   auto c32 = [&](uint32_t v) { return llvm::ConstantInt::get(i32, v); };
   Value *h = b.CreateZExt(arg, i32);
   Value *sign = b.CreateShl(b.CreateAnd(h, c32(0x8000u)), 16);
@@ -164,7 +173,7 @@ Value *halfToF32(IRBuilder<> &b, Value *arg) {
 
 /// f32 -> half, round to nearest even.
 Value *f32ToHalf(IRBuilder<> &b, Value *arg) {
-  llvm::Type *f32 = b.getFloatTy(), *i16 = b.getInt16Ty(), *i32 = b.getInt32Ty();
+  llvm::Type *f32 = lanesOf(b.getFloatTy(), arg), *i16 = lanesOf(b.getInt16Ty(), arg), *i32 = lanesOf(b.getInt32Ty(), arg);
   auto c32 = [&](uint32_t v) { return llvm::ConstantInt::get(i32, v); };
   Value *x = b.CreateBitCast(arg, i32);
   Value *sign = b.CreateAnd(b.CreateLShr(x, 16), c32(0x8000u));
@@ -212,10 +221,23 @@ llvm::Function *ModuleEmitter::newHelper(const std::string &name, llvm::Type *re
   return f;
 }
 
-llvm::Function *ModuleEmitter::float8Helper(const std::string &name, DType t, bool toFloat) {
+/// `scalar`, or a vector of `lanes` of it when lanes > 1.
+static llvm::Type *withLanes(llvm::Type *scalar, unsigned lanes) {
+  return lanes > 1 ? llvm::FixedVectorType::get(scalar, lanes) : scalar;
+}
+
+/// The helper's name for `lanes` lanes: `name`, or `name.vN`.
+static std::string laneName(const std::string &name, unsigned lanes) {
+  return lanes > 1 ? name + ".v" + std::to_string(lanes) : name;
+}
+
+llvm::Function *ModuleEmitter::float8Helper(const std::string &name0, DType t, bool toFloat,
+                                            unsigned lanes) {
+  const std::string name = laneName(name0, lanes);
   if (auto *f = M.getFunction(name))
     return f;
-  llvm::Type *f32 = llvm::Type::getFloatTy(Ctx), *i8 = llvm::Type::getInt8Ty(Ctx);
+  llvm::Type *f32 = withLanes(llvm::Type::getFloatTy(Ctx), lanes),
+             *i8 = withLanes(llvm::Type::getInt8Ty(Ctx), lanes);
   IRBuilder<> b(Ctx);
   llvm::Function *f = newHelper(name, toFloat ? f32 : i8, toFloat ? i8 : f32, b);
   Value *arg = f->getArg(0);
@@ -229,17 +251,26 @@ llvm::Function *ModuleEmitter::float8Helper(const std::string &name, DType t, bo
 }
 
 /// 16-bit float conversions as small internal functions (always inlined).
-llvm::Function *ModuleEmitter::float16Helper(const std::string &name, bool toFloat, bool bf16) {
+llvm::Function *ModuleEmitter::float16Helper(const std::string &name0, bool toFloat, bool bf16,
+                                             unsigned lanes) {
+  const std::string name = laneName(name0, lanes);
   if (auto *f = M.getFunction(name))
     return f;
-  llvm::Type *f32 = llvm::Type::getFloatTy(Ctx), *i16 = llvm::Type::getInt16Ty(Ctx);
+  llvm::Type *f32 = withLanes(llvm::Type::getFloatTy(Ctx), lanes),
+             *i16 = withLanes(llvm::Type::getInt16Ty(Ctx), lanes);
   IRBuilder<> b(Ctx);
   llvm::Function *f = newHelper(name, toFloat ? f32 : i16, toFloat ? i16 : f32, b);
   Value *arg = f->getArg(0);
   Value *res;
   if (bf16)
     res = toFloat ? bf16ToF32(b, arg) : f32ToBf16(b, arg);
-  else
+  else if (Features.HalfConversions) {
+    // The target converts in one instruction (x86 F16C vcvtph2ps/vcvtps2ph,
+    // AArch64 fcvt/fcvtl/fcvtn), rounding to nearest even as the selects do.
+    llvm::Type *h = withLanes(llvm::Type::getHalfTy(Ctx), lanes);
+    res = toFloat ? b.CreateFPExt(b.CreateBitCast(arg, h), f32)
+                  : b.CreateBitCast(b.CreateFPTrunc(arg, h), i16);
+  } else
     res = toFloat ? halfToF32(b, arg) : f32ToHalf(b, arg);
   b.CreateRet(res);
   return f;

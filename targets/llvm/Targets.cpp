@@ -453,12 +453,14 @@ std::string compileProgram(const kir::Program &p, const TargetSpec &t,
     features.Madd128 = sti->checkFeatures("+sse2");
     features.Madd256 = sti->checkFeatures("+avx2");
     features.Madd512 = sti->checkFeatures("+avx512bw");
+    features.HalfConversions = sti->checkFeatures("+f16c");
   }
   if (llvm::Triple(t.Triple).isAArch64()) {
     features.ArmDot = sti->checkFeatures("+dotprod");
     features.ArmI8mm = sti->checkFeatures("+i8mm");
     features.ArmMull = sti->checkFeatures("+neon");
     features.FloatMinMax = sti->checkFeatures("+fp-armv8");
+    features.HalfConversions = sti->checkFeatures("+fp-armv8");
   }
   if (llvm::Triple(t.Triple).isARM() || llvm::Triple(t.Triple).isThumb()) {
     features.Smlad = sti->checkFeatures("+dsp");

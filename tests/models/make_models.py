@@ -19,6 +19,11 @@ Quantized variants (benchmarks/vs-ort):
                --calibrate input=DIR/calibration.npy`): mlcc quantizes it
                itself while ONNX Runtime runs the float model; the file
                `check` says "quantized" (outputs compared loosely)
+  NAME_fp16    the float NAME as a float16 graph (to_float16.py: weights,
+               constants and activations float16, a Cast after the input
+               and before the output, so input.bin stays float32); both
+               engines run the float16 model; the file `check` says
+               "float16" (outputs compared to 2e-3 of the largest)
 
 Weights are random (fixed seeds, torchvision's default initialisation) and
 every BatchNorm gets random running statistics (mean ~ N(0, 0.1), variance
@@ -296,7 +301,7 @@ def quantized_qdq(base, gen, model, x):
 def export(name, out_dir, flops=False):
     variant = ""
     base = name
-    for suffix in ("_qdq", "_int8"):
+    for suffix in ("_qdq", "_int8", "_fp16"):
         if name.endswith(suffix) and name[: -len(suffix)] in MODELS:
             base, variant = name[: -len(suffix)], suffix
     seed, make = MODELS[base]
@@ -318,6 +323,9 @@ def export(name, out_dir, flops=False):
             f.write("--quantize int8 --calibrate input=@DIR@/calibration.npy\n")
         with open(os.path.join(d, "check"), "w") as f:
             f.write("quantized\n")
+    elif variant == "_fp16":
+        with open(os.path.join(d, "check"), "w") as f:
+            f.write("float16\n")
     path = os.path.join(d, "model.onnx")
     # Grad mode stays on: under no_grad, eval-mode TransformerEncoderLayer takes
     # a fused fast path (aten::_transformer_encoder_layer_fwd) with no ONNX export.
@@ -330,6 +338,11 @@ def export(name, out_dir, flops=False):
             torch.onnx.export(model, x, path + ".tmp", input_names=["input"],
                               output_names=["output"], opset_version=OPSET,
                               do_constant_folding=True)
+    if variant == "_fp16":
+        import onnx
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import to_float16
+        onnx.save(to_float16.convert(onnx.load(path + ".tmp")), path + ".tmp")
     os.replace(path + ".tmp", path)
     x.numpy().astype("<f4").tofile(os.path.join(d, "input.bin"))
     with open(os.path.join(d, "input.shape"), "w") as f:
@@ -352,7 +365,7 @@ def main(argv):
     for n in names:
         if n not in MODELS and not any(
                 (n.endswith(s) and n[: -len(s)] in (QUANTIZABLE if s == "_qdq" else MODELS))
-                for s in ("_qdq", "_int8")):
+                for s in ("_qdq", "_int8", "_fp16")):
             print(f"unknown model {n}; known: {' '.join(MODELS)}", file=sys.stderr)
             return 2
     torch.set_num_threads(1)
