@@ -364,8 +364,10 @@ void lowerTiles(LowerCtx &c, const TiledContraction &t) {
   auto accAt = [&](int64_t r, int64_t v) { return indexConst((r * NV + v) * L); };
   // Adds A(r0 + r, k) * B(k, panel p) for the reduction steps whose
   // outermost index is in [kBegin, kEnd) to the accumulators.
+  // A(r0 + r, k), or the staged copy's element when the tile staged A.
+  using LoadRow = std::function<Expr(int64_t r, const std::vector<Expr> &k)>;
   auto reduce = [&](const Local &acc, const Expr &p, const Expr &c0, const Expr &r0,
-                    const Expr &kBegin, const Expr &kEnd) {
+                    const Expr &kBegin, const Expr &kEnd, const LoadRow &staged = nullptr) {
     std::vector<Expr> k(t.Reduce.size());
     std::function<void(size_t)> rec = [&](size_t d) {
       if (d < t.Reduce.size()) {
@@ -400,7 +402,7 @@ void lowerTiles(LowerCtx &c, const TiledContraction &t) {
                                                   (int)L))
                               : broadcast(cast(t.Acc, t.PackedB.loadFlat(indexConst(0))), (int)L));
       for (int64_t r = 0; r < RW; ++r) {
-        Expr a = t.LoadA(r0 + r, k);
+        Expr a = staged ? staged(r, k) : t.LoadA(r0 + r, k);
         for (int64_t v = 0; v < NV; ++v)
           b.store(acc.Buf, accAt(r, v),
                   vload(acc.Buf, accAt(r, v), (int)L) +
@@ -462,11 +464,20 @@ void lowerTiles(LowerCtx &c, const TiledContraction &t) {
   // One row tile of one panel, summed over the whole reduction.
   auto wholeTile = [&](const Expr &p, const Expr &rt) {
     Expr c0 = firstCol(p), r0 = firstRow(rt);
+    LoadRow staged;
+    if (t.StageA && t.Reduce.size() == 1 && !t.ReduceAt &&
+        RW * kred * (int64_t)dtypeSize(t.Acc) <= kMaxStagedA) {
+      Local a = b.local("a", t.Acc, RW * kred);
+      b.loop("r", RW, [&](Expr r) {
+        b.loop("k", kred, [&](Expr k) { b.set(a, r * kred + k, cast(t.Acc, t.LoadA(r0 + r, {k}))); });
+      });
+      staged = [a, kred](int64_t r, const std::vector<Expr> &k) { return a.get(k[0] + r * kred); };
+    }
     Local acc = b.local("acc", t.Acc, RW * VM);
     for (int64_t r = 0; r < RW; ++r)
       for (int64_t v = 0; v < NV; ++v)
         b.store(acc.Buf, accAt(r, v), broadcast(constant(t.Acc, 0), (int)L));
-    reduce(acc, p, c0, r0, indexConst(0), t.ReduceAt ? t.ReduceAt : indexConst(outer));
+    reduce(acc, p, c0, r0, indexConst(0), t.ReduceAt ? t.ReduceAt : indexConst(outer), staged);
     // Spill the tile (constant offsets keep acc in registers), then store
     // the columns that exist.
     Local tile = b.local("tile", t.Acc, RW * VM);

@@ -149,7 +149,16 @@ struct TiledContraction {
   /// one: Tile.ParallelPanels and Tile.ParallelRowUnits); false when the
   /// caller's own loop is parallel.
   bool Parallel = false;
+  /// Copy each row tile's A operand (its rows over the whole reduction, a
+  /// single axis) into an f32 buffer on the stack before its products, when
+  /// it fits kMaxStagedA: an A of a 16-bit float is then converted once per
+  /// tile, as vectors, not once per element per product (a conversion and a
+  /// shuffle next to every broadcast). Not for blocked reductions.
+  bool StageA = false;
 };
+
+/// The most bytes of A a tile stages (TiledContraction::StageA).
+constexpr int64_t kMaxStagedA = 64 * 1024;
 
 void lowerTiledContraction(LowerCtx &c, const TiledContraction &t);
 

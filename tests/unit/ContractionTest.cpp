@@ -9,6 +9,8 @@
 //===----------------------------------------------------------------------===//
 #include "ProgramTestSupport.h"
 
+#include "compiler/support/Float16.h"
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -111,5 +113,138 @@ TEST_CASE("Winograd F(2x2, 3x3) convolutions equal the definition", "[contractio
                                      {{"kernel_shape", 3}, {"pads", k.Pad}});
     check(model, k.X, avx512(32768, k.L2), "wv", referenceConv(k.X, k.M, 3, k.Pad, 1, 1),
           9 * k.X[1]);
+  }
+}
+
+namespace {
+
+/// `model` (oneNodeModel's: X -> node -> Relu -> Y, float32) as a float16
+/// graph: W and B rounded to float16, a Cast to float16 after X and one to
+/// float32 before Y.
+std::string asFloat16(const std::string &model) {
+  pb::Model m;
+  REQUIRE(m.ParseFromString(model));
+  pb::Graph *g = m.mutable_graph();
+  for (pb::Tensor &t : *g->mutable_initializer()) {
+    std::vector<float> v(t.float_data().begin(), t.float_data().end());
+    t.clear_float_data();
+    t.set_data_type(10); // FLOAT16: the bits in int32_data
+    for (float f : v)
+      t.add_int32_data(floatToHalf(f));
+  }
+  for (pb::Node &n : *g->mutable_node()) {
+    for (std::string &in : *n.mutable_input())
+      if (in == "X")
+        in = "Xh";
+    for (std::string &out : *n.mutable_output())
+      if (out == "Y")
+        out = "Yh";
+  }
+  auto cast = [&](const std::string &from, const std::string &to, int64_t type) {
+    pb::Node *c = addNode(g, "Cast", {from}, to);
+    pb::Attribute *a = c->add_attribute();
+    a->set_name("to");
+    a->set_type(2);
+    a->set_i(type);
+  };
+  cast("X", "Xh", 10);
+  cast("Yh", "Y", 1);
+  // The first Cast before the nodes that read it.
+  auto *nodes = g->mutable_node();
+  for (int i = nodes->size() - 2; i > 0; --i)
+    nodes->SwapElements(i, i - 1);
+  return m.SerializeAsString();
+}
+
+float roundHalf(float v) { return halfToFloat(floatToHalf(v)); }
+
+} // namespace
+
+TEST_CASE("float16 convolutions and products take the float32 plans and equal the definition",
+          "[contraction]") {
+  // Each computes in f32 from float16 operands and rounds its output once:
+  // the definition from the float16-rounded input and weights, in double,
+  // rounded to float16, within half a float16 unit of its value (2^-11
+  // relative) plus float32 rounding of the sum.
+  struct Case {
+    std::string Op, Expect; // the node, a piece of the plan's kernel text
+    Shape X, W, Y;
+    std::vector<std::pair<std::string, int64_t>> Attrs;
+  };
+  const std::vector<Case> cases = {
+      // packed float16 weights, A staged in f32 per row tile (as vectors)
+      {"Gemm", "] = f32x16(in0[", {37, 70}, {70, 50}, {37, 50}, {}},
+      // 1x1: pixels as columns, the weights widened to f32 at compile time
+      // (input 3 of the kernel)
+      {"Conv", "in3: f32[", {1, 24, 9, 12}, {40, 24, 1, 1}, {1, 40, 9, 12},
+       {{"kernel_shape", 1}}},
+      // 3x3 over 64 channels: Winograd, U in f32
+      {"Conv", "wv", {1, 64, 10, 10}, {16, 64, 3, 3}, {1, 16, 10, 10},
+       {{"kernel_shape", 3}, {"pads", 1}}},
+      // depthwise 3x3, stride 2: the plane staged in f32
+      {"Conv", "grid", {1, 8, 15, 15}, {8, 1, 3, 3}, {1, 8, 8, 8},
+       {{"kernel_shape", 3}, {"pads", 1}, {"strides", 2}, {"group", 8}}},
+  };
+  for (const Case &k : cases) {
+    INFO(k.Op << " " << shapeToString(k.X) << " x " << shapeToString(k.W));
+    const Shape bias = {k.Op == "Gemm" ? k.Y[1] : k.W[0]};
+    std::string model = asFloat16(oneNodeModel(k.Op, k.X, k.W, bias, k.Y, k.Attrs));
+    std::vector<float> x = randomValues(k.X, 3), w = randomValues(k.W, 1),
+                       b = randomValues(bias, 2), ref;
+    for (std::vector<float> *v : {&x, &w, &b})
+      for (float &f : *v)
+        f = roundHalf(f);
+    int64_t terms = 0;
+    if (k.Op == "Gemm") {
+      const int64_t M = k.X[0], K = k.X[1], N = k.W[1];
+      terms = K;
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) {
+          double acc = b[(size_t)j];
+          for (int64_t kk = 0; kk < K; ++kk)
+            acc += (double)x[(size_t)(i * K + kk)] * w[(size_t)(kk * N + j)];
+          ref.push_back((float)std::max(acc, 0.0));
+        }
+    } else {
+      const int64_t C = k.X[1], H = k.X[2], W = k.X[3], M = k.W[0], kk = k.W[2];
+      int64_t pad = 0, stride = 1, group = 1;
+      for (auto &[name, v] : k.Attrs) {
+        pad = name == "pads" ? v : pad;
+        stride = name == "strides" ? v : stride;
+        group = name == "group" ? v : group;
+      }
+      const int64_t OH = k.Y[2], OW = k.Y[3], cg = C / group, mg = M / group;
+      terms = cg * kk * kk;
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t oy = 0; oy < OH; ++oy)
+          for (int64_t ox = 0; ox < OW; ++ox) {
+            double acc = b[(size_t)m];
+            for (int64_t c = 0; c < cg; ++c)
+              for (int64_t ky = 0; ky < kk; ++ky)
+                for (int64_t kx = 0; kx < kk; ++kx) {
+                  int64_t iy = oy * stride + ky - pad, ix = ox * stride + kx - pad;
+                  if (iy < 0 || iy >= H || ix < 0 || ix >= W)
+                    continue;
+                  acc += (double)x[(size_t)(((m / mg) * cg + c) * H * W + iy * W + ix)] *
+                         w[(size_t)(((m * cg + c) * kk + ky) * kk + kx)];
+                }
+            ref.push_back((float)std::max(acc, 0.0));
+          }
+    }
+    std::string text;
+    std::vector<float> got = compileAndRun(model, avx512(32768, 524288), x, &text);
+    INFO(text.substr(0, 4000));
+    CHECK(text.find(k.Expect) != std::string::npos);
+    REQUIRE(got.size() == ref.size());
+    size_t bad = 0, nonzero = 0;
+    for (size_t i = 0; i < ref.size(); ++i) {
+      nonzero += ref[i] != 0.0f;
+      double tol = std::fabs(ref[i]) * std::ldexp(1.0, -11) + 2e-7 * (double)terms;
+      if (std::fabs(got[i] - ref[i]) > tol && bad++ == 0)
+        UNSCOPED_INFO("first difference at " << i << ": " << got[i] << " vs " << ref[i]
+                                             << " (tolerance " << tol << ")");
+    }
+    CHECK(bad == 0);
+    CHECK(nonzero > ref.size() / 4);
   }
 }

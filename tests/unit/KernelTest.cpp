@@ -29,6 +29,30 @@ TEST_CASE("constants fold in expression constructors", "[kernel]") {
   CHECK(f->FloatValue == 3.0);
 }
 
+TEST_CASE("a Max/Min of a 16-bit float value rounds once", "[kernel]") {
+  // round(clip(round(x))) == round(clip(x)) when the bounds are exact in
+  // the type (rounding is monotone): the inner rounding goes.
+  Buffer x = std::make_shared<BufferNode>(BufferNode{"x", DType::F32, 4, BufferKind::Param});
+  Buffer h = std::make_shared<BufferNode>(BufferNode{"h", DType::F16, 4, BufferKind::Param});
+  Expr v = load(x, indexConst(0));
+  Expr rounded = cast(DType::F32, cast(DType::F16, v));
+  for (DType t : {DType::F16, DType::BF16}) {
+    Expr inner = cast(DType::F32, cast(t, v));
+    // Clip to [0, 6]: both bounds exact.
+    Expr e = cast(t, min(max(inner, 0.0), 6.0));
+    REQUIRE(e->Kind == ExprKind::Cast);
+    CHECK(e->A->A->A == v); // min(max(v, 0), 6): no inner cast
+    // A bound the type does not hold (0.1) keeps the inner rounding.
+    Expr kept = cast(t, max(inner, 0.1));
+    CHECK(kept->A->A == inner);
+  }
+  // Another operand widened from float16 is exact too; an f32 load is not.
+  Expr both = cast(DType::F16, max(rounded, cast(DType::F32, load(h, indexConst(1)))));
+  CHECK(both->A->A == v);
+  Expr notExact = cast(DType::F16, max(rounded, load(x, indexConst(1))));
+  CHECK(notExact->A->A == rounded);
+}
+
 TEST_CASE("out-of-bounds access is an internal error, not a crash", "[kernel]") {
   KernelBuilder b("oob");
   Buffer x = b.param("x", DType::F32, 2);
