@@ -16,12 +16,8 @@ namespace {
 void inferConv(ir::Node &n) {
   requireFloat(n, 0);
   // The ONNX inputs share one type; a packed operand added by pack-weights
-  // (input 3) may differ: Winograd's transformed kernel is f32 for 16-bit
-  // float weights too.
-  for (size_t i = 1; i < std::min<size_t>(n.Inputs.size(), 3); ++i)
-    if (n.hasInput(i) && n.inDType(i) != n.inDType(0))
-      n.error() << "input " << i << " has type " << dtypeOnnxName(n.inDType(i))
-                << " but input 0 has " << dtypeOnnxName(n.inDType(0));
+  // (input 3) may differ: f32 for 16-bit float weights.
+  requireSameDTypes(n, 3);
   ConvShape s = convShape(n, 0, 1);
   if (n.hasInput(2) && n.inShape(2) != Shape{s.M})
     n.error() << "bias has shape " << shapeToString(n.inShape(2)) << ", expected ["

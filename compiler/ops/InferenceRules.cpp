@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/ops/Lowering.h"
 
+#include <algorithm>
+
 namespace mlcc::ops {
 
 void inferSameAsInput(ir::Node &n) { n.setOutput(0, n.inType(0)); }
@@ -30,9 +32,9 @@ void inferSignedOrFloatUnary(ir::Node &n) {
   inferSameAsInput(n);
 }
 
-void requireSameDTypes(const ir::Node &n) {
+void requireSameDTypes(const ir::Node &n, size_t count) {
   DType t = n.inDType(0);
-  for (size_t i = 1; i < n.Inputs.size(); ++i)
+  for (size_t i = 1; i < std::min(count, n.Inputs.size()); ++i)
     if (n.hasInput(i) && n.inDType(i) != t)
       n.error() << "input " << i << " has type " << dtypeOnnxName(n.inDType(i))
                 << " but input 0 has " << dtypeOnnxName(t);

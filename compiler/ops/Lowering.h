@@ -20,6 +20,7 @@
 #include "compiler/kernel/Builder.h"
 #include "compiler/ops/OpRegistry.h"
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <set>
@@ -204,8 +205,10 @@ void inferSignedOrFloatUnary(ir::Node &n);
 void inferBroadcast(ir::Node &n);
 /// Same, but the output dtype is Bool (comparisons, logical ops).
 void inferBroadcastBool(ir::Node &n);
-/// Checks that all present inputs share input 0's dtype.
-void requireSameDTypes(const ir::Node &n);
+/// Checks that the present inputs among the first `count` (all by default)
+/// share input 0's dtype. Products whose pack-weights operand may differ
+/// (16-bit float weights packed as f32) check only their ONNX inputs.
+void requireSameDTypes(const ir::Node &n, size_t count = SIZE_MAX);
 /// Checks that type `t` of `what` ("input 1", "the output", ...) is one of
 /// `allowed`; an Unsupported error lists them otherwise.
 void requireType(const ir::Node &n, DType t, const std::string &what,

@@ -15,7 +15,7 @@ namespace {
 
 void inferMatMul(ir::Node &n) {
   requireNumeric(n, 0);
-  requireSameDTypes(n);
+  requireSameDTypes(n, 2); // a packed B (input 2) may be f32 for 16-bit A
   n.setOutput(0, n.inDType(0), matmulShape(n, n.inShape(0), n.inShape(1)).Out);
 }
 
@@ -83,7 +83,7 @@ void lowerMatMul(LowerCtx &c) {
 
 void inferGemm(ir::Node &n) {
   requireFloat(n, 0);
-  requireSameDTypes(n);
+  requireSameDTypes(n, 3); // a packed B (input 3) may be f32 for 16-bit A
   const Shape &a = n.inShape(0), &b = n.inShape(1);
   if (a.size() != 2 || b.size() != 2)
     n.error() << "A and B must be matrices, got " << shapeToString(a) << " and "
