@@ -155,11 +155,15 @@ TargetDesc avx512(int64_t l1, int64_t l2) {
 }
 
 std::vector<float> referenceConv(const Shape &x, int64_t m, int64_t k, int64_t pad,
-                                 int64_t stride, int64_t group) {
+                                 int64_t stride, int64_t group, float (*operand)(float)) {
   int64_t c = x[1], h = x[2], wd = x[3], cg = c / group, mg = m / group;
   int64_t oh = (h + 2 * pad - k) / stride + 1, ow = (wd + 2 * pad - k) / stride + 1;
   std::vector<float> in = randomValues(x, 3), w = randomValues({m, cg, k, k}, 1),
                      b = randomValues({m}, 2), y((size_t)(m * oh * ow));
+  if (operand)
+    for (std::vector<float> *v : {&in, &w, &b})
+      for (float &f : *v)
+        f = operand(f);
   for (int64_t o = 0; o < m; ++o)
     for (int64_t i = 0; i < oh; ++i)
       for (int64_t j = 0; j < ow; ++j) {

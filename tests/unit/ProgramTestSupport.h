@@ -55,9 +55,11 @@ std::vector<float> compileAndRun(const std::string &model, const TargetDesc &tar
 TargetDesc avx512(int64_t l1, int64_t l2);
 
 /// relu(conv(x, w) + b) for NCHW x [1, C, H, W], square kernel k, equal
-/// pads and strides, `group` groups: the definition, in double.
+/// pads and strides, `group` groups: the definition, in double. With
+/// `operand`, x, w and b pass through it first (float16 rounding).
 std::vector<float> referenceConv(const Shape &x, int64_t m, int64_t k, int64_t pad,
-                                 int64_t stride, int64_t group);
+                                 int64_t stride, int64_t group,
+                                 float (*operand)(float) = nullptr);
 
 /// A node `op` named after its one output `out`, reading `in`.
 pb::Node *addNode(pb::Graph *g, const std::string &op, const std::vector<std::string> &in,
