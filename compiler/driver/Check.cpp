@@ -20,7 +20,8 @@
 //
 // Within tolerance means, for a float model, max |error| <= --tolerance
 // (1e-3) times the largest |value| of the reference tensor (for a float16
-// or bfloat16 tensor, at least four units in its last place at that value);
+// or bfloat16 tensor, or any float tensor of a --precision build, at least
+// four units in the last place of that type at that value);
 // for a quantized
 // model (its error is the quantization's), an SNR of at least --min-snr dB.
 // Exit status 0: every compared output within tolerance; 6: some are not;
@@ -850,6 +851,16 @@ CheckResult runCheck(const CheckOptions &o, const std::vector<int64_t> &values) 
                                       " x max |reference| (--tolerance)";
 
   std::vector<Row> rows;
+  // The type whose units bound a tensor's error: its own, or, compiled
+  // with --precision, the 16-bit type every float tensor before it was
+  // stored in (a float32 tensor downstream carries those roundings).
+  auto unitType = [&](DType t) {
+    if (isFloat(t) && o.Compile.Precision == "float16")
+      return DType::F16;
+    if (isFloat(t) && o.Compile.Precision == "bfloat16")
+      return DType::BF16;
+    return t;
+  };
   std::map<std::pair<int, size_t>, double> snrOf; // storage -> SNR of its last writer
   for (size_t c = 0; c < p.Calls.size(); ++c) {
     const kir::Call &call = p.Calls[c];
@@ -912,7 +923,8 @@ CheckResult runCheck(const CheckOptions &o, const std::vector<int64_t> &values) 
         r.S = compareValues(g, want);
         r.Pass = sum.Quantized ? r.S.Snr >= o.MinSnr
                                : !r.S.NanMismatch &&
-                                     r.S.MaxAbs <= allowedError(o.Tolerance, r.Type, r.S.RefMax);
+                                     r.S.MaxAbs <= allowedError(o.Tolerance, unitType(r.Type),
+                                                                r.S.RefMax);
         // The accuracy this call loses: its inputs' SNR less its own (none
         // when its inputs are exact: the loss from exact is unbounded).
         if (sum.Quantized && std::isfinite(inSnr))

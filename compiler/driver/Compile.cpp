@@ -188,6 +188,16 @@ CompiledModel compileModel(const CompileOptions &o, const llvmgen::TargetSpec &t
     fail(ErrorKind::Usage) << "--calibrate, --calibration-method, --quantize-io, "
                               "--reduce-range and --keep-float need --quantize int8";
   }
+  if (!o.Precision.empty() && o.Precision != "float32") {
+    if (o.Precision != "float16" && o.Precision != "bfloat16")
+      fail(ErrorKind::Usage) << "--precision takes float32, float16 or bfloat16, not '"
+                             << o.Precision << "'";
+    if (!o.Quantize.empty())
+      fail(ErrorKind::Usage) << "--precision " << o.Precision
+                             << " and --quantize int8 are two ways to store the same model: "
+                                "give one";
+    po.Precision = o.Precision == "float16" ? DType::F16 : DType::BF16;
+  }
   m.Program = runPipeline(*graph, po);
   return m;
 }

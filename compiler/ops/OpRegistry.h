@@ -108,6 +108,10 @@ public:
   /// attribute value ranges. Runs before the node's Infer; throws a
   /// CompileError (Invalid) naming the node, the op and the problem.
   void validate(const ir::Node &node) const;
+  /// Whether the ONNX schema of `node`'s op lets input `i` be of type `t`
+  /// (its formal's type constraint allows it); true where there is no
+  /// schema to say (mlcc's and contrib ops: their Infer decides).
+  bool accepts(const ir::Node &node, size_t i, DType t) const;
   const OpSchema *find(const std::string &domain, const std::string &name,
                        int64_t version) const;
   /// All registered (domain, name) pairs with their versions, sorted.

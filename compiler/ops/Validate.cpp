@@ -380,6 +380,21 @@ void checkSharedValues(const ir::Node &n, const Schema &s) {
 
 } // namespace
 
+bool OpRegistry::accepts(const ir::Node &n, size_t i, DType t) const {
+  const Schema *s = findSchema(n.Domain, n.OpType, n.Opset);
+  const Formal *f = s ? formalAt(s->In, i) : nullptr;
+  if (!f)
+    return true;
+  const std::vector<int> *allowed = &f->Allowed;
+  if (!f->Constraint.empty()) {
+    auto it = s->Types.find(f->Constraint);
+    if (it == s->Types.end())
+      return true;
+    allowed = &it->second;
+  }
+  return allowed->empty() || std::find(allowed->begin(), allowed->end(), (int)t) != allowed->end();
+}
+
 void OpRegistry::validate(const ir::Node &n) const {
   const Schema *s = findSchema(n.Domain, n.OpType, n.Opset);
   if (!s) {

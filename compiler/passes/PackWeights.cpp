@@ -11,10 +11,10 @@
 //       the output channels (Conv: per group; Gemm: N; MatMul: N),
 //       transposed for Gemm without transB and for MatMul; input 3 (MatMul
 //       2); 16-bit float weights cast to f32 first unless the tile has one
-//       row;
+//       row or the target has no vectors;
 //   Winograd    mlcc.WinogradWeights: the transformed kernel U [a*a, M, C],
 //               input 3;
-//   register tile with pixel columns, f16/bf16 Conv
+//   register tile with pixel columns, f16/bf16 Conv (targets with vectors)
 //       the weights cast to f32 (the tile broadcasts them one at a time),
 //       input 3;
 //   dot products (int8, Dot4Lanes)
@@ -107,7 +107,7 @@ PanelLayout panelLayout(const ir::Node &n) {
 
 } // namespace
 
-bool packWeights(ir::Graph &g) {
+bool packWeights(ir::Graph &g, bool wideHalfWeights) {
   std::vector<std::unique_ptr<ir::Node>> nodes;
   bool changed = false;
   for (auto &n : g.Nodes) {
@@ -206,7 +206,7 @@ bool packWeights(ir::Graph &g) {
       n->Inputs[3] = u;
       p.PackedInput = 3;
       changed = true;
-    } else if (p.Register && p.PixelColumns && p.PackedInput < 0 &&
+    } else if (wideHalfWeights && p.Register && p.PixelColumns && p.PackedInput < 0 &&
                isNarrowFloat(n->inDType(1)) && n->OpType == "Conv") {
       // Weights broadcast one at a time (pixels as the tile's columns): a
       // 16-bit float copy would cost a conversion and a shuffle per weight
@@ -235,7 +235,7 @@ bool packWeights(ir::Graph &g) {
       // of squeezenet's 3x3 and classifier convolutions). A one-row tile
       // (a matrix-vector product) streams its weights once and keeps them
       // 16-bit: half the bytes from memory.
-      if (isNarrowFloat(n->inDType(1)) && p.Register->Rows > 1)
+      if (wideHalfWeights && isNarrowFloat(n->inDType(1)) && p.Register->Rows > 1)
         pack->Inputs = {addNode(g, nodes, n->Name, "Cast", "", {n->Inputs[1]}, {{"to", 1}})};
       ir::Value *packed = g.addValue(g.uniqueValueName(n->Inputs[1]->Name + ".packed"));
       packed->Producer = pack.get();

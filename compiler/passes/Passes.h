@@ -115,7 +115,11 @@ ir::KernelPlan planKernel(const ir::Node &n, const TargetDesc &target,
 /// (mlcc.WinogradWeights), int8 quads (mlcc.PackQuads, mlcc.PackQuadsK)
 /// with their int32 sums; the plan records the input. Returns whether it
 /// added any (they fold in the infer-and-fold step after it).
-bool packWeights(ir::Graph &g);
+/// `wideHalfWeights`: 16-bit float weights that a tile broadcasts, or that
+/// a tile of several rows reads, are folded to f32 (targets with vector FMA
+/// units, where a conversion per vector competes with the FMAs); false keeps
+/// them 16-bit (scalar microcontrollers: flash is what is scarce there).
+bool packWeights(ir::Graph &g, bool wideHalfWeights = true);
 
 /// fixed-point-requant: for nodes whose plan requantizes in fixed point
 /// (targets without floating point), appends each output channel's Q31
@@ -144,6 +148,12 @@ bool dispatchLibrary(ir::Graph &g);
 /// MatMul(., V) chains (and the Transposes around their heads) become one
 /// mlcc.Attention node (see FuseAttention.cpp). Returns whether it fused any.
 bool fuseAttention(ir::Graph &g);
+
+/// reduce-precision (--precision float16|bfloat16): the float32 weights and
+/// activations of `g` in `to` (F16 or BF16) wherever each node's schema and
+/// inference take it, the graph's inputs and outputs still float32
+/// (compiler/passes/ReducePrecision.cpp).
+bool reducePrecision(ir::Graph &g, DType to);
 
 /// fuse-ops: groups each loop-nest node with the chain of elementwise nodes
 /// that consumes its output (Node::Group); lower-to-kernels makes one kernel

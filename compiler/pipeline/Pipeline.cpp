@@ -212,7 +212,7 @@ void planKernelsStep(StepContext &c) {
                       &c.Opts.FixedPlans);
 }
 void packWeightsStep(StepContext &c) {
-  if (passes::packWeights(c.G))
+  if (passes::packWeights(c.G, /*wideHalfWeights=*/c.Opts.Target.VectorBytes > 0))
     c.cleanUp(c.Opts.Fold);
 }
 void dispatchLibraryStep(StepContext &c) {
@@ -241,6 +241,12 @@ const std::vector<Step> &steps() {
        [](StepContext &c) { passes::eliminateDeadCode(c.G); }},
       {"eliminate-common-subexpressions", Step::Graph, Step::Pass, cseStep},
       {"fold-batch-norm", Step::Graph, Step::Rewrite, foldBatchNormStep},
+      {"reduce-precision", Step::Graph, Step::Rewrite,
+       [](StepContext &c) {
+         if (passes::reducePrecision(c.G, c.Opts.Precision))
+           c.cleanUp(c.Opts.Fold);
+       },
+       [](const PipelineOptions &o) { return o.Precision != DType::F32; }},
       {"quantize", Step::Graph, Step::Pass, [](StepContext &c) { c.Opts.Quantize(c.G); },
        [](const PipelineOptions &o) { return bool(o.Quantize); },
        [](const PipelineOptions &o) { return o.StopAfterQuantize; }},

@@ -54,6 +54,9 @@ struct PipelineOptions {
   /// The "quantize" pass (--quantize: annotate, calibrate, realize), run
   /// after fold-batch-norm on the float graph; none when empty.
   std::function<void(ir::Graph &)> Quantize;
+  /// --precision float16|bfloat16: the type the float32 weights and
+  /// activations are stored in (reduce-precision); F32: unchanged.
+  DType Precision = DType::F32;
 };
 
 /// Runs the graph passes and lowers the result; returns the program

@@ -53,6 +53,7 @@ const std::map<std::string, Setter> &setters() {
       {"max_weights", field(&O::MaxWeights)},
       {"max_code", field(&O::MaxCode)},
       {"max_tensor", field(&O::MaxTensor)},
+      {"precision", field(&O::Precision)},
       {"quantize", field(&O::Quantize)},
       {"calibrate", field(&O::Calibrate)},
       {"calibration_method", field(&O::CalibrationMethod)},

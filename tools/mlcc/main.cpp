@@ -33,6 +33,10 @@ void addCompileOptions(CLI::App &app, CompileOptions &o) {
   app.add_option("--input-range", o.InputRanges,
                  "The values an integer scalar graph input takes: NAME=MIN..MAX (checked "
                  "when the model runs; a Loop whose trip count it is unrolls to MAX; repeatable)");
+  app.add_option("--precision", o.Precision,
+                 "Store the float model's weights and activations as float16 or bfloat16 "
+                 "(inputs and outputs stay float32; arithmetic in float32)")
+      ->check(CLI::IsMember({"float32", "float16", "bfloat16"}));
   app.add_option("--quantize", o.Quantize,
                  "Quantize the float model: int8 (calibrated with --calibrate; "
                  "weights int8 per channel, activations uint8)")

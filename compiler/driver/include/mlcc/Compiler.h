@@ -57,6 +57,7 @@ struct CompileOptions {
   std::string ProgressMode = "auto";         ///< --progress auto|always|never
   std::string DumpIr, DumpIrDir;
   std::string DumpDot;                ///< --dump-dot FILE.dot
+  std::string Precision;              ///< --precision float16|bfloat16; empty: float32
   std::string Quantize;               ///< --quantize int8; empty: none
   std::vector<std::string> Calibrate; ///< NAME=SAMPLES.npy
   std::string CalibrationMethod;      ///< minmax (default), percentile[=P], entropy
