@@ -47,7 +47,9 @@ struct EmitFeatures {
   /// Max keeps -0).
   bool FloatMinMax = false;
   /// float16 <-> float32 conversions in one instruction, scalar and vector
-  /// (x86 F16C, every AArch64 core); elsewhere integer operations convert.
+  /// (x86 F16C, every AArch64 core, Arm cores with VFPv4's half-precision
+  /// conversions: Cortex-M4F, M7, M55); elsewhere integer operations
+  /// convert.
   bool HalfConversions = false;
 };
 

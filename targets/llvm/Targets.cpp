@@ -465,6 +465,8 @@ std::string compileProgram(const kir::Program &p, const TargetSpec &t,
   if (llvm::Triple(t.Triple).isARM() || llvm::Triple(t.Triple).isThumb()) {
     features.Smlad = sti->checkFeatures("+dsp");
     features.Helium = sti->checkFeatures("+mve");
+    // vcvtb.f32.f16 / vcvtb.f16.f32 (VFPv4 and later: Cortex-M4F, M7, M55).
+    features.HalfConversions = sti->checkFeatures("+fp16");
   }
   std::unique_ptr<llvm::Module> m =
       emitModule(p, ctx, t.Triple, tm->createDataLayout(), features);
