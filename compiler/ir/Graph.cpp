@@ -611,6 +611,8 @@ std::string KernelPlan::str() const {
           " grid_round=" + std::to_string(Depthwise->GridRound));
   if (GridStageBytes > 0)
     field("grid<=" + std::to_string(GridStageBytes));
+  if (StagedABytes > 0)
+    field("stage_a<=" + std::to_string(StagedABytes));
   if (UnrolledTaps != KernelPlan{}.UnrolledTaps)
     field("unrolled_taps=" + std::to_string(UnrolledTaps));
   if (FixedRequant)

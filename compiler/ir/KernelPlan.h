@@ -174,6 +174,12 @@ struct KernelPlan {
   /// it after the channel tile's last tile (0: every position is stored on
   /// its own and the ones past a row's end skipped).
   int64_t GridStageBytes = 0;
+  /// A register-tiled product whose A operand is a 16-bit float copies each
+  /// row tile's A (its rows over the whole reduction) to the stack in f32
+  /// when it fits StagedABytes (plan-kernels: a quarter of the target's
+  /// kernel stack): converted once per tile, as vectors, not once per
+  /// product (TiledContraction::StageABytes). 0: A is read in place.
+  int64_t StagedABytes = 0;
   /// The Int tile's windowed path (ops/IntegerConv.cpp) writes out the taps
   /// of a kernel row of at most UnrolledTaps taps (constant offsets, no
   /// loop of a few iterations around the tile's steps); a longer row is a

@@ -465,8 +465,8 @@ void lowerTiles(LowerCtx &c, const TiledContraction &t) {
   auto wholeTile = [&](const Expr &p, const Expr &rt) {
     Expr c0 = firstCol(p), r0 = firstRow(rt);
     LoadRow staged;
-    if (t.StageA && t.Reduce.size() == 1 && !t.ReduceAt &&
-        RW * kred * (int64_t)dtypeSize(t.Acc) <= kMaxStagedA) {
+    if (t.StageABytes > 0 && t.Reduce.size() == 1 && !t.ReduceAt &&
+        RW * kred * (int64_t)dtypeSize(t.Acc) <= t.StageABytes) {
       Local a = b.local("a", t.Acc, RW * kred);
       b.loop("r", RW, [&](Expr r) {
         b.loop("k", kred, [&](Expr k) { b.set(a, r * kred + k, cast(t.Acc, t.LoadA(r0 + r, {k}))); });

@@ -151,14 +151,12 @@ struct TiledContraction {
   bool Parallel = false;
   /// Copy each row tile's A operand (its rows over the whole reduction, a
   /// single axis) into an f32 buffer on the stack before its products, when
-  /// it fits kMaxStagedA: an A of a 16-bit float is then converted once per
-  /// tile, as vectors, not once per element per product (a conversion and a
-  /// shuffle next to every broadcast). Not for blocked reductions.
-  bool StageA = false;
+  /// it fits these bytes (the plan's StagedABytes; 0: never): an A of a
+  /// 16-bit float is then converted once per tile, as vectors, not once per
+  /// element per product (a conversion and a shuffle next to every
+  /// broadcast). Not for blocked reductions.
+  int64_t StageABytes = 0;
 };
-
-/// The most bytes of A a tile stages (TiledContraction::StageA).
-constexpr int64_t kMaxStagedA = 64 * 1024;
 
 void lowerTiledContraction(LowerCtx &c, const TiledContraction &t);
 

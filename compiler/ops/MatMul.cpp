@@ -44,7 +44,7 @@ void lowerMatMul(LowerCtx &c) {
     t.LoadA = [&](const Expr &r, const std::vector<Expr> &k) {
       return a.loadFlat(r * s.K + k[0]);
     };
-    t.StageA = isNarrowFloat(a.dtype());
+    t.StageABytes = c.node().Plan.StagedABytes;
     t.Store = [&](const Expr &r, const Expr &col, const Expr &acc) {
       // The output index: the row's batch indices and row, then the column
       // (so that fused operands broadcast without dividing the offset).
@@ -145,7 +145,7 @@ void lowerGemm(LowerCtx &c) {
     t.LoadA = [&](const Expr &i, const std::vector<Expr> &k) {
       return ta ? a.load({k[0], i}) : a.load({i, k[0]});
     };
-    t.StageA = isNarrowFloat(a.dtype());
+    t.StageABytes = c.node().Plan.StagedABytes;
     t.Store = [&](const Expr &i, const Expr &j, const Expr &acc) {
       Expr v = alpha == 1.0 ? acc : acc * alpha;
       y.store({i, j}, cm ? v + term(i, j) : v);

@@ -319,6 +319,8 @@ std::optional<ir::KernelPlan> floatPlan(const ir::Node &n, const TargetDesc &t) 
   }
   p.Register = registerTile(
       schedule::chooseTile(t, TileProblem{MacKind::F32Fma, c->Rows, c->Cols, c->Reduce}));
+  if (n.OpType != "Conv" && isNarrowFloat(n.inDType(0)))
+    p.StagedABytes = t.StackBytes / 4; // a Conv stages its input image instead
   return p;
 }
 
