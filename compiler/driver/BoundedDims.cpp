@@ -47,7 +47,8 @@ std::vector<ir::Value *> liveValues(const ir::Graph &g) {
 /// (`small` no larger on any axis): a tensor computed from a dimension
 /// whose smaller instances are the larger one's leading part.
 bool prefixOf(const Tensor &small, const Tensor &large) {
-  if (small.dtype() != large.dtype() || small.rank() != large.rank())
+  if (small.dtype() != large.dtype() || small.rank() != large.rank() ||
+      isSubByte(small.dtype())) // (packed elements: not compared, not a prefix)
     return false;
   const size_t rank = small.rank(), esize = dtypeSize(small.dtype());
   for (size_t a = 0; a < rank; ++a)

@@ -202,7 +202,7 @@ std::vector<Data> makeInputs(const CheckOptions &o, const kir::Program &p,
                                << ", the input is " << v->Type.str();
       d.Bytes = t.denseBytes();
     } else if (count > 0 && i < samples.size() && !samples[i].empty()) {
-      size_t bytes = (size_t)n * dtypeSize(d.Type);
+      size_t bytes = (size_t)storageBytes(d.Type, n);
       d.Bytes.assign(samples[i].begin(), samples[i].begin() + (long)bytes);
     } else {
       double lo = -1, hi = 1;
@@ -242,7 +242,7 @@ std::vector<uint8_t> programInput(const kir::IoTensor &in, const Data &d) {
 using CallBytes = std::vector<std::vector<std::vector<uint8_t>>>;
 
 int64_t producedBytes(const kir::CallOutput &c) {
-  return numElements(c.Dims) * (int64_t)dtypeSize(c.Type);
+  return storageBytes(c.Type, numElements(c.Dims));
 }
 
 struct HookState {

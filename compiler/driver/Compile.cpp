@@ -120,12 +120,12 @@ void quantizeGraph(ir::Graph &g, const CompileOptions &o, const onnx::LoadOption
   std::vector<std::vector<uint8_t>> outs;
   std::vector<void *> outPtrs;
   for (const ir::Value *v : cal->Outputs)
-    outs.emplace_back((size_t)v->Type.numel() * dtypeSize(v->Type.Type) + 1);
+    outs.emplace_back((size_t)storageBytes(v->Type.Type, v->Type.numel()) + 1);
   for (auto &b : outs)
     outPtrs.push_back(b.data());
   std::vector<size_t> sampleBytes;
   for (const ir::Value *v : cal->Inputs)
-    sampleBytes.push_back((size_t)v->Type.numel() * dtypeSize(v->Type.Type));
+    sampleBytes.push_back((size_t)storageBytes(v->Type.Type, v->Type.numel()));
   MLCC_CHECK(sampleBytes.size() == samples.size(), "calibration inputs do not match");
   quantizer::SampleRunner run = [&](size_t s, const std::function<void(size_t, const float *,
                                                                    size_t)> &sink) {

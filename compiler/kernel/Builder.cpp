@@ -112,7 +112,12 @@ Expr lowestValue(DType t) {
   case DType::F8E5M2:
   case DType::F8E5M2FNUZ:
   case DType::F8E8M0:
+  case DType::F4E2M1:
     return constant(computeType(t), -std::numeric_limits<double>::infinity());
+  case DType::I4: return constantInt(DType::I8, -8);
+  case DType::I2: return constantInt(DType::I8, -2);
+  case DType::U4:
+  case DType::U2: return constantInt(DType::U8, 0);
   case DType::I8: return constantInt(t, INT8_MIN);
   case DType::I16: return constantInt(t, INT16_MIN);
   case DType::I32: return constantInt(t, INT32_MIN);
@@ -133,7 +138,12 @@ Expr highestValue(DType t) {
   case DType::F8E5M2:
   case DType::F8E5M2FNUZ:
   case DType::F8E8M0:
+  case DType::F4E2M1:
     return constant(computeType(t), std::numeric_limits<double>::infinity());
+  case DType::I4: return constantInt(DType::I8, 7);
+  case DType::I2: return constantInt(DType::I8, 1);
+  case DType::U4: return constantInt(DType::U8, 15);
+  case DType::U2: return constantInt(DType::U8, 3);
   case DType::I8: return constantInt(t, INT8_MAX);
   case DType::I16: return constantInt(t, INT16_MAX);
   case DType::I32: return constantInt(t, INT32_MAX);
@@ -148,6 +158,10 @@ Expr highestValue(DType t) {
 }
 
 DType computeType(DType t) {
+  if (t == DType::I4 || t == DType::I2)
+    return DType::I8;
+  if (t == DType::U4 || t == DType::U2)
+    return DType::U8;
   return isNarrowFloat(t) ? DType::F32 : t;
 }
 

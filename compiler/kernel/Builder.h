@@ -93,12 +93,14 @@ Expr floorMod(const Expr &a, const Expr &b);
 Expr toIndex(const Expr &a);
 
 /// The smallest and largest finite values of a type, and its "infinity"
-/// for reductions (+inf for floats, the max value for integers).
+/// for reductions (+inf for floats, the max value for integers); of
+/// computeType(t) for the sub-byte types.
 Expr lowestValue(DType t);
 Expr highestValue(DType t);
 
-/// Type used for arithmetic on values of storage type `t`: f16, bf16 and the
-/// float8 types compute in f32; everything else in itself.
+/// Type used for arithmetic on values of storage type `t`: f16, bf16, the
+/// float8 types and float4e2m1 compute in f32, int4/int2 in int8, uint4/uint2
+/// in uint8; everything else in itself.
 DType computeType(DType t);
 
 /// A small stack buffer (often a single accumulator) scoped to the block in

@@ -1,5 +1,7 @@
 #include "compiler/kernel/GpuSchedule.h"
 
+#include "compiler/kernel/SubByte.h"
+
 #include "compiler/kernel/Builder.h"
 #include "compiler/kernel/Cost.h"
 #include "compiler/kernel/Mutator.h"
@@ -192,7 +194,7 @@ public:
   int64_t sharedBytes() const {
     int64_t n = 0;
     for (auto &b : Allocs)
-      n += b->Size * dtypeSize(b->Type);
+      n += storageBytes(b->Type, b->Size);
     return n;
   }
   /// The longest loop shared out; the work of the shared loops and of the
@@ -642,11 +644,16 @@ Kernel mapToGpu(const Kernel &k, const TargetDesc &t) {
                  t.ThreadsPerBlock > 0,
              "a GPU with warps of " << kWarp << " and blocks of a multiple of them");
   std::vector<Stmt> top, launches;
-  flatten(k.Body, top);
+  // Packed 4- and 2-bit stores share bytes: such a kernel runs its byte
+  // operations in order, on one thread (compiler/kernel/SubByte.h).
+  const bool packed = hasSubByte(k);
+  Kernel r = packed ? expandSubByte(k) : k;
+  flatten(r.Body, top);
   for (const Stmt &s : top)
-    if (auto l = toLaunch(s, t))
+    if (packed)
+      launches.push_back(launch(1, 1, [&](const Expr &) { return s; }));
+    else if (auto l = toLaunch(s, t))
       launches.push_back(*l);
-  Kernel r = k;
   r.Body = block(std::move(launches));
   r.finalize();
   return r;

@@ -2,6 +2,7 @@
 
 #include "compiler/kernel/ScalarEval.h"
 #include "compiler/kernel/Schedule.h"
+#include "compiler/kernel/SubByte.h"
 #include "compiler/support/Error.h"
 
 #include <cstring>
@@ -231,6 +232,13 @@ private:
 
 void interpret(const Kernel &k, const std::vector<void *> &args,
                int64_t maxIterations) {
+  if (hasSubByte(k)) { // packed elements: as byte operations, like the targets
+    Kernel bytes = expandSubByte(k);
+    Machine m(bytes, args);
+    m.Budget = maxIterations;
+    m.run();
+    return;
+  }
   if (hasVectors(k.Body)) {
     Kernel scalar = scalarize(k);
     Machine m(scalar, args);

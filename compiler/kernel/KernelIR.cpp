@@ -338,7 +338,8 @@ Expr cast(DType type, Expr a) {
   MLCC_CHECK(isStorable(type), "cast to " << dtypeName(type));
   if (a->Type == type)
     return a;
-  if (a->isConst() && !isNarrowFloat(type) && !isNarrowFloat(a->Type))
+  if (a->isConst() && !isNarrowFloat(type) && !isNarrowFloat(a->Type) && !isSubByte(type) &&
+      !isSubByte(a->Type))
     return fromScalar(type, evalCast(type, a->Type, scalarOf(a)));
   if ((type == DType::F16 || type == DType::BF16) && a->Type == DType::F32 &&
       a->Kind == ExprKind::Binary && (a->Bin == BinOp::Max || a->Bin == BinOp::Min)) {

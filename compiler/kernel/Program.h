@@ -108,7 +108,7 @@ struct IoTensor {
   /// second] (--input-range): NAME_run returns MLCC_ERR_DIM_RANGE, writing
   /// nothing, for another.
   std::optional<std::pair<int64_t, int64_t>> Range;
-  int64_t bytes() const { return numElements(Dims) * (int64_t)dtypeSize(Type); }
+  int64_t bytes() const { return storageBytes(Type, numElements(Dims)); }
 };
 
 /// A dimension known only when the library runs (--dim NAME=MIN..MAX): an

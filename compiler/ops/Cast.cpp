@@ -1,9 +1,12 @@
 //===- Cast.cpp - Cast and CastLike ---------------------------------------===//
 //
-// Conversions between the storable types (floats, float8, integers, bool).
-// Float to integer conversion truncates toward zero and saturates (NaN -> 0),
-// integer to integer wraps, anything to bool tests for non-zero. Strings and
-// sub-byte types are not supported.
+// Conversions between the storable types (floats, float8, float4e2m1,
+// integers of 2 to 64 bits, bool). Float to integer conversion truncates
+// toward zero and saturates (NaN -> 0), integer to integer wraps, anything to
+// bool tests for non-zero. To int4/uint4/int2/uint2 every value wraps to
+// the low bits (a float truncated to an integer first), and to float4e2m1 a
+// float rounds to nearest even, saturating (compiler/kernel/SubByte.h).
+// Strings are not supported.
 //
 // float8 targets: the kernel IR conversion f32 -> float8 rounds to nearest
 // even and never saturates (out of range -> inf for E5M2, NaN otherwise; see

@@ -7,8 +7,9 @@
 // E4M3FNUZ, E5M2, E5M2FNUZ). Quantizing to float8 computes
 // x / y_scale + y_zero_point in f32 and converts it with round to nearest
 // even; `saturate` (default 1) clamps to the type's finite range first, as in
-// Cast (the plain kernel IR conversion does not saturate). 4/2-bit types are
-// rejected as unsupported.
+// Cast (the plain kernel IR conversion does not saturate). 4- and 2-bit
+// integers saturate to their ranges like the 8-bit ones; float4e2m1 is
+// computed like float8 (its conversion always saturates, at +-6).
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/ops/Requantization.h"
@@ -135,7 +136,8 @@ void inferQuantize(ir::Node &n) {
   requireType(n, out, "the output",
                    {DType::I8, DType::U8, DType::I16, DType::U16, DType::I32,
                     DType::F8E4M3FN, DType::F8E4M3FNUZ, DType::F8E5M2,
-                    DType::F8E5M2FNUZ});
+                    DType::F8E5M2FNUZ, DType::I4, DType::U4, DType::I2, DType::U2,
+                    DType::F4E2M1});
   int64_t sat = n.attrInt("saturate", 1);
   if (sat != 0 && sat != 1)
     n.error() << "attribute 'saturate' must be 0 or 1, got " << sat;
@@ -163,12 +165,12 @@ void lowerQuantize(LowerCtx &c) {
     Expr q = xv / sv;
     if (narrow)
       q = roundTo(prec, q);
-    if (isFloat8(out)) {
+    if (isFloat8(out) || out == DType::F4E2M1) {
       // No integer rounding: the float8 conversion rounds (to nearest even).
       Expr v = cast(DType::F32, q);
       if (zp)
         v = v + cast(DType::F32, loadParam(*zp, g, i));
-      if (n.attrInt("saturate", 1) != 0) {
+      if (n.attrInt("saturate", 1) != 0 && isFloat8(out)) {
         double mx = float8MaxValue(out);
         v = clamp(v, constant(DType::F32, -mx), constant(DType::F32, mx));
       }
@@ -211,7 +213,8 @@ void inferDequantize(ir::Node &n) {
   requireInputType(n, 0, "x",
                    {DType::I8, DType::U8, DType::I16, DType::U16, DType::I32,
                     DType::F8E4M3FN, DType::F8E4M3FNUZ, DType::F8E5M2,
-                    DType::F8E5M2FNUZ});
+                    DType::F8E5M2FNUZ, DType::I4, DType::U4, DType::I2, DType::U2,
+                    DType::F4E2M1});
   if (n.hasInput(2) && n.inDType(2) != n.inDType(0))
     n.error() << "x_zero_point has type " << dtypeOnnxName(n.inDType(2))
               << " but x has " << dtypeOnnxName(n.inDType(0));

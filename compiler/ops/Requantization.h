@@ -48,6 +48,10 @@ inline Expr halfPair(const Expr &lo, const Expr &hi) {
 /// The representable range of an integer type, for saturation.
 inline std::pair<double, double> intRange(DType t) {
   switch (t) {
+  case DType::I2: return {-2.0, 1.0};
+  case DType::U2: return {0.0, 3.0};
+  case DType::I4: return {-8.0, 7.0};
+  case DType::U4: return {0.0, 15.0};
   case DType::I8: return {-128.0, 127.0};
   case DType::U8: return {0.0, 255.0};
   case DType::I16: return {-32768.0, 32767.0};

@@ -52,6 +52,11 @@ const char *cInterfaceType(DType t) {
   case DType::F8E5M2:
   case DType::F8E5M2FNUZ:
   case DType::F8E8M0: return "uint8_t"; // the float8 bit pattern
+  case DType::I4:
+  case DType::U4:
+  case DType::F4E2M1:
+  case DType::I2:
+  case DType::U2: return "uint8_t"; // packed, low bits first (size_bytes)
   default:
     MLCC_CHECK(false, "no C type for " << dtypeName(t));
   }

@@ -80,7 +80,7 @@ void foldNode(ir::Node &n, const ops::OpSchema &schema,
     bool ok = true;
     kir::Expr c = uniformStoredConstant(k.Body, k.Params[p], ok);
     const ir::TensorType &t = n.Outputs[pb.Index]->Type;
-    if (ok && c) {
+    if (ok && c && !isSubByte(t.Type)) {
       std::vector<uint8_t> elem(dtypeSize(t.Type));
       kir::storeScalar(t.Type, elem.data(), kir::Scalar{c->IntValue, c->FloatValue});
       results[pb.Index] =

@@ -322,7 +322,8 @@ private:
         const ir::Value *root = in ? C.find(in) : nullptr;
         ok = ok && root && !in->Const && !ClassStorage.count(root) &&
              root != C.find(n->Outputs[0]) && roots.insert(root).second &&
-             in->Type.Type == n->Outputs[0]->Type.Type;
+             in->Type.Type == n->Outputs[0]->Type.Type &&
+             !isSubByte(in->Type.Type); // parts of packed bytes are not bytes
       }
       if (!ok)
         continue;
@@ -372,7 +373,8 @@ private:
           continue;
         const ir::Value *root = C.find(out);
         ok = ok && !out->Const && !ClassStorage.count(root) && root != inRoot &&
-             roots.insert(root).second && out->Type.Type == in->Type.Type;
+             roots.insert(root).second && out->Type.Type == in->Type.Type &&
+             !isSubByte(in->Type.Type);
       }
       if (!ok)
         continue;
@@ -398,7 +400,7 @@ private:
     if (it != ClassStorage.end())
       return it->second;
     Storage s{StorageKind::Arena, P.ArenaBuffers.size()};
-    int64_t bytes = v->Type.numel() * (int64_t)dtypeSize(v->Type.Type);
+    int64_t bytes = storageBytes(v->Type.Type, v->Type.numel());
     P.ArenaBuffers.push_back({v->Name, bytes, -1});
     ClassStorage[root] = s;
     return s;
@@ -414,6 +416,10 @@ private:
     d.Type = v->Const->dtype();
     d.Count = v->Const->numel();
     d.Bytes = v->Const->denseBytes();
+    if (isSubByte(d.Type)) { // the packed bytes, as kernels read them
+      d.Type = DType::U8;
+      d.Count = (int64_t)d.Bytes.size();
+    }
     size_t idx = P.Constants.size();
     P.Constants.push_back(std::move(d));
     ConstIndex[v->Const.get()] = idx;
@@ -601,7 +607,7 @@ private:
         call.Args.push_back({StorageKind::Arena, P.ArenaBuffers.size()});
         P.ArenaBuffers.push_back(
             {n.Name + ".scratch",
-             pb.Type.numel() * (int64_t)dtypeSize(pb.Type.Type), -1});
+             storageBytes(pb.Type.Type, pb.Type.numel()), -1});
         break;
       }
     }

@@ -72,7 +72,7 @@ Tensor loadNpy(const std::string &path) {
   for (auto it = std::sregex_iterator(dims.begin(), dims.end(), num); it != std::sregex_iterator();
        ++it)
     shape.push_back(std::stoll(it->str()));
-  size_t bytes = (size_t)numElements(shape) * dtypeSize(type);
+  size_t bytes = (size_t)storageBytes(type, numElements(shape));
   size_t offset = start + headerLen;
   if (data.size() - offset < bytes)
     fail(ErrorKind::Invalid) << "'" << path << "' holds " << data.size() - offset

@@ -101,7 +101,20 @@ bool isFloat8(DType t) {
 }
 
 bool isNarrowFloat(DType t) {
-  return t == DType::F16 || t == DType::BF16 || isFloat8(t);
+  return t == DType::F16 || t == DType::BF16 || isFloat8(t) || t == DType::F4E2M1;
+}
+
+bool isSubByte(DType t) {
+  return t == DType::I4 || t == DType::U4 || t == DType::F4E2M1 ||
+         t == DType::I2 || t == DType::U2;
+}
+
+int64_t storageBytes(DType t, int64_t n) {
+  if (isSubByte(t)) {
+    int64_t per = 8 / (int64_t)dtypeBits(t);
+    return (n + per - 1) / per;
+  }
+  return n * (int64_t)dtypeSize(t);
 }
 
 bool isF32Arithmetic(DType t) {
@@ -113,12 +126,12 @@ bool isFloat(DType t) {
 }
 
 bool isSignedInt(DType t) {
-  return t == DType::I8 || t == DType::I16 || t == DType::I32 ||
+  return t == DType::I4 || t == DType::I2 || t == DType::I8 || t == DType::I16 || t == DType::I32 ||
          t == DType::I64 || t == DType::Index;
 }
 
 bool isUnsignedInt(DType t) {
-  return t == DType::U8 || t == DType::U16 || t == DType::U32 ||
+  return t == DType::U4 || t == DType::U2 || t == DType::U8 || t == DType::U16 || t == DType::U32 ||
          t == DType::U64;
 }
 

@@ -57,14 +57,27 @@ std::optional<DType> parseDType(std::string_view name);
 std::optional<DType> dtypeFromOnnx(int64_t code);
 
 /// Bytes of one element in memory (Bool is one byte, Index is 8 in constants).
-/// Zero for types mlcc cannot store (strings, sub-byte types).
+/// Zero for types mlcc cannot store (strings) and for the sub-byte types,
+/// whose elements share bytes: storageBytes() counts those.
 unsigned dtypeSize(DType t);
+/// The sub-byte types: int4, uint4, float4e2m1, int2, uint2. They are stored
+/// packed as ONNX stores them, 8 / bits elements a byte, element i in the
+/// bits from (i % (8 / bits)) * bits of byte i / (8 / bits), low bits first
+/// (compiler/support/SubByte.h reads and writes them on the host). In kernel
+/// IR they are storage types like float16: loads, stores and casts, values
+/// computed in computeType (int8, uint8, f32), and
+/// compiler/kernel/SubByte.h expands their accesses into byte operations.
+bool isSubByte(DType t);
+/// Bytes that `n` elements of `t` take in memory: n * dtypeSize(t), or the
+/// packed bytes (rounded up) of a sub-byte type.
+int64_t storageBytes(DType t, int64_t n);
 
 bool isFloat(DType t);       ///< f16, bf16, f32, f64 and the float8 types
 /// The 8-bit float types: f8e4m3fn, f8e4m3fnuz, f8e5m2, f8e5m2fnuz, f8e8m0.
 bool isFloat8(DType t);
-/// Floats narrower than f32 (f16, bf16, float8): storage-only types whose
-/// values are computed in f32 (kir::computeType) and never in their own type.
+/// Floats narrower than f32 (f16, bf16, float8, float4e2m1): storage-only
+/// types whose values are computed in f32 (kir::computeType) and never in
+/// their own type.
 bool isNarrowFloat(DType t);
 /// Float types whose arithmetic is f32: f32 itself, f16 and bf16 (stored in
 /// 16 bits, converted on load and rounded once on store). The float kernels'

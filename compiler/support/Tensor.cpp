@@ -2,6 +2,7 @@
 
 #include "compiler/support/Error.h"
 #include "compiler/support/NarrowFloat.h"
+#include "compiler/support/SubByte.h"
 
 #include <algorithm>
 #include <cmath>
@@ -82,25 +83,28 @@ std::string shapeToString(const Shape &shape) {
 }
 
 Tensor::Tensor(DType dtype, Shape shape) : Type(dtype), Dims(std::move(shape)) {
-  Data.assign((size_t)numel() * dtypeSize(dtype), 0);
+  Data.assign((size_t)storageBytes(dtype, numel()), 0);
 }
 
 Tensor::Tensor(DType dtype, Shape shape, std::vector<uint8_t> bytes)
     : Type(dtype), Dims(std::move(shape)), Data(std::move(bytes)) {
-  MLCC_CHECK(Data.size() == (size_t)numel() * dtypeSize(dtype),
+  MLCC_CHECK(Data.size() == (size_t)storageBytes(dtype, numel()),
              "tensor byte size mismatch");
 }
 
 Tensor Tensor::splat(DType dtype, Shape shape, std::vector<uint8_t> element) {
   Tensor t(dtype, {});
   t.Dims = std::move(shape);
-  MLCC_CHECK(element.size() == dtypeSize(dtype), "splat element size");
+  // A sub-byte splat keeps its element's code in one byte.
+  MLCC_CHECK(element.size() == (isSubByte(dtype) ? 1 : dtypeSize(dtype)),
+             "splat element size");
   t.Data = std::move(element);
   t.Splat = true;
   return t;
 }
 
 const uint8_t *Tensor::elementPtr(int64_t i) const {
+  MLCC_CHECK(!isSubByte(Type), "no element address in a packed " << dtypeName(Type) << " tensor");
   return Data.data() + (Splat ? 0 : (size_t)i * dtypeSize(Type));
 }
 
@@ -108,6 +112,12 @@ std::vector<uint8_t> Tensor::denseBytes() const {
   if (!Splat)
     return Data;
   std::vector<uint8_t> out;
+  if (isSubByte(Type)) {
+    out.assign((size_t)storageBytes(Type, numel()), 0);
+    for (int64_t i = 0; i < numel(); ++i)
+      setSubByteCode(out.data(), Type, i, Data[0]);
+    return out;
+  }
   size_t n = (size_t)numel(), sz = dtypeSize(Type);
   out.resize(n * sz);
   for (size_t i = 0; i < n; ++i)
@@ -309,8 +319,21 @@ int64_t loadScalarInt(DType dtype, const void *src) {
   }
 }
 
-int64_t Tensor::intAt(int64_t i) const { return loadScalarInt(Type, elementPtr(i)); }
+uint8_t Tensor::codeAt(int64_t i) const {
+  MLCC_CHECK(isSubByte(Type), "codeAt on a " << dtypeName(Type) << " tensor");
+  return Splat ? Data[0] : subByteCode(Data.data(), Type, i);
+}
+
+int64_t Tensor::intAt(int64_t i) const {
+  if (isSubByte(Type)) {
+    double v = subByteValue(Type, codeAt(i));
+    return (int64_t)v; // float4e2m1 truncates as the other floats do
+  }
+  return loadScalarInt(Type, elementPtr(i));
+}
 double Tensor::doubleAt(int64_t i) const {
+  if (isSubByte(Type))
+    return subByteValue(Type, codeAt(i));
   return loadScalarDouble(Type, elementPtr(i));
 }
 
@@ -330,17 +353,27 @@ std::vector<double> Tensor::toDoubles() const {
 
 void Tensor::setDouble(int64_t i, double v) {
   MLCC_CHECK(!Splat, "setDouble on a splat tensor");
+  if (isSubByte(Type))
+    return setSubByteCode(Data.data(), Type, i, subByteFromDouble(Type, v));
   storeScalar(Type, Data.data() + (size_t)i * dtypeSize(Type), v);
 }
 
 void Tensor::setInt(int64_t i, int64_t v) {
   MLCC_CHECK(!Splat, "setInt on a splat tensor");
+  if (isSubByte(Type))
+    return setSubByteCode(Data.data(), Type, i, subByteFromInt(Type, v));
   storeScalarInt(Type, Data.data() + (size_t)i * dtypeSize(Type), v);
 }
 
 bool Tensor::allElementsEqual() const {
   if (Splat)
     return true;
+  if (isSubByte(Type)) {
+    for (int64_t i = 1; i < numel(); ++i)
+      if (codeAt(i) != codeAt(0))
+        return false;
+    return true;
+  }
   size_t sz = dtypeSize(Type), n = (size_t)numel();
   for (size_t i = 1; i < n; ++i)
     if (std::memcmp(Data.data(), Data.data() + i * sz, sz) != 0)

@@ -61,7 +61,8 @@ void checkTensorSize(const std::string &what, const Shape &shape, DType dtype);
 class Tensor {
 public:
   Tensor(DType dtype, Shape shape);
-  /// Builds a tensor from raw little-endian element bytes (numel * size).
+  /// Builds a tensor from raw little-endian element bytes
+  /// (storageBytes(dtype, numel): packed for the sub-byte types).
   Tensor(DType dtype, Shape shape, std::vector<uint8_t> bytes);
   /// A splat tensor: every element equals the single element in `element`.
   static Tensor splat(DType dtype, Shape shape, std::vector<uint8_t> element);
@@ -77,9 +78,12 @@ public:
   std::vector<uint8_t> &mutableBytes() { return Data; }
   /// Full element data, expanding a splat.
   std::vector<uint8_t> denseBytes() const;
-  /// Element `i` in its own storage format, as raw bytes address.
+  /// Element `i` in its own storage format, as raw bytes address (not for
+  /// the packed sub-byte types: codeAt()).
   const uint8_t *elementPtr(int64_t i) const;
 
+  /// The code (bits) of element `i` of a sub-byte tensor (SubByte.h).
+  uint8_t codeAt(int64_t i) const;
   /// Element `i` converted to int64 (floats truncate, bool 0/1).
   int64_t intAt(int64_t i) const;
   /// Element `i` converted to double (f16/bf16 decoded).

@@ -123,15 +123,15 @@ TensorPtr convertTensor(const pb::Tensor &tp, const TensorContext &ctx) {
     fail(ErrorKind::Unsupported) << ctx.What << " is segmented";
   checkTensorSize(ctx.What, dims, dtype);
   int64_t n = numElements(dims);
-  size_t esize = dtypeSize(dtype);
-  size_t bytes = (size_t)n * esize;
+  // Sub-byte types are packed, in raw_data and in int32_data (a byte each).
+  size_t bytes = (size_t)storageBytes(dtype, n);
 
   // What the model stores is checked against the declared shape before
   // anything of the declared size is allocated: a tensor that declares
   // billions of elements and holds one fails at once.
   if (tp.data_location() != 1) {
     int64_t have = tp.has_raw_data() ? (int64_t)tp.raw_data().size() : storedValues(tp, dtype);
-    int64_t want = tp.has_raw_data() ? (int64_t)bytes : n;
+    int64_t want = tp.has_raw_data() || isSubByte(dtype) ? (int64_t)bytes : n;
     if (have != want)
       fail(ErrorKind::Invalid) << ctx.What << " (" << dtypeOnnxName(dtype)
                                << shapeToString(dims) << ") holds " << have
@@ -188,6 +188,15 @@ TensorPtr convertTensor(const pb::Tensor &tp, const TensorContext &ctx) {
     for (int64_t i = 0; i < n; ++i)
       data[(size_t)i] = (uint8_t)tp.int32_data((int)i);
     break;
+  case DType::I4:
+  case DType::U4:
+  case DType::F4E2M1:
+  case DType::I2:
+  case DType::U2:
+    // int32_data holds the packed bytes.
+    for (size_t i = 0; i < bytes; ++i)
+      data[i] = (uint8_t)tp.int32_data((int)i);
+    break;
   default: // int32, int16, int8, uint16, uint8, bool in int32_data
     for (int64_t i = 0; i < n; ++i)
       out->setInt(i, tp.int32_data((int)i));
@@ -202,6 +211,9 @@ TensorPtr convertSparse(const pb::SparseTensor &sp, const TensorContext &ctx) {
   Shape dims(sp.dims().begin(), sp.dims().end());
   auto out = std::make_shared<Tensor>(values->dtype(), dims);
   int64_t nnz = values->numel();
+  if (isSubByte(values->dtype()))
+    fail(ErrorKind::Unsupported) << ctx.What << ": a sparse tensor of "
+                                 << dtypeOnnxName(values->dtype()) << " elements";
   size_t esize = dtypeSize(values->dtype());
   int64_t total = numElements(dims);
   bool coordinates = indices->rank() == 2;

@@ -1,6 +1,7 @@
 #include "tools/conformance/Compare.h"
 
 #include <cmath>
+#include <optional>
 #include <sstream>
 
 namespace mlcc::test {
@@ -8,15 +9,21 @@ namespace mlcc::test {
 std::string compareTensor(const Tensor &expected, const std::string &actualBytes,
                           const Tolerance &tol) {
   DType t = expected.dtype();
-  size_t esize = dtypeSize(t);
   int64_t n = expected.numel();
-  if (actualBytes.size() != (size_t)n * esize) {
+  const int64_t want = storageBytes(t, n);
+  if ((int64_t)actualBytes.size() != want) {
     std::ostringstream os;
     os << "size mismatch: got " << actualBytes.size() << " bytes, expected "
-       << n * (int64_t)esize << " (" << dtypeName(t)
-       << shapeToString(expected.shape()) << ")";
+       << want << " (" << dtypeName(t) << shapeToString(expected.shape()) << ")";
     return os.str();
   }
+  // Packed elements are compared by value (the last byte's unused bits are
+  // not part of the tensor).
+  std::optional<Tensor> packed;
+  if (isSubByte(t))
+    packed.emplace(t, expected.shape(),
+                   std::vector<uint8_t>(actualBytes.begin(), actualBytes.end()));
+  size_t esize = dtypeSize(t);
   int64_t bad = 0, first = -1;
   double firstA = 0, firstE = 0;
   for (int64_t i = 0; i < n; ++i) {
@@ -24,7 +31,7 @@ std::string compareTensor(const Tensor &expected, const std::string &actualBytes
     bool ok;
     double a, e;
     if (isFloat(t)) {
-      a = loadScalarDouble(t, p);
+      a = packed ? packed->doubleAt(i) : loadScalarDouble(t, p);
       e = expected.doubleAt(i);
       if (std::isnan(e))
         ok = std::isnan(a);
@@ -33,7 +40,7 @@ std::string compareTensor(const Tensor &expected, const std::string &actualBytes
       else
         ok = std::fabs(a - e) <= tol.Atol + tol.Rtol * std::fabs(e);
     } else {
-      int64_t ai = loadScalarInt(t, p), ei = expected.intAt(i);
+      int64_t ai = packed ? packed->intAt(i) : loadScalarInt(t, p), ei = expected.intAt(i);
       ok = ai == ei;
       a = (double)ai;
       e = (double)ei;
