@@ -37,10 +37,21 @@
 // infer-and-fold keeps DequantizeLinear nodes of constants for this pass
 // (FoldOptions::KeepDequantize); the ones it leaves are folded at its end.
 //
+// Weight-only quantization: a MatMul of float activations and a
+// DequantizeLinear of constant 4- or 2-bit weights W [K, N] (int4, uint4,
+// int2, uint2; per tensor, per output channel, or blocked along K with a
+// block that is a multiple of 16) becomes com.microsoft MatMulNBits
+// (compiler/ops/MatMulNBits.cpp), the weights repacked at compile time into
+// its layout (row n of W^T block by block, codes offset to unsigned, the
+// offset folded into the zero points): the weights stay packed in the
+// library, not widened to f32 by constant folding.
+//
 //===----------------------------------------------------------------------===//
 #include "compiler/passes/Passes.h"
+#include "compiler/support/SubByte.h"
 
 #include <cmath>
+#include <functional>
 #include <set>
 
 namespace mlcc::passes {
@@ -442,6 +453,82 @@ private:
   std::map<const ir::Node *, std::vector<std::unique_ptr<ir::Node>>> Inserted;
 };
 
+/// MatMul(A, DequantizeLinear(W)) of constant 4- or 2-bit W -> MatMulNBits
+/// (see the file comment). Returns the replacement, or null.
+std::unique_ptr<ir::Node> weightOnlyMatMul(ir::Graph &g, const ir::Node &mm) {
+  if (mm.OpType != "MatMul" || mm.Domain != "" || mm.Inputs.size() != 2 || !mm.Inputs[0] ||
+      !mm.Inputs[1] || !mm.hasOutput(0))
+    return nullptr;
+  const ir::Node *dq = mm.Inputs[1]->Producer;
+  if (!dq || dq->OpType != "DequantizeLinear" || dq->Domain != "" || !dq->hasInput(1))
+    return nullptr;
+  const ir::Value *w = dq->Inputs[0], *scale = dq->Inputs[1];
+  const ir::Value *zp = dq->hasInput(2) ? dq->Inputs[2] : nullptr;
+  const DType wt = w->Type.Type;
+  if (!w->Const || !scale->Const || (zp && !zp->Const) || w->Type.rank() != 2 ||
+      !(wt == DType::I4 || wt == DType::U4 || wt == DType::I2 || wt == DType::U2) ||
+      scale->Type.Type != DType::F32 || mm.inDType(0) != DType::F32 ||
+      mm.Outputs[0]->Type.Type != DType::F32 || mm.inShape(0).empty())
+    return nullptr;
+  const int64_t K = w->Type.Dims[0], N = w->Type.Dims[1], bits = dtypeBits(wt);
+  const int64_t dqBlock = dq->Opset >= 21 ? dq->attrInt("block_size", 0) : 0;
+  int64_t axis = dq->attrInt("axis", 1);
+  if (axis < 0)
+    axis += 2;
+  // Where the scale and zero point of W[k][n] are.
+  std::function<int64_t(int64_t, int64_t)> at;
+  int64_t block = 32; // MatMulNBits' block: any, for per-tensor and per-channel
+  if (scale->Type.numel() == 1 && dqBlock == 0) {
+    at = [](int64_t, int64_t) { return (int64_t)0; };
+  } else if (dqBlock == 0 && axis == 1 && scale->Type.numel() == N) {
+    at = [](int64_t, int64_t n) { return n; };
+  } else if (dqBlock > 0 && axis == 0 && dqBlock % 16 == 0) {
+    block = (dqBlock & (dqBlock - 1)) == 0 ? dqBlock : 16; // within one DQ block
+    at = [dqBlock, N](int64_t k, int64_t n) { return (k / dqBlock) * N + n; };
+  } else {
+    return nullptr;
+  }
+  if (zp && zp->Type.numel() != scale->Type.numel())
+    return nullptr;
+  const int64_t kBlocks = (K + block - 1) / block, blob = block * bits / 8;
+  const int64_t zpBytes = (kBlocks * bits + 7) / 8;
+  const int64_t offset = isSignedInt(wt) ? int64_t(1) << (bits - 1) : 0;
+  const Tensor &wv = *w->Const, &sv = *scale->Const;
+  auto b = std::make_shared<Tensor>(DType::U8, Shape{N, kBlocks, blob});
+  auto s = std::make_shared<Tensor>(DType::F32, Shape{N * kBlocks});
+  auto z = std::make_shared<Tensor>(DType::U8, Shape{N * zpBytes});
+  uint8_t *bp = b->mutableBytes().data(), *zpp = z->mutableBytes().data();
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t k = 0; k < K; ++k)
+      setSubByteCode(bp + n * kBlocks * blob, bits == 4 ? DType::U4 : DType::U2, k,
+                     (uint8_t)(wv.intAt(k * N + n) + offset));
+    for (int64_t kb = 0; kb < kBlocks; ++kb) {
+      int64_t i = at(kb * block, n);
+      s->setDouble(n * kBlocks + kb, sv.doubleAt(i));
+      setSubByteCode(zpp + n * zpBytes, bits == 4 ? DType::U4 : DType::U2, kb,
+                     (uint8_t)((zp ? zp->Const->intAt(i) : 0) + offset));
+    }
+  }
+  auto constant = [&](TensorPtr t, const std::string &base) {
+    ir::Value *v = g.addValue(g.uniqueValueName(mm.Name + "/" + base), {t->dtype(), t->shape()});
+    v->Const = std::move(t);
+    return v;
+  };
+  auto n = std::make_unique<ir::Node>();
+  n->Name = g.uniqueNodeName(mm.Name + "/MatMulNBits");
+  n->OpType = "MatMulNBits";
+  n->Domain = "com.microsoft";
+  n->Opset = 1;
+  n->Inputs = {mm.Inputs[0], constant(b, "B"), constant(s, "scales"), constant(z, "zero_points")};
+  n->Outputs = mm.Outputs;
+  n->Guard = mm.Guard;
+  n->Attrs["K"] = ir::intAttr(K);
+  n->Attrs["N"] = ir::intAttr(N);
+  n->Attrs["bits"] = ir::intAttr(bits);
+  n->Attrs["block_size"] = ir::intAttr(block);
+  return n;
+}
+
 } // namespace
 
 void fuseQdq(ir::Graph &g) {
@@ -456,6 +543,13 @@ void fuseQdq(ir::Graph &g) {
       out->DequantZeroPoint = zpOf(q->Zp);
     }
   Fuser(g).run();
+  for (auto &n : g.Nodes)
+    if (std::unique_ptr<ir::Node> r = weightOnlyMatMul(g, *n)) {
+      for (ir::Value *out : r->Outputs)
+        if (out)
+          out->Producer = r.get();
+      n = std::move(r);
+    }
 }
 
 } // namespace mlcc::passes

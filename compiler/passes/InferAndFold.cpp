@@ -71,7 +71,7 @@ void foldNode(ir::Node &n, const ops::OpSchema &schema,
 
   // Outputs that are uniform constants need no evaluation.
   std::vector<TensorPtr> results(n.Outputs.size());
-  int64_t total = 0;
+  int64_t total = 0, outBytes = 0;
   bool allSplat = true;
   for (size_t p = 0; p < k.Params.size(); ++p) {
     const ops::ParamBinding &pb = ctx.bindings()[p];
@@ -88,10 +88,24 @@ void foldNode(ir::Node &n, const ops::OpSchema &schema,
     } else {
       allSplat = false;
       total += t.numel();
+      outBytes += storageBytes(t.Type, t.numel());
     }
   }
+  // A node whose results are about as large as its constant inputs (packing
+  // weights into panels, transposing them) leaves the library's size as it
+  // is: it folds at any size, since at run time it would redo the work on
+  // every call (a 4096 x 4096 float matrix-vector product spent 80% of its
+  // time repacking its weights). Its iteration budget grows with its size.
+  int64_t inBytes = 0;
+  for (const ir::Value *in : n.Inputs)
+    if (in && in->Const)
+      inBytes += storageBytes(in->Type.Type, in->Type.numel());
+  const bool rearranges = outBytes <= inBytes + inBytes / 4;
+  int64_t budget = options.MaxFoldIterations;
+  if (rearranges && budget >= 0)
+    budget = std::max(budget, 4 * total);
   if (!allSplat) {
-    if (total > options.MaxFoldElements)
+    if (total > options.MaxFoldElements && !rearranges)
       return; // too big to keep in the library: compute at run time
     std::vector<std::shared_ptr<Tensor>> storage;
     std::vector<std::vector<uint8_t>> inputBytes;
@@ -116,7 +130,7 @@ void foldNode(ir::Node &n, const ops::OpSchema &schema,
       }
     }
     try {
-      kir::interpret(k, args, options.MaxFoldIterations);
+      kir::interpret(k, args, budget);
     } catch (const kir::BudgetExceeded &) {
       return; // too much work for compile time: compute at run time
     }

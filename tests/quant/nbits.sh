@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# nbits.sh - weight-only 4/2/8-bit matrix products: com.microsoft MatMulNBits
+# and MatMul of a DequantizeLinear of int4/uint4 constant weights (which
+# fuse-qdq rewrites into MatMulNBits), through the CLI and a linked program.
+#
+#   tests/quant/nbits.sh MLCC WORKDIR
+#
+# nbits.py make writes the models (2, 4 and 8 bits; packed, float and absent
+# zero points; bias; K a multiple of the block or not; A of rank 2 and 3;
+# blocked and per-channel DequantizeLinear) with random inputs and a float64
+# numpy reference from the integer codes. Each is compiled with
+# `mlcc --name m`, linked with tools/conformance/driver.c and run; mlcc's
+# output and ONNX Runtime's must be within 1e-5 x max |reference| of it.
+# ONNX Runtime runs the DequantizeLinear models with graph optimizations off:
+# with them on, it fuses them into MatMulNBits with int8 activations
+# (accuracy_level 4), about 1e-2 from the exact product. The rewritten models
+# must keep their weights packed (--report: weight bytes at most a third of
+# the float32 weights').
+#
+# ONNX Runtime is onnxruntime-node 1.30 (scripts/lib/ort.sh); without it the
+# comparisons with it are left out (exit 77 at the end).
+#
+# Invalid MatMulNBits nodes (nbits.py make-bad) must be rejected with one
+# error line naming the node and no output file, never a crash.
+#
+# Exit status: 0 all passed, 1 a failure, 2 bad usage, 77 a part was skipped.
+set -uo pipefail
+
+# shellcheck source=setup.sh
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+# shellcheck source=../../scripts/lib/deps.sh
+source "$root/scripts/lib/deps.sh"
+# shellcheck source=../../scripts/lib/ort.sh
+source "$root/scripts/lib/ort.sh"
+ort=0
+if mlcc_require_ort "$root"; then
+  ort=1
+else
+  echo "note: onnxruntime-node 1.30 cannot be installed: ONNX Runtime comparisons left out"
+  skipped+=("the ONNX Runtime comparisons")
+fi
+
+"$cc" -std=c99 -O2 -I "$root/runtime-c" -c "$root/tools/conformance/driver.c" -o "$work/driver.o" || exit 1
+echo "== MatMulNBits and DequantizeLinear(int4) + MatMul (tolerance: 1e-5 x max |reference|)"
+rm -rf "$work/cases"
+"$python" "$here/nbits.py" make "$work/cases" || exit 1
+for d in "$work"/cases/*/; do
+  d="${d%/}"
+  name="$(basename "$d")"
+  read -r spec <"$d/inputs"
+  printf '  %-26s ' "$name"
+  if ! "$mlcc" "$d/model.onnx" -o "$d/libm.a" --name m --report "$d/report.json" >"$d/mlcc.log" 2>&1; then
+    echo "FAIL: mlcc: $(tail -n 1 "$d/mlcc.log")"; failed=$((failed + 1)); continue
+  fi
+  if ! "$cc" -o "$d/run" "$work/driver.o" "$d/libm.a" -lm >"$d/link.log" 2>&1 ||
+     ! "$d/run" "${spec%:*}" -- "$d/mlcc.bin" >"$d/run.log" 2>&1; then
+    echo "FAIL: link or run: $(tail -n 1 "$d/link.log" "$d/run.log" | tr '\n' ' ')"
+    failed=$((failed + 1)); continue
+  fi
+  opt=all
+  [[ "$name" == dq_* ]] && opt=disabled
+  if ((ort)) && ! ORT_GRAPH_OPTIMIZATION=$opt "${ort_node[@]}" "$root/tests/models/ort_run.js" \
+       "$d/model.onnx" 0 "$spec" -- "$d/ort.bin" >"$d/ort.log" 2>&1; then
+    echo "FAIL: ONNX Runtime: $(tail -n 1 "$d/ort.log")"; failed=$((failed + 1)); continue
+  fi
+  "$python" "$here/nbits.py" compare "$d" || failed=$((failed + 1))
+  if [[ "$name" == dq_* ]]; then
+    # The weights stay packed: 4 bits a weight plus a scale and zero point a
+    # block, not 32 bits.
+    "$python" - "$d" <<'PY' || failed=$((failed + 1))
+import json, sys
+import onnx
+d = sys.argv[1]
+m = onnx.load(d + "/model.onnx")
+w = next(t for t in m.graph.initializer if t.name == "W")
+f32 = 4 * w.dims[0] * w.dims[1]
+got = json.load(open(d + "/report.json"))["weight_bytes"]
+ok = got * 3 <= f32
+print("  %-26s %s weights %d bytes (float32: %d)" % ("", "PASS" if ok else "FAIL", got, f32))
+sys.exit(0 if ok else 1)
+PY
+  fi
+done
+
+# --- invalid nodes: one error line naming the node, exit status 1 or 3 ---------
+echo "== invalid nodes"
+rm -rf "$work/bad"
+"$python" "$here/nbits.py" make-bad "$work/bad" || exit 1
+for d in "$work"/bad/*/; do
+  d="${d%/}"
+  name="$(basename "$d")"
+  rc=0
+  "$mlcc" "$d/model.onnx" -o "$d/m.a" >"$d/log" 2>&1 || rc=$?
+  line="$(cat "$d/log")"
+  printf '  %-26s ' "$name"
+  if [[ ($rc == 1 || $rc == 3) && "$(wc -l <"$d/log")" == 1 && ! -e "$d/m.a" &&
+        "$line" == *"node 'bad'"* && "$line" == *"$(cat "$d/expect")"* ]]; then
+    echo "PASS $line"
+  else
+    echo "FAIL (exit status $rc): $line"
+    failed=$((failed + 1))
+  fi
+done
+
+echo
+if ((failed > 0)); then
+  echo "$failed check(s) FAILED"
+  exit 1
+fi
+if ((${#skipped[@]} > 0)); then
+  echo "passed; skipped: ${skipped[*]}"
+  exit 77
+fi
+echo "all passed"
