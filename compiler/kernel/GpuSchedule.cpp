@@ -647,7 +647,7 @@ Kernel mapToGpu(const Kernel &k, const TargetDesc &t) {
   // Packed 4- and 2-bit stores share bytes: such a kernel runs its byte
   // operations in order, on one thread (compiler/kernel/SubByte.h).
   const bool packed = hasSubByte(k);
-  Kernel r = packed ? expandSubByte(k) : k;
+  Kernel r = packed ? expandSubByte(hasVectors(k.Body) ? scalarize(k) : k) : k;
   flatten(r.Body, top);
   for (const Stmt &s : top)
     if (packed)

@@ -233,7 +233,7 @@ private:
 void interpret(const Kernel &k, const std::vector<void *> &args,
                int64_t maxIterations) {
   if (hasSubByte(k)) { // packed elements: as byte operations, like the targets
-    Kernel bytes = expandSubByte(k);
+    Kernel bytes = expandSubByte(hasVectors(k.Body) ? scalarize(k) : k);
     Machine m(bytes, args);
     m.Budget = maxIterations;
     m.run();

@@ -7,7 +7,7 @@ namespace mlcc::kir {
 void scheduleProgram(Program &p, const TargetDesc &t) {
   for (auto &k : p.Kernels) {
     if (hasSubByte(k)) { // stores share bytes: in order, one element at a time
-      k = expandSubByte(collapse(k));
+      k = expandSubByte(collapse(hasVectors(k.Body) ? scalarize(k) : k));
       continue;
     }
     k = vectorize(collapse(k), t);

@@ -2,7 +2,6 @@
 
 #include "compiler/kernel/Builder.h"
 #include "compiler/kernel/Mutator.h"
-#include "compiler/kernel/Schedule.h"
 #include "compiler/support/Error.h"
 #include "compiler/support/SubByte.h"
 
@@ -200,7 +199,7 @@ bool hasSubByte(const Kernel &k) {
 Kernel expandSubByte(const Kernel &k) {
   if (!hasSubByte(k))
     return k;
-  Kernel r = hasVectors(k.Body) ? scalarize(k) : k;
+  Kernel r = k;
   Expander x;
   for (Buffer &p : r.Params)
     p = x.bytesOf(p);

@@ -32,8 +32,9 @@ namespace mlcc::kir {
 /// Whether `k` has a buffer or a value of a sub-byte type.
 bool hasSubByte(const Kernel &k);
 
-/// `k` with every sub-byte buffer, load, store and cast in byte operations
-/// (vectors are scalarized first). `k` itself when it has none.
+/// `k` with every sub-byte buffer, load, store and cast in byte operations;
+/// `k` itself when it has none. Its sub-byte accesses must be scalars
+/// (callers scalarize a kernel with vectors first).
 Kernel expandSubByte(const Kernel &k);
 
 } // namespace mlcc::kir

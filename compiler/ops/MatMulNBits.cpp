@@ -21,7 +21,8 @@
 // accumulates s * sum_r A_r[j] * ((byte >> r*bits) & mask) for every byte j
 // of B's row: the loop over those P bytes has independent iterations and
 // contiguous loads, so the vectorizer makes it vector arithmetic (bytes
-// widened to f32 lanes), whatever the target's width.
+// widened to f32 lanes), whatever the target's width. Rows of A go in
+// groups of up to four, each byte of B unpacked once for the group.
 //
 // g_idx (act-order) is not supported. accuracy_level is a hint (the
 // arithmetic is f32 for every A type).
@@ -97,9 +98,16 @@ void inferMatMulNBits(ir::Node &n) {
   n.setOutput(0, n.inDType(0), y);
 }
 
-/// Bytes of B that one vector of partial sums covers: a block's bytes, at
-/// most 16 (the vectorizer splits them into the target's lanes).
-int64_t partialBytes(const NBitsShape &s) { return std::min<int64_t>(s.Blob, 16); }
+/// Rows of A whose products share each unpacked byte of B.
+constexpr int64_t kRowGroup = 4;
+
+/// Bytes of B that one row's partial sums cover: a block's bytes, at most 16
+/// for one row (independent sums hide the latency of the additions) and 8
+/// for a group of rows (whose sums are the independent ones); the vectorizer
+/// splits them into the target's lanes.
+int64_t partialBytes(const NBitsShape &s, int64_t rows) {
+  return std::min<int64_t>(s.Blob, rows > 1 ? 8 : 16);
+}
 
 void lowerMatMulNBits(LowerCtx &c) {
   const NBitsShape s = nbitsShape(c.node());
@@ -114,34 +122,41 @@ void lowerMatMulNBits(LowerCtx &c) {
   const int64_t per = 8 / s.Bits, mask = (1 << s.Bits) - 1;
   const int64_t rows = numElements(a.shape()) / s.K;
   const int64_t bytesPerRow = s.KBlocks * s.Blob; // of B, and of each A_r
-  const int64_t P = partialBytes(s), chunks = s.Blob / P;
-  // A's row split by position within a byte, and each block's sum.
-  TensorRef split = c.scratch("a_split", f, {per, bytesPerRow});
-  TensorRef sums = c.scratch("a_sums", f, {s.KBlocks});
+  // Rows of A taken together: each byte of B is unpacked once for all of
+  // them (a prompt's rows; a decode step has one).
+  const int64_t R = std::min<int64_t>(rows, kRowGroup);
+  const int64_t P = partialBytes(s, R), chunks = s.Blob / P;
+  // The rows' A split by position within a byte, and each block's sums.
+  TensorRef split = c.scratch("a_split", f, {R, per, bytesPerRow});
+  TensorRef sums = c.scratch("a_sums", f, {R, s.KBlocks});
 
-  kb.loop("m", rows, [&](Expr m) {
-    kb.loop("r", per, [&](Expr r) {
-      kb.loop("j", bytesPerRow, [&](Expr j) {
-        Expr k = j * per + r;
-        Expr v = select(lt(k, indexConst(s.K)),
-                        cast(f, a.loadFlat(m * s.K + min(k, indexConst(s.K - 1)))),
-                        constant(f, 0));
-        split.store({r, j}, v);
-      });
-    });
-    kb.loop("kb", s.KBlocks, [&](Expr blk) {
-      Local acc = kb.local("sum", constant(f, 0));
-      kb.loop("r", per, [&](Expr r) {
-        kb.loop("j", s.Blob, [&](Expr j) {
-          kb.set(acc, acc.get() + split.load({r, blk * s.Blob + j}));
+  // Rows [m0, m0 + g) of Y.
+  auto group = [&](const Expr &m0, int64_t g) {
+    kb.loop("r", g, [&](Expr r) {
+      kb.loop("e", per, [&](Expr e) {
+        kb.loop("j", bytesPerRow, [&](Expr j) {
+          Expr k = j * per + e;
+          Expr v = select(lt(k, indexConst(s.K)),
+                          cast(f, a.loadFlat((m0 + r) * s.K + min(k, indexConst(s.K - 1)))),
+                          constant(f, 0));
+          split.store({r, e, j}, v);
         });
       });
-      sums.store({blk}, acc.get());
+      kb.loop("kb", s.KBlocks, [&](Expr blk) {
+        Local acc = kb.local("sum", constant(f, 0));
+        kb.loop("e", per, [&](Expr e) {
+          kb.loop("j", s.Blob, [&](Expr j) {
+            kb.set(acc, acc.get() + split.load({r, e, blk * s.Blob + j}));
+          });
+        });
+        sums.store({r, blk}, acc.get());
+      });
     });
     kb.loop("n", s.N, [&](Expr n) {
-      Local part = kb.local("part", f, P);
-      Local corr = kb.local("corr", constant(f, 0));
-      kb.loop("p", P, [&](Expr p) { kb.set(part, p, constant(f, 0)); });
+      Local part = kb.local("part", f, g * P);
+      Local corr = kb.local("corr", f, g);
+      kb.loop("p", g * P, [&](Expr p) { kb.set(part, p, constant(f, 0)); });
+      kb.loop("r", g, [&](Expr r) { kb.set(corr, r, constant(f, 0)); });
       kb.loop("kb", s.KBlocks, [&](Expr blk) {
         Expr sc = cast(f, scales.loadFlat(n * s.KBlocks + blk));
         Expr z;
@@ -155,34 +170,48 @@ void lowerMatMulNBits(LowerCtx &c) {
           z = cast(f, binary(BinOp::BitAnd, binary(BinOp::Shr, byte, shift),
                              constantInt(i32, mask)));
         }
-        kb.set(corr, corr.get() + sc * z * sums.load({blk}));
+        Local scz = kb.local("scz", sc * z);
+        for (int64_t r = 0; r < g; ++r)
+          kb.set(corr, indexConst(r),
+                 corr.get(indexConst(r)) + scz.get() * sums.load({indexConst(r), blk}));
         kb.loop("c", chunks, [&](Expr ch) {
           kb.loop("p", P, [&](Expr p) {
             Expr j = blk * s.Blob + ch * P + p;
             Expr byte = cast(i32, b.loadFlat(n * bytesPerRow + j));
-            Expr dot;
-            for (int64_t r = 0; r < per; ++r) {
-              Expr q = s.Bits == 8 ? byte
-                                   : binary(BinOp::BitAnd,
-                                            r ? binary(BinOp::Shr, byte,
-                                                       constantInt(i32, r * s.Bits))
-                                              : byte,
-                                            constantInt(i32, mask));
-              Expr t = split.load({indexConst(r), j}) * cast(f, q);
-              dot = dot ? dot + t : t;
+            std::vector<Expr> q;
+            for (int64_t e = 0; e < per; ++e)
+              q.push_back(cast(f, s.Bits == 8 ? byte
+                                              : binary(BinOp::BitAnd,
+                                                       e ? binary(BinOp::Shr, byte,
+                                                                  constantInt(i32, e * s.Bits))
+                                                         : byte,
+                                                       constantInt(i32, mask))));
+            for (int64_t r = 0; r < g; ++r) {
+              Expr dot;
+              for (int64_t e = 0; e < per; ++e) {
+                Expr t = split.load({indexConst(r), indexConst(e), j}) * q[(size_t)e];
+                dot = dot ? dot + t : t;
+              }
+              Expr at = p + r * P;
+              kb.set(part, at, part.get(at) + sc * dot);
             }
-            kb.set(part, p, part.get(p) + sc * dot);
           });
         });
       });
-      Local total = kb.local("total", constant(f, 0));
-      kb.loop("p", P, [&](Expr p) { kb.set(total, total.get() + part.get(p)); });
-      Expr v = total.get() - corr.get();
-      if (bias)
-        v = v + cast(f, bias->loadFlat(n));
-      y.storeFlat(m * s.N + n, v);
+      kb.loop("r", g, [&](Expr r) {
+        Local total = kb.local("total", constant(f, 0));
+        kb.loop("p", P, [&](Expr p) { kb.set(total, total.get() + part.get(r * P + p)); });
+        Expr v = total.get() - corr.get(r);
+        if (bias)
+          v = v + cast(f, bias->loadFlat(n));
+        y.storeFlat((m0 + r) * s.N + n, v);
+      });
     });
-  });
+  };
+  if (rows / R > 0)
+    kb.loop("mg", rows / R, [&](Expr mg) { group(mg * R, R); });
+  if (rows % R)
+    group(indexConst(rows / R * R), rows % R);
 }
 
 } // namespace

@@ -37,8 +37,9 @@
 // infer-and-fold keeps DequantizeLinear nodes of constants for this pass
 // (FoldOptions::KeepDequantize); the ones it leaves are folded at its end.
 //
-// Weight-only quantization: a MatMul of float activations and a
-// DequantizeLinear of constant 4- or 2-bit weights W [K, N] (int4, uint4,
+// Weight-only quantization: a MatMul (or a Gemm, W or W^T, with a bias of
+// N values) of float activations and a DequantizeLinear of constant 4- or
+// 2-bit weights W [K, N] (int4, uint4,
 // int2, uint2; per tensor, per output channel, or blocked along K with a
 // block that is a multiple of 16) becomes com.microsoft MatMulNBits
 // (compiler/ops/MatMulNBits.cpp), the weights repacked at compile time into
@@ -453,11 +454,19 @@ private:
   std::map<const ir::Node *, std::vector<std::unique_ptr<ir::Node>>> Inserted;
 };
 
-/// MatMul(A, DequantizeLinear(W)) of constant 4- or 2-bit W -> MatMulNBits
+/// MatMul(A, DequantizeLinear(W)) or Gemm of constant 4- or 2-bit W -> MatMulNBits
 /// (see the file comment). Returns the replacement, or null.
 std::unique_ptr<ir::Node> weightOnlyMatMul(ir::Graph &g, const ir::Node &mm) {
-  if (mm.OpType != "MatMul" || mm.Domain != "" || mm.Inputs.size() != 2 || !mm.Inputs[0] ||
-      !mm.Inputs[1] || !mm.hasOutput(0))
+  // MatMul(A, W), or Gemm(A, W[, bias]) with W or W^T and a bias of N values.
+  const bool gemm = mm.OpType == "Gemm";
+  if ((mm.OpType != "MatMul" && !gemm) || mm.Domain != "" || mm.Inputs.size() < 2 ||
+      !mm.Inputs[0] || !mm.Inputs[1] || !mm.hasOutput(0))
+    return nullptr;
+  const bool transB = gemm && mm.attrInt("transB", 0) != 0;
+  ir::Value *bias = gemm && mm.hasInput(2) ? mm.Inputs[2] : nullptr;
+  if (gemm && (mm.Inputs.size() > 3 || mm.attrInt("transA", 0) != 0 ||
+               mm.attrFloat("alpha", 1.0) != 1.0 || (bias && mm.attrFloat("beta", 1.0) != 1.0) ||
+               mm.inShape(0).size() != 2))
     return nullptr;
   const ir::Node *dq = mm.Inputs[1]->Producer;
   if (!dq || dq->OpType != "DequantizeLinear" || dq->Domain != "" || !dq->hasInput(1))
@@ -470,21 +479,31 @@ std::unique_ptr<ir::Node> weightOnlyMatMul(ir::Graph &g, const ir::Node &mm) {
       scale->Type.Type != DType::F32 || mm.inDType(0) != DType::F32 ||
       mm.Outputs[0]->Type.Type != DType::F32 || mm.inShape(0).empty())
     return nullptr;
-  const int64_t K = w->Type.Dims[0], N = w->Type.Dims[1], bits = dtypeBits(wt);
+  // W is K x N, or N x K under transB: its K axis and its N axis.
+  const int64_t kAxis = transB ? 1 : 0, nAxis = 1 - kAxis;
+  const int64_t K = w->Type.Dims[(size_t)kAxis], N = w->Type.Dims[(size_t)nAxis];
+  const int64_t bits = dtypeBits(wt);
+  if (bias && (!bias->Const || bias->Type.Type != DType::F32 || bias->Type.numel() != N ||
+               bias->Type.Dims.back() != N))
+    return nullptr;
   const int64_t dqBlock = dq->Opset >= 21 ? dq->attrInt("block_size", 0) : 0;
   int64_t axis = dq->attrInt("axis", 1);
   if (axis < 0)
     axis += 2;
-  // Where the scale and zero point of W[k][n] are.
+  // W's element (k, n), and where its scale and zero point are.
+  auto wAt = [&](int64_t k, int64_t n) { return transB ? n * K + k : k * N + n; };
   std::function<int64_t(int64_t, int64_t)> at;
   int64_t block = 32; // MatMulNBits' block: any, for per-tensor and per-channel
   if (scale->Type.numel() == 1 && dqBlock == 0) {
     at = [](int64_t, int64_t) { return (int64_t)0; };
-  } else if (dqBlock == 0 && axis == 1 && scale->Type.numel() == N) {
+  } else if (dqBlock == 0 && axis == nAxis && scale->Type.numel() == N) {
     at = [](int64_t, int64_t n) { return n; };
-  } else if (dqBlock > 0 && axis == 0 && dqBlock % 16 == 0) {
+  } else if (dqBlock > 0 && axis == kAxis && dqBlock % 16 == 0) {
     block = (dqBlock & (dqBlock - 1)) == 0 ? dqBlock : 16; // within one DQ block
-    at = [dqBlock, N](int64_t k, int64_t n) { return (k / dqBlock) * N + n; };
+    const int64_t kb = (K + dqBlock - 1) / dqBlock;
+    at = [=](int64_t k, int64_t n) {
+      return transB ? n * kb + k / dqBlock : (k / dqBlock) * N + n;
+    };
   } else {
     return nullptr;
   }
@@ -501,7 +520,7 @@ std::unique_ptr<ir::Node> weightOnlyMatMul(ir::Graph &g, const ir::Node &mm) {
   for (int64_t n = 0; n < N; ++n) {
     for (int64_t k = 0; k < K; ++k)
       setSubByteCode(bp + n * kBlocks * blob, bits == 4 ? DType::U4 : DType::U2, k,
-                     (uint8_t)(wv.intAt(k * N + n) + offset));
+                     (uint8_t)(wv.intAt(wAt(k, n)) + offset));
     for (int64_t kb = 0; kb < kBlocks; ++kb) {
       int64_t i = at(kb * block, n);
       s->setDouble(n * kBlocks + kb, sv.doubleAt(i));
@@ -520,6 +539,8 @@ std::unique_ptr<ir::Node> weightOnlyMatMul(ir::Graph &g, const ir::Node &mm) {
   n->Domain = "com.microsoft";
   n->Opset = 1;
   n->Inputs = {mm.Inputs[0], constant(b, "B"), constant(s, "scales"), constant(z, "zero_points")};
+  if (bias)
+    n->Inputs.insert(n->Inputs.end(), {nullptr, bias});
   n->Outputs = mm.Outputs;
   n->Guard = mm.Guard;
   n->Attrs["K"] = ir::intAttr(K);
