@@ -11,6 +11,8 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/check/Reference.h"
 
+#include "compiler/kernel/Schedule.h"
+#include "compiler/kernel/SubByte.h"
 #include "compiler/ops/OpRegistry.h"
 
 #include <algorithm>
@@ -189,6 +191,11 @@ Reference buildReference(ir::Graph &g, const passes::FoldOptions &fold) {
   g.Outputs = outs;
   r.Program = passes::lowerToProgram(g, "mlcc_reference");
   kir::planMemory(r.Program);
+  // Unscheduled, but packed 4- and 2-bit accesses must be byte operations
+  // for any emitter (what the schedule step does to them).
+  for (kir::Kernel &k : r.Program.Kernels)
+    if (kir::hasSubByte(k))
+      k = kir::expandSubByte(kir::hasVectors(k.Body) ? kir::scalarize(k) : k);
   return r;
 }
 

@@ -10,8 +10,9 @@
 #  3. --quantize int8 on digits: every call compared against the float
 #     model (SNR per call in the JSON), the SNR-drop ranking with the
 #     --keep-float advice; --keep-float NODE keeps that Conv in float.
-#  4. The real int8 model of ../shared/models (QLinear ops): all within
-#     tolerance (skipped, saying so, when ../shared is absent).
+#  4. The real int8 model of ../shared/models (QLinear ops) and four
+#     int4/uint2/float4e2m1 node cases of ../shared/onnx-backend-tests: all
+#     within tolerance (skipped, saying so, when ../shared is absent).
 #  5. Bad input: a reference of the wrong shape, of the wrong dtype, an
 #     unknown tensor name, an unknown input, a model that does not load,
 #     --keep-float of a node the model lacks: one "error:" line each, a
@@ -105,6 +106,16 @@ if [[ -f $zoo ]]; then
   fi
 else
   echo "SKIPPED the zoo int8 model: ../shared/models is not there"
+fi
+# Packed 4- and 2-bit tensors: the reference (unscheduled) expands them too.
+cases=$root/../shared/onnx-backend-tests/node
+if [[ -d $cases ]]; then
+  for c in cast_FLOAT_to_INT4 cast_UINT2_to_FLOAT dequantizelinear_int4 quantizelinear_float4e2m1; do
+    "$mlcc" check "$cases/test_$c/model.onnx" >"$work/$c.txt" 2>&1 ||
+      { tail -n 5 "$work/$c.txt"; fail "$c: check failed"; }
+  done
+else
+  echo "SKIPPED the sub-byte node cases: ../shared/onnx-backend-tests is not there"
 fi
 
 # 5. Bad input.
