@@ -99,6 +99,18 @@ void inferCastLike(ir::Node &n) {
   n.setOutput(0, to, n.inShape(0));
 }
 
+/// The element a Cast computes, in the input's compute type (the fused
+/// chain converts it to the output type, as a store would): the value,
+/// clamped first for a saturating float8 target.
+Expr castScalar(const ir::Node &n, const std::vector<Expr> &a) {
+  DType to = n.Outputs[0]->Type.Type;
+  if (saturates(n, to) && n.inDType(0) != to) {
+    double mx = float8MaxValue(to);
+    return clamp(cast(DType::F32, a[0]), constant(DType::F32, -mx), constant(DType::F32, mx));
+  }
+  return a[0];
+}
+
 void lowerCast(LowerCtx &c) {
   TensorRef x = c.in(0), y = c.out(0);
   // Loads give the compute type (f16/bf16/float8 widen exactly to f32); the
@@ -116,10 +128,11 @@ void lowerCast(LowerCtx &c) {
 
 MLCC_OPS(Cast) {
   R.add({.Name = "Cast", .SinceVersion = 1, .Fusion = FusionClass::Elementwise,
-         .Infer = inferCast, .Lower = lowerCast, .RunTimeExtents = true,
+         .Infer = inferCast, .Lower = lowerCast, .Scalar = castScalar, .RunTimeExtents = true,
          .DenseOperands = true});
   R.add({.Name = "CastLike", .SinceVersion = 15, .Fusion = FusionClass::Elementwise,
-         .Infer = inferCastLike, .Lower = lowerCast, .RunTimeExtents = true,
+         .Infer = inferCastLike, .Lower = lowerCast, .Scalar = castScalar,
+         .RunTimeExtents = true,
          .DenseOperands = true});
 }
 

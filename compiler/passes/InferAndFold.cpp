@@ -177,6 +177,43 @@ bool isSameTypeCast(const ir::Node &n) {
          n.Inputs[0];
 }
 
+/// Whether every value of type `from` is exactly a value of type `to`
+/// (a conversion that only widens: float16 to float32, int8 to int32,
+/// uint8 to float32, ...).
+bool widensExactly(DType from, DType to) {
+  if (from == to)
+    return true;
+  if (from == DType::Bool)
+    return isInteger(to) || isFloat(to);
+  if (isFloat(from))
+    return (to == DType::F64 && isFloat(from)) || (to == DType::F32 && isNarrowFloat(from));
+  if (!isInteger(from) || from == DType::Index)
+    return false;
+  const unsigned bits = dtypeBits(from);
+  const bool sgn = isSignedInt(from);
+  if (isInteger(to) && to != DType::Index)
+    return isSignedInt(to) ? dtypeBits(to) >= bits + (sgn ? 0 : 1)
+                           : !sgn && dtypeBits(to) >= bits;
+  // Integers a float's mantissa holds: 11 bits (float16), 24, 53.
+  unsigned mantissa = to == DType::F16 ? 11 : to == DType::F32 ? 24 : to == DType::F64 ? 53 : 0;
+  return bits - (sgn ? 1 : 0) <= mantissa;
+}
+
+/// A Cast (or CastLike) of a Cast's output whose conversion only widened
+/// (exact): it converts the same value, so it reads the first Cast's input
+/// instead (a float16 graph's Cast to float32 and back, int8 -> int32 ->
+/// float). The first Cast is left to the nodes that still read it.
+void skipWideningCast(ir::Node &n) {
+  if ((n.OpType != "Cast" && n.OpType != "CastLike") || n.Domain != "" || !n.hasInput(0))
+    return;
+  const ir::Node *inner = n.Inputs[0]->Producer;
+  if (!inner || (inner->OpType != "Cast" && inner->OpType != "CastLike") || inner->Domain != "" ||
+      !inner->hasInput(0) || !inner->Inputs[0]->Type.known() || inner->Guard != n.Guard)
+    return;
+  if (widensExactly(inner->Inputs[0]->Type.Type, n.Inputs[0]->Type.Type))
+    n.Inputs[0] = inner->Inputs[0];
+}
+
 /// A Pad whose pads (the constant input of opset 11 on, the attribute
 /// before) are all zero.
 bool isEmptyPad(const ir::Node &n) {
@@ -285,11 +322,13 @@ void inferAndFold(ir::Graph &g, const FoldOptions &options) {
                                         << dtypeOnnxName(v->Type.Type);
     }
     // A Cast to its input's own type (QDQ exports put them between
-    // QuantizeLinear and DequantizeLinear) is its input, and so is a Pad
+    // QuantizeLinear and DequantizeLinear; a Cast to float32 and back, once
+    // skipWideningCast read around the first) is its input, and so is a Pad
     // that adds nothing (PyTorch exports F.pad of zeros; left in, it kept
     // the quantizer from reaching the pool after it). So is the operand that
     // a Where with a constant condition selects everywhere.
     ir::Value *same = nullptr;
+    skipWideningCast(n);
     if ((isSameTypeCast(n) || isEmptyPad(n)) && n.Outputs[0]->Type == n.Inputs[0]->Type)
       same = n.Inputs[0];
     else

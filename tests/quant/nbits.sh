@@ -22,6 +22,9 @@
 # ONNX Runtime is onnxruntime-node 1.30 (scripts/lib/ort.sh); without it the
 # comparisons with it are left out (exit 77 at the end).
 #
+# The same models built for aarch64 (qemu-user) and Cortex-M4 (QEMU's MPS2
+# AN386, bare metal) are compared with the reference too, when the cross
+# compilers and QEMU are installed.
 # Invalid MatMulNBits nodes (nbits.py make-bad) must be rejected with one
 # error line naming the node and no output file, never a crash.
 #
@@ -83,6 +86,49 @@ sys.exit(0 if ok else 1)
 PY
   fi
 done
+
+# --- the same models built for aarch64 (qemu-user) and Cortex-M4 (bare metal
+# on QEMU's MPS2 AN386, files through semihosting): the unpacking of B as
+# NEON vectors and as scalar code. Compared with the reference like the
+# host's output.
+# cross NAME MLCC_TARGET CC RUN...: every case, in CASE/NAME/.
+cross() {
+  local name=$1 target=$2 xcc=$3
+  shift 3
+  local run=("$@") d a spec
+  echo "== on $name"
+  for d in "$work"/cases/*/; do
+    d="${d%/}"
+    read -r spec <"$d/inputs"
+    printf '  %-26s ' "$(basename "$d")"
+    a="$d/$name"
+    mkdir -p "$a"
+    cp "${spec%:*}" "$a/a.bin"
+    if "$mlcc" "$d/model.onnx" --target "$target" -o "$a/libm.a" --name m >"$a/mlcc.log" 2>&1 &&
+       "$xcc" -std=c99 -O2 -I "$root/runtime-c" -o "$a/run" "$root/tools/conformance/driver.c" \
+         "$a/libm.a" -lm >"$a/link.log" 2>&1 &&
+       (cd "$a" && "${run[@]}" "$a/run" a.bin -- mlcc.bin) >"$a/run.log" 2>&1; then
+      cp "$d/ref.bin" "$a/ref.bin"
+      if [[ -e "$d/float16" ]]; then touch "$a/float16"; fi
+      "$python" "$here/nbits.py" compare "$a" || failed=$((failed + 1))
+    else
+      echo "FAIL: $(tail -n 1 "$a/mlcc.log" "$a/link.log" "$a/run.log" 2>/dev/null | tr '\n' ' ')"
+      failed=$((failed + 1))
+    fi
+  done
+}
+if command -v aarch64-linux-gnu-gcc >/dev/null && command -v qemu-aarch64 >/dev/null; then
+  cross aarch64 aarch64-linux aarch64-linux-gnu-gcc qemu-aarch64 -L /usr/aarch64-linux-gnu
+else
+  echo "== on aarch64: SKIP (aarch64-linux-gnu-gcc or qemu-aarch64 is not installed)"
+  skipped+=("aarch64")
+fi
+if command -v arm-none-eabi-gcc >/dev/null && command -v qemu-system-arm >/dev/null; then
+  cross cortex-m4 cortex-m4 "$root/tests/cross/cortex-m4-cc.sh" "$root/tests/cross/semihost-run.sh"
+else
+  echo "== on cortex-m4: SKIP (arm-none-eabi-gcc or qemu-system-arm is not installed)"
+  skipped+=("cortex-m4")
+fi
 
 # --- invalid nodes: one error line naming the node, exit status 1 or 3 ---------
 echo "== invalid nodes"

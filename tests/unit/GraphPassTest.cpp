@@ -5,6 +5,8 @@
 #include "compiler/passes/Passes.h"
 #include "compiler/quantizer/Quantize.h"
 
+#include "PassTestSupport.h"
+
 #include <catch2/catch.hpp>
 
 using namespace mlcc;
@@ -327,4 +329,41 @@ TEST_CASE("a Loop whose trip count follows a bounded dimension unrolls to the mo
     CHECK_THROWS_WITH(passes::inferAndFold(l.G, {}),
                       Catch::Contains("above the most its bounded dimensions give (2)"));
   }
+}
+
+namespace {
+/// x -> Cast(mid) -> Cast(out) -> Abs -> y, and the nodes left after
+/// infer-and-fold and dead-code elimination.
+std::vector<std::string> castPair(DType in, DType mid, DType out) {
+  passtest::Builder b;
+  ir::Value *x = b.input("x", in, {4, 8});
+  auto to = [](DType t) { return ir::intAttr((int64_t)t); };
+  ir::Value *m = b.node("Cast", {x}, "m", {mid, {4, 8}}, {{"to", to(mid)}});
+  ir::Value *c = b.node("Cast", {m}, "c", {out, {4, 8}}, {{"to", to(out)}});
+  ir::Value *y = b.node("Abs", {c}, "y", {out, {4, 8}});
+  b.G.Outputs = {y};
+  passes::inferAndFold(b.G, {});
+  passes::eliminateDeadCode(b.G);
+  std::vector<std::string> ops;
+  for (auto &n : b.G.Nodes)
+    ops.push_back(n->OpType + (n->Inputs[0] == x ? "(x)" : ""));
+  return ops;
+}
+} // namespace
+
+TEST_CASE("infer-and-fold: a Cast after a Cast that only widened reads around it", "[passes]") {
+  using V = std::vector<std::string>;
+  // Widened exactly, then back: both Casts go.
+  CHECK(castPair(DType::F16, DType::F32, DType::F16) == V{"Abs(x)"});
+  CHECK(castPair(DType::I8, DType::I32, DType::I8) == V{"Abs(x)"});
+  CHECK(castPair(DType::U8, DType::I16, DType::U8) == V{"Abs(x)"});
+  // Widened exactly, then to a third type: one Cast from the input.
+  CHECK(castPair(DType::I8, DType::I32, DType::F32) == V{"Cast(x)", "Abs"});
+  CHECK(castPair(DType::BF16, DType::F32, DType::F16) == V{"Cast(x)", "Abs"});
+  // The first Cast rounds or may wrap: both stay.
+  CHECK(castPair(DType::F32, DType::F16, DType::F32) == V{"Cast(x)", "Cast", "Abs"});
+  CHECK(castPair(DType::I32, DType::F32, DType::I32) == V{"Cast(x)", "Cast", "Abs"});
+  CHECK(castPair(DType::I16, DType::U16, DType::I16) == V{"Cast(x)", "Cast", "Abs"});
+  CHECK(castPair(DType::U16, DType::I16, DType::U16) == V{"Cast(x)", "Cast", "Abs"});
+  CHECK(castPair(DType::I32, DType::F16, DType::I32) == V{"Cast(x)", "Cast", "Abs"});
 }

@@ -326,6 +326,25 @@ TEST_CASE("fuse-ops: a MatMul and its elementwise epilogue are one group",
                                });
 }
 
+TEST_CASE("fuse-ops: Casts join a chain (a float16 graph's float32 region is one kernel)",
+          "[passes][pass:fuse-ops]") {
+  Builder b;
+  ir::Value *x = b.input("x", DType::F16, {2, 3});
+  auto to = [](DType t) { return ir::intAttr((int64_t)t); };
+  ir::Value *w = b.node("Cast", {x}, "w", {DType::F32, {2, 3}}, {{"to", to(DType::F32)}});
+  ir::Value *r = b.node("Sigmoid", {w}, "r", {DType::F32, {2, 3}});
+  ir::Value *m = b.node("Mul", {w, r}, "m", {DType::F32, {2, 3}});
+  b.G.Outputs = {b.node("Cast", {m}, "y", {DType::F16, {2, 3}}, {{"to", to(DType::F16)}})};
+
+  passes::fuseOps(b.G);
+  CHECK(fusedStructure(b.G) == std::vector<std::string>{
+                                   "Cast(x) -> %0 [0]",
+                                   "Sigmoid(%0) -> %1 [0]",
+                                   "Mul(%0, %1) -> %2 [0]",
+                                   "Cast(%2) -> y [0]",
+                               });
+}
+
 TEST_CASE("fuse-ops: the elementwise producer of a single-use operand is inlined",
           "[passes][pass:fuse-ops]") {
   // y = exp(x) * sigmoid(z): Exp is the root, Mul its chain; the Sigmoid's
