@@ -24,7 +24,8 @@
 // widened to f32 lanes), whatever the target's width. Rows of A go in
 // groups of up to four, each byte of B unpacked once for the group.
 //
-// g_idx (act-order) is not supported. accuracy_level is a hint (the
+// A's rows may follow a dimension known only at run time (--dim), when they
+// are the leading elements of its buffer. g_idx (act-order) is not supported. accuracy_level is a hint (the
 // arithmetic is f32 for every A type).
 //
 //===----------------------------------------------------------------------===//
@@ -208,10 +209,18 @@ void lowerMatMulNBits(LowerCtx &c) {
       });
     });
   };
-  if (rows / R > 0)
-    kb.loop("mg", rows / R, [&](Expr mg) { group(mg * R, R); });
-  if (rows % R)
-    group(indexConst(rows / R * R), rows % R);
+  // The rows when the kernel runs: a prompt's length may be known only then
+  // (--dim seq=1..MAX): whole groups, then the rest in a group of its size.
+  Expr rowsAt = indexConst(rows);
+  if (a.bounded()) {
+    rowsAt = a.numelAtRunTime(s.K);
+    if (!rowsAt || !y.numelAtRunTime(s.N))
+      c.node().error(ErrorKind::Unsupported)
+          << "A's rows follow a run-time dimension with other axes of more than one before it";
+  }
+  kb.loopTo("mg", rowsAt / R, [&](Expr mg) { group(mg * R, R); });
+  for (int64_t g = 1; g < R; ++g)
+    kb.ifThen(eq(rowsAt % R, indexConst(g)), [&] { group(rowsAt - g, g); });
 }
 
 } // namespace
@@ -219,7 +228,7 @@ void lowerMatMulNBits(LowerCtx &c) {
 MLCC_OPS(MatMulNBits) {
   R.add({.Domain = "com.microsoft", .Name = "MatMulNBits", .SinceVersion = 1,
          .Fusion = FusionClass::Opaque, .Infer = inferMatMulNBits,
-         .Lower = lowerMatMulNBits});
+         .Lower = lowerMatMulNBits, .RunTimeExtents = true});
 }
 
 } // namespace mlcc::ops

@@ -3,7 +3,9 @@
 tests/quant/nbits.sh, and the comparison of outputs.
 
   nbits.py make DIR           writes DIR/CASE/{model.onnx, a.bin, ref.bin, inputs}
-  nbits.py compare CASE_DIR   compares CASE_DIR/mlcc.bin (and ort.bin) with ref.bin
+  nbits.py compare CASE_DIR [ROWS OF]
+                              compares CASE_DIR/mlcc.bin (and ort.bin) with ref.bin
+                              (with ROWS OF: its leading ROWS of OF rows)
   nbits.py bench DIR K N [M]  A [M, K] (M default 1) times a K x N weight three
                               ways (see benchmarks/nbits/run)
   nbits.py make-bad DIR       invalid MatMulNBits nodes: DIR/NAME.onnx and
@@ -73,7 +75,7 @@ def write_case(d, a, ref, half=False):
         f.write(f"{d}/a.bin:{','.join(str(x) for x in a.shape)}\n")
 
 
-def nbits_case(d, a_shape, n, bits, block, zp_kind, bias, half=False):
+def nbits_case(d, a_shape, n, bits, block, zp_kind, bias, half=False, bounded=False):
     k = a_shape[-1]
     ft = np.float16 if half else np.float32
     FT = TP.FLOAT16 if half else TP.FLOAT
@@ -117,10 +119,15 @@ def nbits_case(d, a_shape, n, bits, block, zp_kind, bias, half=False):
     node = h.make_node("MatMulNBits", ins, ["Y"], domain="com.microsoft", K=k, N=n, bits=bits,
                        block_size=block, accuracy_level=0)
     out_shape = list(a_shape[:-1]) + [n]
+    if bounded:  # A's rows and Y's are a dimension "seq", its MAX a_shape[0]
+        a_shape, out_shape = ["seq"] + list(a_shape[1:]), ["seq"] + out_shape[1:]
     save(d, [node], [h.make_tensor_value_info("A", FT, list(a_shape))],
          [h.make_tensor_value_info("Y", FT, out_shape)], inits,
          [("", 17), ("com.microsoft", 1)])
     write_case(d, a, ref, half)
+    if bounded:
+        with open(os.path.join(d, "bounded"), "w") as f:
+            f.write(f"{a.shape[0]}\n")
 
 
 def dq_case(d, a_shape, n, signed, block, gemm_trans_b=False):
@@ -185,14 +192,19 @@ def make(out):
     nbits_case(f"{out}/nbits2", (2, 96), 24, 2, 32, "packed", True)
     nbits_case(f"{out}/nbits8", (2, 80), 24, 8, 16, "packed", False)
     nbits_case(f"{out}/nbits4_float16", (6, 128), 40, 4, 32, "float", True, half=True)
+    nbits_case(f"{out}/nbits4_bounded", (16, 64), 24, 4, 32, "packed", True, bounded=True)
     dq_case(f"{out}/dq_int4_blocked", (1, 128), 64, True, 32)
     dq_case(f"{out}/dq_uint4_blocked_rank3", (2, 3, 100), 40, False, 16)
     dq_case(f"{out}/dq_int4_per_channel", (1, 72), 24, True, 0)
     dq_case(f"{out}/dq_uint4_gemm_transb", (3, 96), 20, False, 32, gemm_trans_b=True)
 
 
-def compare(d):
+def compare(d, rows=None, of=None):
+    """rows/of: a bounded run at `rows` of the reference's `of` rows (the
+    leading values)."""
     ref = np.fromfile(os.path.join(d, "ref.bin"), dtype=np.float64)
+    if rows is not None:
+        ref = ref[: ref.size // of * rows]
     scale = max(np.abs(ref).max(), 1e-30)
     half = os.path.exists(os.path.join(d, "float16"))
     # float16 outputs: 4 units in the last place at the largest value.
@@ -264,6 +276,8 @@ if __name__ == "__main__":
         make(sys.argv[2])
     elif cmd == "compare" and len(sys.argv) == 3:
         sys.exit(compare(sys.argv[2]))
+    elif cmd == "compare" and len(sys.argv) == 5:
+        sys.exit(compare(sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))
     elif cmd == "make-bad" and len(sys.argv) == 3:
         make_bad(sys.argv[2])
     elif cmd == "bench" and len(sys.argv) in (5, 6):
