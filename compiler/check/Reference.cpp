@@ -12,7 +12,6 @@
 #include "compiler/check/Reference.h"
 
 #include "compiler/kernel/Schedule.h"
-#include "compiler/kernel/SubByte.h"
 #include "compiler/ops/OpRegistry.h"
 
 #include <algorithm>
@@ -195,7 +194,7 @@ Reference buildReference(ir::Graph &g, const passes::FoldOptions &fold) {
   // for any emitter (what the schedule step does to them).
   for (kir::Kernel &k : r.Program.Kernels)
     if (kir::hasSubByte(k))
-      k = kir::expandSubByte(kir::hasVectors(k.Body) ? kir::scalarize(k) : k);
+      k = kir::expandSubByte(k);
   return r;
 }
 

@@ -1,6 +1,5 @@
 #include "compiler/kernel/GpuSchedule.h"
 
-#include "compiler/kernel/SubByte.h"
 
 #include "compiler/kernel/Builder.h"
 #include "compiler/kernel/Cost.h"
@@ -645,9 +644,9 @@ Kernel mapToGpu(const Kernel &k, const TargetDesc &t) {
              "a GPU with warps of " << kWarp << " and blocks of a multiple of them");
   std::vector<Stmt> top, launches;
   // Packed 4- and 2-bit stores share bytes: such a kernel runs its byte
-  // operations in order, on one thread (compiler/kernel/SubByte.h).
+  // operations in order, on one thread (expandSubByte).
   const bool packed = hasSubByte(k);
-  Kernel r = packed ? expandSubByte(hasVectors(k.Body) ? scalarize(k) : k) : k;
+  Kernel r = packed ? expandSubByte(k) : k;
   flatten(r.Body, top);
   for (const Stmt &s : top)
     if (packed)

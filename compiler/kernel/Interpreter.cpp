@@ -2,7 +2,6 @@
 
 #include "compiler/kernel/ScalarEval.h"
 #include "compiler/kernel/Schedule.h"
-#include "compiler/kernel/SubByte.h"
 #include "compiler/support/Error.h"
 
 #include <cstring>
@@ -233,7 +232,7 @@ private:
 void interpret(const Kernel &k, const std::vector<void *> &args,
                int64_t maxIterations) {
   if (hasSubByte(k)) { // packed elements: as byte operations, like the targets
-    Kernel bytes = expandSubByte(hasVectors(k.Body) ? scalarize(k) : k);
+    Kernel bytes = expandSubByte(k);
     Machine m(bytes, args);
     m.Budget = maxIterations;
     m.run();

@@ -1,13 +1,11 @@
 #include "compiler/kernel/Schedule.h"
 
-#include "compiler/kernel/SubByte.h"
-
 namespace mlcc::kir {
 
 void scheduleProgram(Program &p, const TargetDesc &t) {
   for (auto &k : p.Kernels) {
     if (hasSubByte(k)) { // stores share bytes: in order, one element at a time
-      k = expandSubByte(collapse(hasVectors(k.Body) ? scalarize(k) : k));
+      k = expandSubByte(collapse(k));
       continue;
     }
     k = vectorize(collapse(k), t);

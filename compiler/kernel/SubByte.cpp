@@ -1,4 +1,10 @@
-#include "compiler/kernel/SubByte.h"
+//===- SubByte.cpp - 4- and 2-bit elements as byte operations -------------===//
+//
+// expandSubByte (Schedule.h): packed loads, stores and casts rewritten into
+// byte operations for every emitter and the interpreter.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/kernel/Schedule.h"
 
 #include "compiler/kernel/Builder.h"
 #include "compiler/kernel/Mutator.h"
@@ -199,7 +205,7 @@ bool hasSubByte(const Kernel &k) {
 Kernel expandSubByte(const Kernel &k) {
   if (!hasSubByte(k))
     return k;
-  Kernel r = k;
+  Kernel r = hasVectors(k.Body) ? scalarize(k) : k;
   Expander x;
   for (Buffer &p : r.Params)
     p = x.bytesOf(p);

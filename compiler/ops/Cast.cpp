@@ -5,7 +5,7 @@
 // toward zero and saturates (NaN -> 0), integer to integer wraps, anything to
 // bool tests for non-zero. To int4/uint4/int2/uint2 every value wraps to
 // the low bits (a float truncated to an integer first), and to float4e2m1 a
-// float rounds to nearest even, saturating (compiler/kernel/SubByte.h).
+// float rounds to nearest even, saturating (kir::expandSubByte, compiler/kernel/SubByte.cpp).
 // Strings are not supported.
 //
 // float8 targets: the kernel IR conversion f32 -> float8 rounds to nearest

@@ -66,7 +66,7 @@ unsigned dtypeSize(DType t);
 /// (compiler/support/SubByte.h reads and writes them on the host). In kernel
 /// IR they are storage types like float16: loads, stores and casts, values
 /// computed in computeType (int8, uint8, f32), and
-/// compiler/kernel/SubByte.h expands their accesses into byte operations.
+/// kir::expandSubByte (compiler/kernel/SubByte.cpp) expands their accesses into byte operations.
 bool isSubByte(DType t);
 /// Bytes that `n` elements of `t` take in memory: n * dtypeSize(t), or the
 /// packed bytes (rounded up) of a sub-byte type.

@@ -82,7 +82,7 @@ public:
   /// the packed sub-byte types: codeAt()).
   const uint8_t *elementPtr(int64_t i) const;
 
-  /// The code (bits) of element `i` of a sub-byte tensor (SubByte.h).
+  /// The code (bits) of element `i` of a sub-byte tensor (compiler/support/SubByte.h).
   uint8_t codeAt(int64_t i) const;
   /// Element `i` converted to int64 (floats truncate, bool 0/1).
   int64_t intAt(int64_t i) const;

@@ -1,11 +1,11 @@
 // Packed 4- and 2-bit elements: the host codes (compiler/support/SubByte.h)
 // against the format definitions, the packed layout of tensors against
 // ONNX's (low bits first), and kernels whose packed loads, stores and casts
-// are expanded into byte operations (compiler/kernel/SubByte.h) against the
+// are expanded into byte operations (kir::expandSubByte) against the
 // host codes, for every type.
 #include "compiler/kernel/Builder.h"
 #include "compiler/kernel/Interpreter.h"
-#include "compiler/kernel/SubByte.h"
+#include "compiler/kernel/Schedule.h"
 #include "compiler/support/SubByte.h"
 #include "compiler/support/Tensor.h"
 
