@@ -136,10 +136,6 @@ else
   fail "digits: no accuracy or weight figure in the demo's output"
 fi
 
-# shellcheck source=../../scripts/lib/deps.sh
-source "$root/scripts/lib/deps.sh"
-# shellcheck source=../../scripts/lib/ort.sh
-source "$root/scripts/lib/ort.sh"
 have_ort=0
 mlcc_require_ort "$root" && have_ort=1
 

@@ -30,18 +30,7 @@ set -uo pipefail
 
 # shellcheck source=setup.sh
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
-# shellcheck source=../../scripts/lib/deps.sh
-source "$root/scripts/lib/deps.sh"
-# shellcheck source=../../scripts/lib/ort.sh
-source "$root/scripts/lib/ort.sh"
-ort=0
-if mlcc_require_ort "$root"; then
-  ort=1
-else
-  echo "note: onnxruntime-node 1.30 cannot be installed: ONNX Runtime comparisons left out"
-  skipped+=("the ONNX Runtime comparisons")
-fi
-
+require_ort_or_note
 "$cc" -std=c99 -O2 -I "$root/runtime-c" -c "$root/tools/conformance/driver.c" -o "$work/driver.o" || exit 1
 
 # Compiles CASE/model.onnx, runs it on CASE's inputs (and ONNX Runtime when

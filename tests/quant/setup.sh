@@ -1,6 +1,7 @@
 # setup.sh - the start every tests/quant script shares (sourced):
 #   SCRIPT MLCC WORKDIR
 # sets mlcc, work (created), here, root, cc, python, failed=0, skipped=(),
+# require_ort_or_note (below),
 # ort_node (the command that runs ONNX Runtime's node: ORT_PREFIX, e.g.
 # "qemu-x86_64 -cpu EPYC-Rome" for its AVX2 path, then node; see ort_int8.py);
 # exits 2 on bad usage and 77 when /usr/bin/python3 lacks onnx or numpy.
@@ -24,3 +25,19 @@ if ! "$python" -c 'import onnx, numpy' 2>/dev/null; then
   echo "SKIP: /usr/bin/python3 cannot import onnx and numpy (python3-onnx, python3-numpy)"
   exit 77
 fi
+
+# shellcheck source=../../scripts/lib/deps.sh
+source "$root/scripts/lib/deps.sh"
+# shellcheck source=../../scripts/lib/ort.sh
+source "$root/scripts/lib/ort.sh"
+# Sets ort=1 when onnxruntime-node 1.30 is there (installed if need be);
+# else ort=0, a note, and "the ONNX Runtime comparisons" in skipped.
+require_ort_or_note() {
+  ort=0
+  if mlcc_require_ort "$root"; then
+    ort=1
+  else
+    echo "note: onnxruntime-node 1.30 cannot be installed: ONNX Runtime comparisons left out"
+    skipped+=("the ONNX Runtime comparisons")
+  fi
+}
