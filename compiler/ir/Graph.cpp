@@ -613,6 +613,8 @@ std::string KernelPlan::str() const {
     field("grid<=" + std::to_string(GridStageBytes));
   if (StagedABytes > 0)
     field("stage_a<=" + std::to_string(StagedABytes));
+  if (NBitsRows > 0)
+    field("nbits_rows=" + std::to_string(NBitsRows) + " lanes=" + std::to_string(NBitsLanes));
   if (UnrolledTaps != KernelPlan{}.UnrolledTaps)
     field("unrolled_taps=" + std::to_string(UnrolledTaps));
   if (FixedRequant)

@@ -180,6 +180,12 @@ struct KernelPlan {
   /// kernel stack): converted once per tile, as vectors, not once per
   /// product (TiledContraction::StageABytes). 0: A is read in place.
   int64_t StagedABytes = 0;
+  /// com.microsoft MatMulNBits (ops/MatMulNBits.cpp): the rows of A that
+  /// share each unpacked byte of B, and the f32 partial sums each row keeps
+  /// (plan-kernels: 4 rows; a vector of the target's f32 lanes, 2 scalars
+  /// without vectors). 0: the kernel's defaults (one row, one sum), as
+  /// constant folding lowers it before any plan.
+  int64_t NBitsRows = 0, NBitsLanes = 0;
   /// The Int tile's windowed path (ops/IntegerConv.cpp) writes out the taps
   /// of a kernel row of at most UnrolledTaps taps (constant offsets, no
   /// loop of a few iterations around the tile's steps); a longer row is a

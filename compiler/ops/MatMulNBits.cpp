@@ -21,8 +21,9 @@
 // accumulates s * sum_r A_r[j] * ((byte >> r*bits) & mask) for every byte j
 // of B's row: the loop over those P bytes has independent iterations and
 // contiguous loads, so the vectorizer makes it vector arithmetic (bytes
-// widened to f32 lanes), whatever the target's width. Rows of A go in
-// groups of up to four, each byte of B unpacked once for the group.
+// widened to f32 lanes); the plan gives its width (a vector of the target's
+// f32 lanes) and the rows of A that go in a group, each byte of B unpacked
+// once for the group (KernelPlan::NBitsRows, NBitsLanes).
 //
 // A's rows may follow a dimension known only at run time (--dim), when they
 // are the leading elements of its buffer. g_idx (act-order) is not supported. accuracy_level is a hint (the
@@ -99,15 +100,14 @@ void inferMatMulNBits(ir::Node &n) {
   n.setOutput(0, n.inDType(0), y);
 }
 
-/// Rows of A whose products share each unpacked byte of B.
-constexpr int64_t kRowGroup = 4;
-
-/// Bytes of B that one row's partial sums cover: a block's bytes, at most 16
-/// for one row (independent sums hide the latency of the additions) and 8
-/// for a group of rows (whose sums are the independent ones); the vectorizer
-/// splits them into the target's lanes.
-int64_t partialBytes(const NBitsShape &s, int64_t rows) {
-  return std::min<int64_t>(s.Blob, rows > 1 ? 8 : 16);
+/// Bytes of B that one row's partial sums cover: the plan's lanes (a
+/// vector of the target's), at most a block's bytes, a power of two (a
+/// block's bytes are one).
+int64_t partialBytes(const NBitsShape &s, int64_t lanes) {
+  int64_t p = 1;
+  while (p * 2 <= std::min(s.Blob, lanes))
+    p *= 2;
+  return p;
 }
 
 void lowerMatMulNBits(LowerCtx &c) {
@@ -123,10 +123,11 @@ void lowerMatMulNBits(LowerCtx &c) {
   const int64_t per = 8 / s.Bits, mask = (1 << s.Bits) - 1;
   const int64_t rows = numElements(a.shape()) / s.K;
   const int64_t bytesPerRow = s.KBlocks * s.Blob; // of B, and of each A_r
-  // Rows of A taken together: each byte of B is unpacked once for all of
-  // them (a prompt's rows; a decode step has one).
-  const int64_t R = std::min<int64_t>(rows, kRowGroup);
-  const int64_t P = partialBytes(s, R), chunks = s.Blob / P;
+  // Rows of A taken together (the plan's): each byte of B is unpacked once
+  // for all of them (a prompt's rows; a decode step has one).
+  const ir::KernelPlan &plan = c.node().Plan;
+  const int64_t R = std::max<int64_t>(1, std::min<int64_t>(rows, plan.NBitsRows));
+  const int64_t P = partialBytes(s, std::max<int64_t>(1, plan.NBitsLanes)), chunks = s.Blob / P;
   // The rows' A split by position within a byte, and each block's sums.
   TensorRef split = c.scratch("a_split", f, {R, per, bytesPerRow});
   TensorRef sums = c.scratch("a_sums", f, {R, s.KBlocks});

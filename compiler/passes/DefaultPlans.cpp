@@ -661,6 +661,13 @@ ir::KernelPlan planKernel(const ir::Node &n, const TargetDesc &t, bool integerRe
     p.Attention = attentionBlocks(n, t);
     return p;
   }
+  // 4-bit weights: rows of A sharing each unpacked byte of B, each keeping
+  // a vector of partial sums (a few scalars on a core without vectors).
+  if (n.Domain == "com.microsoft" && n.OpType == "MatMulNBits") {
+    p.NBitsRows = 4;
+    p.NBitsLanes = t.VectorBytes > 0 && !gpu ? t.lanes(DType::F32) : 2;
+    return p;
+  }
   // Recurrent cells with constant weights read them transposed (see
   // KernelPlan::GateRows).
   if (n.Domain.empty() && (n.OpType == "RNN" || n.OpType == "GRU" || n.OpType == "LSTM") &&
