@@ -119,13 +119,4 @@ else
   fi
 fi
 
-echo
-if ((failed > 0)); then
-  echo "$failed check(s) FAILED"
-  exit 1
-fi
-if ((${#skipped[@]} > 0)); then
-  echo "passed; skipped: ${skipped[*]}"
-  exit 77
-fi
-echo "all passed"
+finish

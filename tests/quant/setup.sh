@@ -1,7 +1,7 @@
 # setup.sh - the start every tests/quant script shares (sourced):
 #   SCRIPT MLCC WORKDIR
 # sets mlcc, work (created), here, root, cc, python, failed=0, skipped=(),
-# require_ort_or_note (below),
+# require_ort_or_note and finish (below),
 # ort_node (the command that runs ONNX Runtime's node: ORT_PREFIX, e.g.
 # "qemu-x86_64 -cpu EPYC-Rome" for its AVX2 path, then node; see ort_int8.py);
 # exits 2 on bad usage and 77 when /usr/bin/python3 lacks onnx or numpy.
@@ -40,4 +40,20 @@ require_ort_or_note() {
     echo "note: onnxruntime-node 1.30 cannot be installed: ONNX Runtime comparisons left out"
     skipped+=("the ONNX Runtime comparisons")
   fi
+}
+
+# The summary and exit status: 1 when a check failed, 77 when a part was
+# skipped (and nothing failed), else 0.
+finish() {
+  echo
+  if ((failed > 0)); then
+    echo "$failed check(s) FAILED"
+    exit 1
+  fi
+  if ((${#skipped[@]} > 0)); then
+    echo "passed; skipped: ${skipped[*]}"
+    exit 77
+  fi
+  echo "all passed"
+  exit 0
 }
