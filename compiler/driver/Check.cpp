@@ -893,6 +893,10 @@ CheckResult runCheck(const CheckOptions &o, const std::vector<int64_t> &values) 
       auto it = refs.find(po2.Value);
       if (it == refs.end() && !po2.QuantizedFrom.empty())
         it = refs.find(po2.QuantizedFrom);
+      // A value the graph output views (a Reshape merging heads): the
+      // output's data is this call's.
+      if (it == refs.end() && call.Args[po2.Arg].Kind == kir::StorageKind::Output)
+        it = refs.find(p.Outputs[call.Args[po2.Arg].Index].Name);
       r.Against = it == refs.end() ? "" : it->first;
       std::set<std::string> stops = produced; // what other calls write
       stops.erase(po2.Value);

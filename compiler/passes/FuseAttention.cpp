@@ -21,8 +21,11 @@
 // its own kernel, still correct).
 //
 // The ONNX Attention op (opset 23) becomes the same node where the kernel
-// computes what it defines: no past key or value, no nonpad_kv_seqlen,
-// none of the outputs after Y read, f32, key heads dividing the query
+// computes what it defines: no nonpad_kv_seqlen, qk_matmul_output not
+// read, f32, a past key and value (if any) of fixed length P whose
+// present ones are computed first (Concat of the past and the new heads,
+// the present outputs when the graph reads them; causal rows see the past:
+// causal_offset P), key heads dividing the query
 // heads (grouped-query attention: k_group); its scale a Mul step, softcap
 // a step of its own, a float mask an Add, a
 // boolean mask a Where, is_causal the causal step, 3-D operands read
@@ -228,18 +231,68 @@ struct Matcher {
     return v;
   }
 
+  /// A new node of `n`'s guard computing `out` (a new value of type `t`
+  /// when null) from `ins`, appended to `nodes`.
+  ir::Value *node(const ir::Node &n, const std::string &op, std::vector<ir::Value *> ins,
+                  std::map<std::string, ir::Attribute> attrs, ir::TensorType t,
+                  ir::Value *out, std::vector<std::unique_ptr<ir::Node>> &nodes) {
+    if (!out)
+      out = G.addValue(G.uniqueValueName(n.Name + "/" + op), t);
+    auto m = std::make_unique<ir::Node>();
+    m->Name = G.uniqueNodeName(n.Name + "/" + op);
+    m->OpType = op;
+    m->Opset = G.Opsets.count("") ? G.Opsets.at("") : 14;
+    m->Attrs = std::move(attrs);
+    m->Inputs = std::move(ins);
+    m->Outputs = {out};
+    m->Guard = n.Guard;
+    out->Producer = m.get();
+    nodes.push_back(std::move(m));
+    return out;
+  }
+
+  /// The present keys (or values) [batch, heads, past + seq, size] of an
+  /// Attention: `past` followed by `x` (3-D [batch, seq, heads * size],
+  /// split into heads, or 4-D), written to `out` when the graph has it.
+  ir::Value *present(const ir::Node &n, ir::Value *x, ir::Value *past, int64_t heads,
+                     int64_t size, ir::Value *out, std::vector<std::unique_ptr<ir::Node>> &nodes) {
+    const Shape &d = x->Type.Dims;
+    if (d.size() == 3) {
+      ir::Value *shape = G.addValue(G.uniqueValueName(n.Name + "/heads_shape"), {DType::I64, {4}});
+      shape->Const = std::make_shared<Tensor>(
+          Tensor::fromInts(DType::I64, {4}, {d[0], d[1], heads, size}));
+      x = node(n, "Reshape", {x, shape}, {}, {DType::F32, {d[0], d[1], heads, size}}, nullptr,
+               nodes);
+      x = node(n, "Transpose", {x}, {{"perm", ir::intsAttr({0, 2, 1, 3})}},
+               {DType::F32, {d[0], heads, d[1], size}}, nullptr, nodes);
+    }
+    const Shape &p = past->Type.Dims;
+    return node(n, "Concat", {past, x}, {{"axis", ir::intAttr(2)}},
+                {DType::F32, {p[0], p[1], p[2] + x->Type.Dims[2], p[3]}},
+                out && (Uses.count(out) || G.isGraphOutput(out)) ? out : nullptr, nodes);
+  }
+
   /// Rewrites an ONNX Attention node as mlcc.Attention where it can (see
   /// the file comment). New nodes (a Reshape of a 3-D Y) go to `added`,
   /// to be placed after `n`.
-  bool fuseOnnx(ir::Node &n, std::vector<std::unique_ptr<ir::Node>> &added) {
+  bool fuseOnnx(ir::Node &n, std::vector<std::unique_ptr<ir::Node>> &before,
+                std::vector<std::unique_ptr<ir::Node>> &added) {
     if (!n.Domain.empty() || n.OpType != "Attention" || n.Inputs.size() < 3)
       return false;
-    for (size_t i = 4; i < n.Inputs.size(); ++i)
-      if (n.Inputs[i])
-        return false;
-    for (size_t i = 1; i < n.Outputs.size(); ++i)
-      if (n.Outputs[i] && (Uses.count(n.Outputs[i]) || G.isGraphOutput(n.Outputs[i])))
-        return false;
+    auto read = [&](size_t i) {
+      return i < n.Outputs.size() && n.Outputs[i] &&
+             (Uses.count(n.Outputs[i]) || G.isGraphOutput(n.Outputs[i]));
+    };
+    ir::Value *pastK = n.hasInput(4) ? n.Inputs[4] : nullptr;
+    ir::Value *pastV = n.hasInput(5) ? n.Inputs[5] : nullptr;
+    if (n.hasInput(6) || !pastK != !pastV || read(3))
+      return false;
+    if (!pastK && (read(1) || read(2)))
+      return false;
+    if (pastK && (!isF32(pastK) || !isF32(pastV) || pastK->Type.Dims.size() != 4 ||
+                  pastV->Type.Dims.size() != 4 || !pastK->Bounded.empty() ||
+                  !pastV->Bounded.empty()))
+      return false;
     const double softcap = n.attrFloat("softcap", 0.0);
     if (softcap < 0 || !n.hasOutput(0) || !isF32(n.Outputs[0]))
       return false;
@@ -256,7 +309,8 @@ struct Matcher {
       if (!x->Bounded.empty())
         return false;
     const int64_t hs = q.size() == 3 ? q[2] / qh : q[3];
-    const int64_t skv = k.size() == 3 ? k[1] : k[2];
+    const int64_t past = pastK ? pastK->Type.Dims[2] : 0;
+    const int64_t skv = (k.size() == 3 ? k[1] : k[2]) + past;
     const int64_t sq = q.size() == 3 ? q[1] : q[2];
     const int64_t vhs = v.size() == 3 ? v[2] / vh : v[3];
     if (hs < 1 || vhs < 1 || (q.size() == 3 && q[2] % qh) || (v.size() == 3 && v[2] % vh))
@@ -283,7 +337,19 @@ struct Matcher {
     const int64_t batch = q[0];
     ir::Value *y = n.Outputs[0];
     ir::Value *q0 = n.Inputs[0], *k0 = n.Inputs[1], *v0 = n.Inputs[2];
+    if (pastK) {
+      // The keys and values are the present ones (past followed by the new
+      // heads), computed before the node; causal rows see the past too.
+      if (pastK->Type.Dims != Shape{batch, kvh, past, hs} ||
+          pastV->Type.Dims != Shape{batch, vh, pastV->Type.Dims[2], vhs} ||
+          pastV->Type.Dims[2] != past)
+        return false;
+      k0 = present(n, k0, pastK, kvh, hs, n.Outputs.size() > 1 ? n.Outputs[1] : nullptr, before);
+      v0 = present(n, v0, pastV, vh, vhs, n.Outputs.size() > 2 ? n.Outputs[2] : nullptr, before);
+    }
     n.Attrs.clear();
+    if (past && causal)
+      n.Attrs["causal_offset"] = ir::intAttr(past);
     operand(q0, qh, hs, "q");
     operand(k0, kvh, hs, "k");
     operand(v0, vh, vhs, "v");
@@ -484,22 +550,27 @@ bool fuseAttention(ir::Graph &g) {
   bool changed = false;
   // New nodes (a 3-D Attention's Reshape) go right after the node they
   // follow, once the matching (which reads g.Nodes) is over.
-  std::map<const ir::Node *, std::vector<std::unique_ptr<ir::Node>>> after;
+  std::map<const ir::Node *, std::vector<std::unique_ptr<ir::Node>>> before, after;
   for (auto &n : g.Nodes) {
-    std::vector<std::unique_ptr<ir::Node>> added;
-    if (!m.Absorbed.count(n.get()) && (m.fuse(*n) || m.fuseOnnx(*n, added)))
+    std::vector<std::unique_ptr<ir::Node>> ahead, added;
+    if (!m.Absorbed.count(n.get()) && (m.fuse(*n) || m.fuseOnnx(*n, ahead, added)))
       changed = true;
+    if (!ahead.empty())
+      before[n.get()] = std::move(ahead);
     if (!added.empty())
       after[n.get()] = std::move(added);
   }
-  if (!after.empty()) {
+  if (!before.empty() || !after.empty()) {
     std::vector<std::unique_ptr<ir::Node>> nodes;
     for (auto &n : g.Nodes) {
-      auto it = after.find(n.get());
+      auto b = before.find(n.get()), a = after.find(n.get());
+      if (b != before.end())
+        for (auto &x : b->second)
+          nodes.push_back(std::move(x));
       nodes.push_back(std::move(n));
-      if (it != after.end())
-        for (auto &a : it->second)
-          nodes.push_back(std::move(a));
+      if (a != after.end())
+        for (auto &x : a->second)
+          nodes.push_back(std::move(x));
     }
     g.Nodes = std::move(nodes);
   }

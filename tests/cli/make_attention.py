@@ -33,8 +33,9 @@ def const(name, a):
 def save(name, nodes, ins, outs, inits, opset=17):
     g = h.make_graph(nodes, name, ins, outs, inits)
     m = h.make_model(g, opset_imports=[h.make_opsetid("", opset)])
-    m.ir_version = 8
-    onnx.checker.check_model(m)
+    m.ir_version = 8 if opset <= 17 else 10
+    if opset <= 17:  # this onnx (1.12) knows no later opset
+        onnx.checker.check_model(m)
     onnx.save(m, os.path.join(out, name + ".onnx"))
     print("wrote", name)
 
@@ -165,3 +166,14 @@ save("identity_dropout", [
     h.make_node("MatMul", ["p", "v"], ["y"]),
 ], [vi("q", [1, 2, 20, 16]), vi("kt", [1, 2, 16, 20]), vi("v", [1, 2, 20, 16])],
     [vi("y", [1, 2, 20, 16])], [const("scale", np.float32(4))])
+
+# 11. The ONNX Attention op (opset 23) with a past key and value, grouped
+# heads (4 query heads, 2 key heads), 3-D inputs and is_causal: the present
+# keys and values (graph outputs) are computed before the fused kernel, and
+# causal rows see the whole past.
+save("onnx_attention_past", [
+    h.make_node("Attention", ["q", "k", "v", "", "past_k", "past_v"], ["y", "present_k", "present_v"],
+                q_num_heads=4, kv_num_heads=2, is_causal=1),
+], [vi("q", [1, 5, 64]), vi("k", [1, 5, 32]), vi("v", [1, 5, 32]),
+    vi("past_k", [1, 2, 7, 16]), vi("past_v", [1, 2, 7, 16])],
+    [vi("y", [1, 5, 64]), vi("present_k", [1, 2, 12, 16]), vi("present_v", [1, 2, 12, 16])], [], opset=23)
