@@ -40,6 +40,7 @@
 // nodes before inference (OpSchema::Expand) and check their inputs there.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/ops/Expansion.h"
 #include "compiler/ops/Requantization.h"
 
 #include <array>
@@ -391,45 +392,6 @@ void lowerLookupTable(LowerCtx &c) {
 // Expansions into standard nodes
 // ---------------------------------------------------------------------------
 
-using Nodes = std::vector<std::unique_ptr<ir::Node>>;
-
-/// Collects the nodes that replace a contrib node.
-struct Expansion {
-  const ir::Node &Owner;
-  ir::Graph &G;
-  Nodes Out;
-
-  /// A node computing `out` (a new value when null); returns `out`.
-  ir::Value *add(const std::string &op, int64_t opset, std::vector<ir::Value *> ins,
-                 std::map<std::string, ir::Attribute> attrs = {},
-                 ir::Value *out = nullptr, const std::string &domain = "") {
-    if (!out)
-      out = G.addValue(G.uniqueValueName(Owner.Name + "/" + op));
-    while (!ins.empty() && !ins.back())
-      ins.pop_back();
-    auto node = std::make_unique<ir::Node>();
-    node->Name = G.uniqueNodeName(Owner.Name + "/" + op);
-    node->OpType = op;
-    node->Domain = domain;
-    node->Opset = opset;
-    node->Attrs = std::move(attrs);
-    node->Inputs = std::move(ins);
-    node->Outputs = {out};
-    out->Producer = node.get();
-    Out.push_back(std::move(node));
-    return out;
-  }
-
-  ir::Value *constant(Tensor t, const std::string &hint) {
-    ir::Value *v = G.addValue(G.uniqueValueName(Owner.Name + "/" + hint),
-                              {t.dtype(), t.shape()});
-    v->Const = std::make_shared<Tensor>(std::move(t));
-    return v;
-  }
-
-  ir::Value *input(size_t i) const { return Owner.hasInput(i) ? Owner.Inputs[i] : nullptr; }
-};
-
 /// The table of quantize(f(dequantize(x))) for every value x of the 8-bit
 /// type `t` in increasing order; `f` adds the float op (or none).
 ir::Value *requantTable(Expansion &e, DType t, ir::Value *xs, ir::Value *xzp,
@@ -445,20 +407,6 @@ ir::Value *requantTable(Expansion &e, DType t, ir::Value *xs, ir::Value *xzp,
   if (!yzp) // QuantizeLinear's default output type is uint8
     yzp = e.constant(Tensor::fromInts(t, {}, {0}), "zero_point");
   return e.add("QuantizeLinear", 13, {v, ys, yzp});
-}
-
-ir::Attribute floatAttr(double v) {
-  ir::Attribute a;
-  a.Kind = ir::AttrKind::Float;
-  a.F = v;
-  return a;
-}
-
-ir::Attribute intsAttr(std::vector<int64_t> v) {
-  ir::Attribute a;
-  a.Kind = ir::AttrKind::Ints;
-  a.Ints = std::move(v);
-  return a;
 }
 
 // Inputs: X, X_scale, X_zero_point?, Y_scale, Y_zero_point?.
@@ -479,7 +427,7 @@ Nodes expandQLinearActivation(ir::Node &n, ir::Graph &g, const std::string &op,
   Expansion e{n, g, {}};
   std::map<std::string, ir::Attribute> attrs;
   if (op == "LeakyRelu")
-    attrs["alpha"] = floatAttr(n.attrFloat("alpha", 0.01));
+    attrs["alpha"] = ir::floatAttr(n.attrFloat("alpha", 0.01));
   ir::Value *table = requantTable(
       e, n.inDType(0), e.input(1), e.input(2), e.input(3), e.input(4),
       [&](ir::Value *v) { return e.add(op, opset, {v}, attrs); });
@@ -591,10 +539,10 @@ Nodes expandQLinearAveragePool(ir::Node &n, ir::Graph &g) {
     toLast.push_back(d);
   toLast.push_back(1);
   if (cl)
-    v = e.add("Transpose", 13, {v}, {{"perm", intsAttr(toFirst)}});
+    v = e.add("Transpose", 13, {v}, {{"perm", ir::intsAttr(toFirst)}});
   v = e.add("AveragePool", 19, {v}, attrs);
   if (cl)
-    v = e.add("Transpose", 13, {v}, {{"perm", intsAttr(toLast)}});
+    v = e.add("Transpose", 13, {v}, {{"perm", ir::intsAttr(toLast)}});
   ir::Value *yzp = e.input(4);
   if (!yzp)
     yzp = e.constant(Tensor::fromInts(n.inDType(0), {}, {0}), "zero_point");

@@ -169,27 +169,38 @@ struct Matcher {
     int64_t width = 1;
     for (size_t a = lead; a < out.size(); ++a)
       width *= out[a];
-    const ir::Node *sp = part->Producer;
-    if (width != in.back() || !sp || !sp->Domain.empty() || sp->OpType != "Split" ||
-        !single(part) || sp->Guard != user.Guard || !sp->hasInput(0) || !isF32(sp->Inputs[0]))
+    std::optional<std::pair<ir::Value *, int64_t>> whole = splitPart(part, user);
+    if (width != in.back() || !whole)
       return o;
-    const ir::Value *whole = sp->Inputs[0];
+    return {whole->first, o.Perm, std::vector<int64_t>(out.begin() + (long)lead, out.end()),
+            whole->second};
+  }
+
+  /// The input of the Split whose part along the last axis `part` is (read
+  /// by `user` only, same guard), and the part's offset on that axis.
+  std::optional<std::pair<ir::Value *, int64_t>> splitPart(ir::Value *part,
+                                                           const ir::Node &user) const {
+    const ir::Node *sp = part->Producer;
+    if (!sp || !sp->Domain.empty() || sp->OpType != "Split" || !single(part) ||
+        sp->Guard != user.Guard || !sp->hasInput(0) || !isF32(sp->Inputs[0]))
+      return std::nullopt;
+    ir::Value *whole = sp->Inputs[0];
+    const int64_t rank = (int64_t)whole->Type.Dims.size();
     int64_t axis = sp->attrInt("axis", 0);
     if (axis < 0)
-      axis += (int64_t)whole->Type.Dims.size();
-    if (axis != (int64_t)lead || whole->Type.Dims.size() != in.size())
-      return o;
+      axis += rank;
+    if (axis != rank - 1 || part->Type.Dims.size() != (size_t)rank)
+      return std::nullopt;
     for (const AxisExtent &a : whole->Bounded)
       if (a.Axis == axis)
-        return o;
+        return std::nullopt;
     int64_t offset = 0;
     for (const ir::Value *y : sp->Outputs) {
       if (y == part)
         break;
       offset += y ? y->Type.Dims[(size_t)axis] : 0;
     }
-    return {sp->Inputs[0], o.Perm, std::vector<int64_t>(out.begin() + (long)lead, out.end()),
-            offset};
+    return std::pair{whole, offset};
   }
 
   /// The offset c when a Where step's condition `cond` and other operand
@@ -322,13 +333,19 @@ struct Matcher {
       return false;
     // The operands: 3-D as [batch, seq, heads, size] (a tail of the last
     // axis), heads first.
+    // A 3-D operand that is a part of a Split along the last axis (a packed
+    // QKV projection) is read in place: the Split's input from the part's
+    // offset.
     std::vector<int64_t> heads = {0, 2, 1, 3};
-    auto operand = [&](ir::Value *x, int64_t h, int64_t size, const char *name) {
+    auto operand = [&](ir::Value *&x, int64_t h, int64_t size, const char *name) {
       n.Attrs[std::string(name) + "_perm"] =
           ir::intsAttr(x->Type.Dims.size() == 3 ? heads : identity(4));
       if (x->Type.Dims.size() == 3) {
+        std::optional<std::pair<ir::Value *, int64_t>> whole = splitPart(x, n);
         n.Attrs[std::string(name) + "_tail"] = ir::intsAttr({h, size});
-        n.Attrs[std::string(name) + "_offset"] = ir::intAttr(0);
+        n.Attrs[std::string(name) + "_offset"] = ir::intAttr(whole ? whole->second : 0);
+        if (whole)
+          x = whole->first;
       }
     };
     const double scale = n.hasAttr("scale") ? n.attrFloat("scale", 1.0)

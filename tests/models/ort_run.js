@@ -3,7 +3,7 @@
 //
 //   node ort_run.js MODEL.onnx ITERS IN0.bin:D0,D1,...[@TYPE] [...] -- OUT0.bin [...]
 //
-// TYPE is float32 (the default), bool or int64; "IN.bin:" (no extents) is
+// TYPE is float32 (the default), bool, int32 or int64; "IN.bin:" (no extents) is
 // a scalar.
 // Inputs are matched to the model's inputs in order; outputs likewise. The
 // session uses one intra-op thread. After a warm-up run the model is run
@@ -51,7 +51,7 @@ async function main() {
     let shape = spec.slice(colon + 1), type = 'float32';
     const at = shape.indexOf('@');
     if (at >= 0) [shape, type] = [shape.slice(0, at), shape.slice(at + 1)];
-    const arrays = {float32: Float32Array, bool: Uint8Array, int64: BigInt64Array};
+    const arrays = {float32: Float32Array, bool: Uint8Array, int32: Int32Array, int64: BigInt64Array};
     if (!arrays[type]) usage();
     const dims = shape === '' ? [] : shape.split(',').map((d) => Number.parseInt(d, 10));
     const count = dims.reduce((a, b) => a * b, 1);
