@@ -41,6 +41,20 @@
 //    projection MatMul(input, weights) + bias split into Q, K and V, then
 //    as MultiHeadAttention (mask_index [B, T] or [B] as key_padding_mask).
 //    Refused: past/present, attention_bias, past_sequence_length, rotary.
+//  - GroupQueryAttention(query, key?, value?, past_key?, past_value?,
+//    seqlens_k, total_sequence_length, cos_cache?, sin_cache?,
+//    position_ids?, attention_bias?; num_heads, kv_num_heads, scale,
+//    softcap, do_rotary, rotary_interleaved): always causal; packed QKV
+//    split; total_sequence_length must be a constant (it is, with fixed
+//    shapes). The first prompt (S = total) is a causal Attention over the
+//    new tokens. A later call (total = P + S) uses ps[b] = seqlens_k[b] + 1
+//    - S rows of the past buffer: present row j is past row j (j < ps), new
+//    row j - ps (j < ps + S), else past row j - S (ONNX Runtime leaves
+//    those unset), and query s sees rows j <= ps + s -- so padded batches
+//    give ONNX Runtime's results too. Rotary positions are position_ids,
+//    or s (first prompt) and ps + s. Refused: local_window_size,
+//    smooth_softmax, head_sink, qk output, a first prompt with a past
+//    buffer, a present buffer of fixed capacity (total != P + S).
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/ops/Expansion.h"
@@ -364,6 +378,164 @@ Nodes expandAttention(ir::Node &n, ir::Graph &g) {
   return std::move(e.Out);
 }
 
+/// A constant int64 [1, ..., n, ..., 1] (rank `rank`, n at `axis`) holding
+/// 0, 1, ..., n - 1 plus `from`.
+ir::Value *counting(Expansion &e, int64_t n, size_t rank, size_t axis, int64_t from,
+                    const std::string &hint) {
+  std::vector<int64_t> v((size_t)n);
+  for (int64_t i = 0; i < n; ++i)
+    v[(size_t)i] = from + i;
+  Shape shape(rank, 1);
+  shape[axis] = n;
+  return e.constant(Tensor::fromInts(DType::I64, shape, v), hint);
+}
+
+/// [B, S, heads * size] -> [B, heads, S, size] (x may be a new value, not
+/// yet typed).
+ir::Value *headsFirst(Expansion &e, ir::Value *x, int64_t batch, int64_t seq, int64_t heads,
+                      int64_t size) {
+  ir::Value *split = e.add("Reshape", 14, {x, i64s(e, {batch, seq, heads, size}, "heads_shape")});
+  return e.add("Transpose", 13, {split}, {{"perm", ir::intsAttr({0, 2, 1, 3})}});
+}
+
+Nodes expandGroupQueryAttention(ir::Node &n, ir::Graph &g) {
+  checkInputs(n, 7, 12, {0, 5, 6}, {0, 1, 2, 3, 4, 7, 8, 10},
+              "query, key, value, past_key, past_value, seqlens_k, total_sequence_length, "
+              "cos_cache, sin_cache, position_ids, attention_bias, head_sink");
+  const int64_t heads = n.requireInt("num_heads"), kvHeads = n.requireInt("kv_num_heads");
+  if (n.attrInt("local_window_size", -1) != -1)
+    n.error(ErrorKind::Unsupported) << "local_window_size " << n.attrInt("local_window_size", -1)
+                                    << " (a sliding window) is not supported";
+  if (n.attrInt("smooth_softmax", 0) != 0 || n.hasInput(11))
+    n.error(ErrorKind::Unsupported) << "smooth_softmax and head_sink are not supported";
+  if (n.attrInt("qk_output", 0) != 0)
+    n.error(ErrorKind::Unsupported) << "qk_output is not supported";
+  refuseOutput(n, 3, "output_qk");
+  const Shape &q = n.inShape(0);
+  if (q.size() != 3 || heads < 1 || kvHeads < 1 || heads % kvHeads)
+    n.error() << "query " << shapeToString(q) << " with " << heads << " heads and " << kvHeads
+              << " key/value heads: expected [B, S, D] and key/value heads dividing the heads";
+  const int64_t batch = q[0], seq = q[1];
+  const bool packed = !n.hasInput(1);
+  if (packed == n.hasInput(2))
+    n.error() << "key and value must both be given, or neither (packed QKV)";
+  const int64_t size = q[2] / (packed ? heads + 2 * kvHeads : heads);
+  const Shape kvShape = {batch, seq, kvHeads * size};
+  if (size < 1 || q[2] != size * (packed ? heads + 2 * kvHeads : heads) ||
+      (!packed && (n.inShape(1) != kvShape || n.inShape(2) != kvShape)))
+    n.error() << "query, key and value do not hold " << heads << " and " << kvHeads
+              << " heads of one size (key and value " << shapeToString(kvShape) << " expected)";
+  if (n.hasInput(3) != n.hasInput(4))
+    n.error() << "past_key and past_value must both be given, or neither";
+  const int64_t past = n.hasInput(3) ? n.inShape(3)[2] : 0;
+  for (size_t i : {3, 4})
+    if (n.hasInput(i) && n.inShape(i) != Shape{batch, kvHeads, past, size})
+      n.error() << "input " << i << " has shape " << shapeToString(n.inShape(i)) << "; expected ["
+                << batch << ", " << kvHeads << ", P, " << size << "]";
+  const ir::Value *totalV = n.Inputs[6];
+  if (!totalV->Const || totalV->Const->numel() != 1)
+    n.error(ErrorKind::Unsupported)
+        << "total_sequence_length is known only at run time; mlcc needs it at compile time "
+           "(fixed input shapes make the usual Shape-derived value a constant)";
+  if (n.inDType(5) != DType::I32 || n.inShape(5) != Shape{batch})
+    n.error() << "seqlens_k must be int32 of shape [" << batch << "]";
+  const int64_t total = totalV->Const->intAt(0);
+  // The first prompt (S = total): no past, causal over the new tokens.
+  // Later calls: each batch row's past is seqlens_k + 1 - S rows of the
+  // past buffer, and the new keys go after them.
+  const bool first = seq == total;
+  if (first && past > 0)
+    n.error(ErrorKind::Unsupported) << "a first prompt (sequence length " << seq
+                                    << " = total_sequence_length) with a past buffer of "
+                                    << past << " rows is not supported";
+  if (!first && total != past + seq)
+    n.error(ErrorKind::Unsupported)
+        << "total_sequence_length " << total << " is not the past length " << past
+        << " plus the sequence length " << seq
+        << " (a past/present buffer of fixed capacity is not supported)";
+  Expansion e{n, g, {}};
+  ir::Value *qv = n.Inputs[0], *kv = e.input(1), *vv = e.input(2);
+  if (packed) {
+    std::vector<ir::Value *> parts;
+    for (const char *p : {"q", "k", "v"})
+      parts.push_back(g.addValue(g.uniqueValueName(n.Name + "/" + p)));
+    e.addMulti("Split", 13,
+               {qv, i64s(e, {heads * size, kvHeads * size, kvHeads * size}, "sizes")},
+               {{"axis", ir::intAttr(2)}}, parts);
+    qv = parts[0], kv = parts[1], vv = parts[2];
+  }
+  // ps[b] = seqlens_k[b] + 1 - S, the rows of the past in use.
+  ir::Value *ps = nullptr;
+  if (!first) {
+    ir::Value *lens = e.add("Cast", 13, {n.Inputs[5]}, {{"to", ir::intAttr(7)}});
+    lens = e.add("Reshape", 14, {lens, i64s(e, {batch, 1}, "rows_shape")});
+    ps = e.add("Add", 14, {lens, e.constant(Tensor::fromInts(DType::I64, {}, {1 - seq}), "one_less_s")});
+  }
+  if (n.attrInt("do_rotary", 0) != 0) {
+    if (!n.hasInput(7) || !n.hasInput(8))
+      n.error() << "do_rotary needs cos_cache and sin_cache";
+    ir::Value *positions = e.input(9);
+    if (positions && n.inShape(9) != Shape{batch, seq})
+      n.error() << "position_ids must have shape [" << batch << ", " << seq << "]";
+    if (!positions) {
+      ir::Value *steps = counting(e, seq, 2, 1, 0, "steps");
+      positions = first ? steps : e.add("Add", 14, {ps, steps});
+      positions = e.add("Expand", 13, {positions, i64s(e, {batch, seq}, "positions_shape")});
+    }
+    const int64_t rotary = 2 * n.inShape(7).back();
+    std::map<std::string, ir::Attribute> attrs = {
+        {"interleaved", ir::intAttr(n.attrInt("rotary_interleaved", 0))}};
+    if (rotary < size)
+      attrs["rotary_embedding_dim"] = ir::intAttr(rotary);
+    auto rope = [&](ir::Value *x, int64_t h) {
+      std::map<std::string, ir::Attribute> a = attrs;
+      a["num_heads"] = ir::intAttr(h);
+      return e.add("RotaryEmbedding", 23, {x, n.Inputs[7], n.Inputs[8], positions}, a);
+    };
+    qv = rope(qv, heads);
+    kv = rope(kv, kvHeads);
+  }
+  std::map<std::string, ir::Attribute> attrs = {{"q_num_heads", ir::intAttr(heads)},
+                                                {"kv_num_heads", ir::intAttr(kvHeads)}};
+  if (double scale = n.attrFloat("scale", 0.0); scale != 0.0)
+    attrs["scale"] = ir::floatAttr(scale);
+  if (double softcap = n.attrFloat("softcap", 0.0); softcap != 0.0)
+    attrs["softcap"] = ir::floatAttr(softcap);
+  if (first) {
+    attrs["is_causal"] = ir::intAttr(1);
+    e.addMulti("Attention", 23, {qv, kv, vv, e.input(10)}, attrs,
+               {n.Outputs[0], e.output(1), e.output(2)});
+    return std::move(e.Out);
+  }
+  // Present rows j of batch b: the past's row j (j < ps), the new row
+  // j - ps (j < ps + S), then the past's row j - S (ONNX Runtime leaves
+  // those unset): a gather from the past followed by the new rows.
+  ir::Value *j = counting(e, total, 2, 1, 0, "rows");
+  ir::Value *fromNew = e.add("Add", 14, {e.add("Sub", 14, {j, ps}), e.constant(Tensor::fromInts(DType::I64, {}, {past}), "past")});
+  ir::Value *after = counting(e, total, 2, 1, -seq, "rows_after");
+  ir::Value *end = e.add("Add", 14, {ps, e.constant(Tensor::fromInts(DType::I64, {}, {seq}), "seq")});
+  ir::Value *rows = e.add("Where", 16, {e.add("Less", 13, {j, ps}), j,
+                                        e.add("Where", 16, {e.add("Less", 13, {j, end}), fromNew, after})});
+  rows = e.add("Reshape", 14, {rows, i64s(e, {batch, 1, total, 1}, "rows4_shape")});
+  rows = e.add("Expand", 13, {rows, i64s(e, {batch, kvHeads, total, size}, "present_shape")});
+  auto present = [&](ir::Value *pastX, ir::Value *x, ir::Value *out) {
+    ir::Value *cat = e.add("Concat", 13, {pastX, headsFirst(e, x, batch, seq, kvHeads, size)}, {{"axis", ir::intAttr(2)}});
+    return e.add("GatherElements", 13, {cat, rows}, {{"axis", ir::intAttr(2)}}, out);
+  };
+  ir::Value *pk = present(n.Inputs[3], kv, e.output(1)), *pv = present(n.Inputs[4], vv, e.output(2));
+  // Query s of batch b sees present rows j <= ps[b] + s.
+  ir::Value *psRows = e.add("Reshape", 14, {ps, i64s(e, {batch, 1, 1, 1}, "ps_shape")});
+  ir::Value *visible = e.add("LessOrEqual", 16, {counting(e, total, 4, 3, 0, "keys"),
+                                                 e.add("Add", 14, {psRows, counting(e, seq, 4, 2, 0, "queries")})});
+  DType t = n.inDType(0);
+  ir::Value *mask = e.add("Where", 16, {visible, scalarOf(e, t, 0, "seen"),
+                                        scalarOf(e, t, -INFINITY, "hidden")});
+  if (ir::Value *bias = e.input(10))
+    mask = e.add("Add", 14, {mask, bias});
+  e.add("Attention", 23, {qv, pk, pv, mask}, attrs, n.Outputs[0]);
+  return std::move(e.Out);
+}
+
 } // namespace
 
 MLCC_OPS(TransformerContrib) {
@@ -384,6 +556,8 @@ MLCC_OPS(TransformerContrib) {
   R.add({.Domain = Ms, .Name = "MultiHeadAttention", .SinceVersion = 1,
          .Expand = expandMultiHeadAttention});
   R.add({.Domain = Ms, .Name = "Attention", .SinceVersion = 1, .Expand = expandAttention});
+  R.add({.Domain = Ms, .Name = "GroupQueryAttention", .SinceVersion = 1,
+         .Expand = expandGroupQueryAttention});
 }
 
 } // namespace mlcc::ops

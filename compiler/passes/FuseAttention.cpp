@@ -25,7 +25,8 @@
 // read, f32, a past key and value (if any) of fixed length P whose
 // present ones are computed first (Concat of the past and the new heads,
 // the present outputs when the graph reads them; causal rows see the past:
-// causal_offset P), key heads dividing the query
+// causal_offset P; without a past, present outputs that are read are the
+// new keys and values in heads-first order), key heads dividing the query
 // heads (grouped-query attention: k_group); its scale a Mul step, softcap
 // a step of its own, a float mask an Add, a
 // boolean mask a Where, is_causal the causal step, 3-D operands read
@@ -263,10 +264,13 @@ struct Matcher {
   }
 
   /// The present keys (or values) [batch, heads, past + seq, size] of an
-  /// Attention: `past` followed by `x` (3-D [batch, seq, heads * size],
-  /// split into heads, or 4-D), written to `out` when the graph has it.
+  /// Attention: `past` (none: nothing) followed by `x` (3-D [batch, seq,
+  /// heads * size], split into heads, or 4-D), written to `out` when the
+  /// graph reads it.
   ir::Value *present(const ir::Node &n, ir::Value *x, ir::Value *past, int64_t heads,
                      int64_t size, ir::Value *out, std::vector<std::unique_ptr<ir::Node>> &nodes) {
+    if (out && !Uses.count(out) && !G.isGraphOutput(out))
+      out = nullptr;
     const Shape &d = x->Type.Dims;
     if (d.size() == 3) {
       ir::Value *shape = G.addValue(G.uniqueValueName(n.Name + "/heads_shape"), {DType::I64, {4}});
@@ -275,12 +279,15 @@ struct Matcher {
       x = node(n, "Reshape", {x, shape}, {}, {DType::F32, {d[0], d[1], heads, size}}, nullptr,
                nodes);
       x = node(n, "Transpose", {x}, {{"perm", ir::intsAttr({0, 2, 1, 3})}},
-               {DType::F32, {d[0], heads, d[1], size}}, nullptr, nodes);
+               {DType::F32, {d[0], heads, d[1], size}}, past ? nullptr : out, nodes);
+    } else if (!past && out) {
+      x = node(n, "Identity", {x}, {}, x->Type, out, nodes);
     }
+    if (!past)
+      return x;
     const Shape &p = past->Type.Dims;
     return node(n, "Concat", {past, x}, {{"axis", ir::intAttr(2)}},
-                {DType::F32, {p[0], p[1], p[2] + x->Type.Dims[2], p[3]}},
-                out && (Uses.count(out) || G.isGraphOutput(out)) ? out : nullptr, nodes);
+                {DType::F32, {p[0], p[1], p[2] + x->Type.Dims[2], p[3]}}, out, nodes);
   }
 
   /// Rewrites an ONNX Attention node as mlcc.Attention where it can (see
@@ -297,8 +304,6 @@ struct Matcher {
     ir::Value *pastK = n.hasInput(4) ? n.Inputs[4] : nullptr;
     ir::Value *pastV = n.hasInput(5) ? n.Inputs[5] : nullptr;
     if (n.hasInput(6) || !pastK != !pastV || read(3))
-      return false;
-    if (!pastK && (read(1) || read(2)))
       return false;
     if (pastK && (!isF32(pastK) || !isF32(pastV) || pastK->Type.Dims.size() != 4 ||
                   pastV->Type.Dims.size() != 4 || !pastK->Bounded.empty() ||
@@ -363,6 +368,13 @@ struct Matcher {
         return false;
       k0 = present(n, k0, pastK, kvh, hs, n.Outputs.size() > 1 ? n.Outputs[1] : nullptr, before);
       v0 = present(n, v0, pastV, vh, vhs, n.Outputs.size() > 2 ? n.Outputs[2] : nullptr, before);
+    } else {
+      // Without a past, the present keys and values (when read) are the
+      // new ones in heads-first order; the kernel reads K and V as they are.
+      if (read(1))
+        present(n, k0, nullptr, kvh, hs, n.Outputs[1], before);
+      if (read(2))
+        present(n, v0, nullptr, vh, vhs, n.Outputs[2], before);
     }
     n.Attrs.clear();
     if (past && causal)

@@ -9,7 +9,8 @@ for tests/models/transformer_contrib.sh, and the comparison of outputs.
                                        DIR/NAME.onnx and DIR/NAME.expect
 
 `inputs` holds the input specs for tests/models/ort_run.js
-(FILE:D0,D1[@TYPE]), `outputs` the number of outputs, `fused` the number of
+(FILE:D0,D1[@TYPE]), `outputs` the number of outputs and of those compared
+(the first ones), `fused` the number of
 fused attention kernels `mlcc --emit plan` must show. Each op is written as
 ONNX Runtime's optimizer and exporters write it (compiler/ops/
 TransformerContrib.cpp says what each means); the last case is a BERT-style
@@ -45,8 +46,9 @@ def save_model(path, nodes, ins, outs, inits):
     onnx.save(m, path)
 
 
-def case(out, name, nodes, inputs, outs, inits, fused=0):
-    """inputs: (name, array) pairs in the graph's order."""
+def case(out, name, nodes, inputs, outs, inits, fused=0, compared=None):
+    """inputs: (name, array) pairs in the graph's order; the first
+    `compared` outputs (default all) are compared with ONNX Runtime's."""
     d = os.path.join(out, name)
     os.makedirs(d, exist_ok=True)
     types = {np.dtype(np.float32): (TP.FLOAT, ""), np.dtype(np.int32): (TP.INT32, "@int32"),
@@ -62,7 +64,7 @@ def case(out, name, nodes, inputs, outs, inits, fused=0):
     with open(os.path.join(d, "inputs"), "w") as f:
         f.write(" ".join(specs) + "\n")
     with open(os.path.join(d, "outputs"), "w") as f:
-        f.write("%d\n" % len(outs))
+        f.write("%d %d\n" % (len(outs), len(outs) if compared is None else compared))
     with open(os.path.join(d, "fused"), "w") as f:
         f.write("%d\n" % fused)
 
@@ -153,6 +155,46 @@ def make(out):
     ], [("x", randn(B, 12, D)), ("lengths", np.array([12, 5], np.int32))],
         [vi("y", [B, 12, D])], [const("w", randn(D, 3 * D, scale=0.2)), const("b", randn(3 * D))],
         fused=1)
+    # GroupQueryAttention as onnxruntime-genai writes it (4 query heads, 2
+    # key/value heads, rotary inside): the first prompt, a decode step of a
+    # padded batch (row 1 uses 4 of its 7 past rows; ONNX Runtime leaves the
+    # present rows after the valid ones unset, so only Y is compared; its
+    # kernel reads the past only when the present outputs are requested), a
+    # decode step with packed QKV and softcap, and a later prompt of 3
+    # tokens after 5.
+    KV = 2
+    total = lambda t: const("total", np.array(t, np.int32))
+    case(out, "gqa_prompt_rotary", [
+        h.make_node("GroupQueryAttention", ["q", "k", "v", "", "", "lens", "total", "cos", "sin"],
+                    ["y", "present_k", "present_v"], domain=MS, num_heads=N, kv_num_heads=KV,
+                    do_rotary=1),
+    ], [("q", randn(B, 6, D)), ("k", randn(B, 6, KV * 16)), ("v", randn(B, 6, KV * 16)),
+        ("lens", np.array([5, 5], np.int32))],
+        [vi("y", [B, 6, D]), vi("present_k", [B, KV, 6, 16]), vi("present_v", [B, KV, 6, 16])],
+        [total(6), const("cos", cos), const("sin", sin)], fused=1)
+    case(out, "gqa_decode_padded_rotary", [
+        h.make_node("GroupQueryAttention", ["q", "k", "v", "pk", "pv", "lens", "total", "cos", "sin"],
+                    ["y", "present_k", "present_v"], domain=MS, num_heads=N, kv_num_heads=KV,
+                    do_rotary=1, rotary_interleaved=1),
+    ], [("q", randn(B, 1, D)), ("k", randn(B, 1, KV * 16)), ("v", randn(B, 1, KV * 16)),
+        ("pk", randn(B, KV, 7, 16)), ("pv", randn(B, KV, 7, 16)), ("lens", np.array([7, 4], np.int32))],
+        [vi("y", [B, 1, D]), vi("present_k", [B, KV, 8, 16]), vi("present_v", [B, KV, 8, 16])],
+        [total(8), const("cos", cos), const("sin", sin)], fused=1, compared=1)
+    case(out, "gqa_decode_packed_softcap", [
+        h.make_node("GroupQueryAttention", ["qkv", "", "", "pk", "pv", "lens", "total"],
+                    ["y", "present_k", "present_v"], domain=MS, num_heads=N, kv_num_heads=KV,
+                    softcap=2.0),
+    ], [("qkv", randn(1, 1, D + 2 * KV * 16)), ("pk", randn(1, KV, 9, 16)), ("pv", randn(1, KV, 9, 16)),
+        ("lens", np.array([9], np.int32))],
+        [vi("y", [1, 1, D]), vi("present_k", [1, KV, 10, 16]), vi("present_v", [1, KV, 10, 16])],
+        [total(10)], fused=1)
+    case(out, "gqa_later_prompt", [
+        h.make_node("GroupQueryAttention", ["q", "k", "v", "pk", "pv", "lens", "total"],
+                    ["y", "present_k", "present_v"], domain=MS, num_heads=N, kv_num_heads=KV),
+    ], [("q", randn(1, 3, D)), ("k", randn(1, 3, KV * 16)), ("v", randn(1, 3, KV * 16)),
+        ("pk", randn(1, KV, 5, 16)), ("pv", randn(1, KV, 5, 16)), ("lens", np.array([7], np.int32))],
+        [vi("y", [1, 3, D]), vi("present_k", [1, KV, 8, 16]), vi("present_v", [1, KV, 8, 16])],
+        [total(8)], fused=1)
     # A BERT-style layer as the optimizer leaves it.
     F = 4 * D
     case(out, "bert_layer", [
@@ -177,7 +219,7 @@ def make(out):
 
 def compare(d):
     with open(os.path.join(d, "outputs")) as f:
-        count = int(f.read())
+        count = int(f.read().split()[1])
     worst = 0.0
     for i in range(count):
         a = np.fromfile(os.path.join(d, "mlcc%d.bin" % i), np.float32).astype(np.float64)
@@ -214,6 +256,15 @@ def make_bad(out):
                                     domain=MS, scale=2.0),
         [vi("x", [1, 5, D]), vi("p", [1], TP.INT64)], [vi("y", [1, 5, D])],
         [const("c", np.ones((8, 8), np.float32)), const("s", np.ones((8, 8), np.float32))], "scale")
+    bad("gqa_run_time_total", h.make_node("GroupQueryAttention", ["q", "k", "v", "", "", "l", "t"],
+                                          ["y"], name="gqa", domain=MS, num_heads=4, kv_num_heads=2),
+        [vi("q", [1, 5, D]), vi("k", [1, 5, 32]), vi("v", [1, 5, 32]), vi("l", [1], TP.INT32),
+         vi("t", [], TP.INT32)], [vi("y", [1, 5, D])], [], "total_sequence_length")
+    bad("gqa_window", h.make_node("GroupQueryAttention", ["q", "k", "v", "", "", "l", "t"], ["y"],
+                                  name="gqa2", domain=MS, num_heads=4, kv_num_heads=2,
+                                  local_window_size=4),
+        [vi("q", [1, 5, D]), vi("k", [1, 5, 32]), vi("v", [1, 5, 32]), vi("l", [1], TP.INT32)],
+        [vi("y", [1, 5, D])], [const("t", np.array(5, np.int32))], "local_window_size")
     bad("mha_heads", h.make_node("MultiHeadAttention", ["q", "k", "v"], ["y"], name="mha3",
                                  domain=MS, num_heads=5),
         [vi("q", [1, 5, D]), vi("k", [1, 5, D]), vi("v", [1, 5, D])], [vi("y", [1, 5, D])], [],

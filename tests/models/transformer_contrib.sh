@@ -31,7 +31,7 @@ for d in "$work"/cases/*/; do
   d="${d%/}"
   name="$(basename "$d")"
   read -r -a specs <"$d/inputs"
-  read -r count <"$d/outputs"
+  read -r count _ <"$d/outputs"
   read -r fused <"$d/fused"
   printf '  %-32s ' "$name"
   bins=() mouts=() oouts=()
