@@ -505,12 +505,14 @@ bool attachBoundedExtents(const CompileOptions &o, const llvmgen::TargetSpec &ta
             for (auto &[name, r] : rules)
               if (!numbers.count(name)) {
                 fresh = true;
+                // This dimension's coefficients (several values may lead to
+                // the same number: set, not added; other dimensions' stay).
                 ir::NumberRule &mine = found[name];
                 if (mine.Coeffs.empty())
                   mine = r;
                 else
-                  for (size_t c = 0; c < r.Coeffs.size(); ++c)
-                    mine.Coeffs[c] += r.Coeffs[c];
+                  for (size_t c = k; c < r.Coeffs.size(); c += dims.size())
+                    mine.Coeffs[c] = r.Coeffs[c];
               }
             traced = fresh;
           }

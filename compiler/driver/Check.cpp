@@ -462,8 +462,9 @@ using Tensors = std::map<std::string, Data>;
 Tensors runReference(check::Reference &ref, const std::vector<Data> &inputs) {
   llvmgen::HostModel model(ref.Program);
   std::vector<const void *> in;
+  static const uint8_t none = 0; // an input with no elements (a KV cache at past=0)
   for (auto &d : inputs)
-    in.push_back(d.Bytes.data());
+    in.push_back(d.Bytes.empty() ? &none : d.Bytes.data());
   Tensors out;
   std::vector<void *> outPtrs;
   for (auto &o : ref.Program.Outputs) {
@@ -807,9 +808,11 @@ CheckResult runCheck(const CheckOptions &o, const std::vector<int64_t> &values) 
   std::vector<std::vector<uint8_t>> programInputs;
   for (size_t i = 0; i < p.Inputs.size(); ++i) {
     programInputs.push_back(programInput(p.Inputs[i], inputs[i]));
-    // Dense at the run's extents, in a buffer of the size at MAX.
-    programInputs.back().resize(std::max<size_t>(programInputs.back().size(),
-                                                 (size_t)p.Inputs[i].bytes()));
+    // Dense at the run's extents, in a buffer of the size at MAX (never
+    // empty: an input with no elements at this run, a KV cache at past=0,
+    // still gets a pointer, as a caller's buffer would be).
+    programInputs.back().resize(std::max<size_t>(
+        {programInputs.back().size(), (size_t)p.Inputs[i].bytes(), 1}));
   }
   Tensors refs;
   if (o.References.empty()) {

@@ -13,7 +13,9 @@
 // stores S or P. The Transposes that split the heads before the products
 // (a Transpose of Q or V, the one making KT) and the one merging them after
 // are folded into the node's operand and output permutations when nothing
-// else reads them, so their copies go too. Every value in the chain must
+// else reads them, so their copies go too; so are the key and value heads
+// broadcast to groups of query heads (Unsqueeze, Expand, Reshape: grouped-
+// query attention as Hugging Face models write it, read as k_group). Every value in the chain must
 // be f32, read by the chain only and not a graph output (Identity and
 // inference-mode Dropout nodes in the chain are read through), every step keep
 // the scores' shape (operands broadcast to it), and all nodes run under
@@ -144,7 +146,52 @@ struct Matcher {
     ir::Value *Src;
     std::vector<int64_t> Perm, Tail;
     int64_t Offset = 0;
+    int64_t Group = 1; ///< query heads per head of Src (grouped-query attention)
   };
+
+  static bool isOp(const ir::Node *n, const char *op) {
+    return n && n->Domain.empty() && n->OpType == op && n->hasInput(0);
+  }
+
+  /// Grouped-query heads as exporters broadcast them (Hugging Face's
+  /// repeat_kv): Reshape(Expand(Unsqueeze(x, a), [..., kv, G, ...]),
+  /// [..., kv * G, ...]), each read by the chain only. Returns x, the
+  /// heads axis a - 1 of `v` and G.
+  struct Broadcast {
+    ir::Value *Src;
+    size_t Axis;
+    int64_t Group;
+  };
+  std::optional<Broadcast> groupBroadcast(ir::Value *v, const ir::Node &user) const {
+    const ir::Node *r = v->Producer;
+    if (!isOp(r, "Reshape") || !single(v) || r->Guard != user.Guard)
+      return std::nullopt;
+    ir::Value *e = r->Inputs[0];
+    const ir::Node *ex = e->Producer;
+    if (!isOp(ex, "Expand") || !single(e) || ex->Guard != user.Guard)
+      return std::nullopt;
+    ir::Value *u = ex->Inputs[0];
+    const ir::Node *un = u->Producer;
+    if (!isOp(un, "Unsqueeze") || !single(u) || un->Guard != user.Guard)
+      return std::nullopt;
+    ir::Value *x = un->Inputs[0];
+    const Shape &xd = x->Type.Dims, &ud = u->Type.Dims, &ed = e->Type.Dims, &rd = v->Type.Dims;
+    if (!isF32(x) || ud.size() != xd.size() + 1 || ed.size() != ud.size() ||
+        rd.size() != xd.size())
+      return std::nullopt;
+    for (size_t a = 1; a < ud.size(); ++a) {
+      Shape inserted = xd;
+      inserted.insert(inserted.begin() + (long)a, 1);
+      if (ud != inserted || ed[a] < 1)
+        continue;
+      Shape expanded = ud, merged = xd;
+      expanded[a] = ed[a];
+      merged[a - 1] *= ed[a];
+      if (ed == expanded && rd == merged)
+        return Broadcast{x, a - 1, ed[a]};
+    }
+    return std::nullopt;
+  }
 
   /// `x` (read as Transpose(x, perm)) through the Transpose before it, and
   /// then through a Reshape that splits the last axis of a part of a Split
@@ -157,6 +204,16 @@ struct Matcher {
       for (int64_t a : perm)
         composed.push_back(inner[(size_t)a]);
       o = {t->Inputs[0], composed, {}, 0};
+    }
+    // Keys and values broadcast to the query heads: read once per group of
+    // query heads (the heads axis must be the operand's, before its rows).
+    if (std::optional<Broadcast> b = groupBroadcast(o.Src, user)) {
+      const size_t rank = o.Perm.size();
+      if (rank >= 3 && o.Perm[rank - 3] == (int64_t)b->Axis) {
+        o.Src = b->Src;
+        o.Group = b->Group;
+        return o;
+      }
     }
     const ir::Node *r = o.Src->Producer;
     if (!r || !r->Domain.empty() || r->OpType != "Reshape" || !single(o.Src) ||
@@ -550,6 +607,8 @@ struct Matcher {
         pv.Attrs[std::string(name) + "_tail"] = ir::intsAttr(o->Tail);
         pv.Attrs[std::string(name) + "_offset"] = ir::intAttr(o->Offset);
       }
+      if (o->Group > 1)
+        pv.Attrs[std::string(name) + "_group"] = ir::intAttr(o->Group);
     }
     pv.Attrs["out_perm"] = ir::intsAttr(outPerm);
     pv.Attrs["steps"] = ir::intsAttr(codes);
