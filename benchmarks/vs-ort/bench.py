@@ -123,13 +123,25 @@ def compare_quantized(mlcc_bin, ort_bin):
             f" {rel:.0e}")
 
 
+def snr_db(x_bin, ref_bin):
+    """10 log10(sum ref^2 / sum (x - ref)^2) of two float32 files."""
+    import numpy as np
+    x, r = np.fromfile(x_bin, "<f4").astype(np.float64), np.fromfile(ref_bin, "<f4")
+    if x.size != r.size or x.size == 0:
+        return float("nan")
+    noise = float(((x - r) ** 2).sum())
+    return float("inf") if noise == 0 else 10 * np.log10(float((r.astype(np.float64) ** 2).sum()) / noise)
+
+
 def compare(mlcc_bin, ort_bin, kind=""):
     """kind: the model's `check` file: "quantized" (mlcc's int8 against ORT's
     float), "float16" (both run a float16 graph: 2e-3 of the largest output,
-    about 4 float16 units: the two engines round differently) or "" (1e-4)."""
+    about 4 float16 units: the two engines round differently), "dynq" (both
+    run ONNX Runtime's dynamically quantized form: 1e-2; the activations'
+    scales make rounding ties land apart) or "" (1e-4)."""
     if kind == "quantized":
         return compare_quantized(mlcc_bin, ort_bin)
-    tol = ["2e-3"] if kind == "float16" else []
+    tol = {"float16": ["2e-3"], "dynq": ["1e-2"]}.get(kind, [])
     r = subprocess.run([sys.executable, COMPARE, mlcc_bin, ort_bin] + tol, capture_output=True,
                        text=True)
     words = r.stdout.split()
@@ -214,10 +226,17 @@ def measure(name, d, threads, args):
     if samples.get("ort"):
         res["ort_ms"] = statistics.median(samples["ort"])
     kind = read(os.path.join(d, "check"), "")
+    # A dynamically quantized NAME_dynq: both engines' SNR to ORT's float
+    # NAME when it ran before in this run.
+    base_out = os.path.join(os.path.dirname(d), name[:-len("_dynq")], f"ort{threads}.bin")
     for k, _, out, _ in libs:
         if samples.get(k):
             res[f"{k}_ms"] = statistics.median(samples[k])
             res["check" if k == "mlcc" else f"{k}_check"] = compare(out, ort_out, kind)
+            if kind == "dynq" and os.path.exists(base_out):
+                res["check" if k == "mlcc" else f"{k}_check"] += (
+                    f", SNR to float: mlcc {snr_db(out, base_out):.1f} dB,"
+                    f" ORT {snr_db(ort_out, base_out):.1f} dB")
 
     def engine(k, label):
         if k not in iters:
@@ -328,6 +347,10 @@ def main():
     if any(m.endswith("_fp16") for m in models):
         print("  NAME_fp16: NAME as a float16 graph (make_models.py), run as float16 by both engines;"
               " check to 2e-3 max|ort|; not in the fp32 geometric mean")
+    if any(m.endswith("_dynq") for m in models):
+        print("  NAME_dynq: NAME in ONNX Runtime's quantize_dynamic form (make_models.py), run by both"
+              " engines; check to 1e-2 max|ort|, and each engine's SNR to ORT's float NAME when it"
+              " ran; not in the fp32 geometric mean")
     if any(m.endswith(("_qdq", "_int8")) for m in models):
         print("  NAME_qdq: PyTorch's int8 QDQ export, int8 in both engines; NAME_int8: quantized by"
               " mlcc (--quantize int8),")
@@ -365,7 +388,7 @@ def main():
             fl = info[m]["flops"]
             quantized = m.endswith(("_qdq", "_int8"))
             ratio = r["mlcc_ms"] / r["ort_ms"] if r["mlcc_ms"] and r["ort_ms"] else None
-            if ratio and not quantized and not m.endswith("_fp16"):
+            if ratio and not quantized and not m.endswith(("_fp16", "_dynq")):
                 ratios[t].append(ratio)
             if ratio and m.endswith("_fp16"):
                 half[t].append(ratio)

@@ -24,6 +24,11 @@ Quantized variants (benchmarks/vs-ort):
                and before the output, so input.bin stays float32); both
                engines run the float16 model; the file `check` says
                "float16" (outputs compared to 2e-3 of the largest)
+  NAME_dynq    the float NAME as ONNX Runtime's quantize_dynamic writes it
+               (to_dynamic_quant.py: DynamicQuantizeLinear + MatMulInteger
+               + the float rescale for every MatMul with float weights);
+               both engines run it; the file `check` says "dynq" (outputs
+               compared to 1e-2 of the largest)
 
 Weights are random (fixed seeds, torchvision's default initialisation) and
 every BatchNorm gets random running statistics (mean ~ N(0, 0.1), variance
@@ -232,6 +237,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import transformers as _transformers  # noqa: E402
 MODELS.update({name: (100 + i, make) for i, (name, make) in
                enumerate(sorted(_transformers.factories().items()))})
+VARIANTS = ("_qdq", "_int8", "_fp16", "_dynq")
 DEFAULT_MODELS = ["resnet18", "squeezenet1_1", "mobilenet_v2", "transformer_encoder"]
 
 
@@ -301,7 +307,7 @@ def quantized_qdq(base, gen, model, x):
 def export(name, out_dir, flops=False):
     variant = ""
     base = name
-    for suffix in ("_qdq", "_int8", "_fp16"):
+    for suffix in VARIANTS:
         if name.endswith(suffix) and name[: -len(suffix)] in MODELS:
             base, variant = name[: -len(suffix)], suffix
     seed, make = MODELS[base]
@@ -323,9 +329,9 @@ def export(name, out_dir, flops=False):
             f.write("--quantize int8 --calibrate input=@DIR@/calibration.npy\n")
         with open(os.path.join(d, "check"), "w") as f:
             f.write("quantized\n")
-    elif variant == "_fp16":
+    elif variant in ("_fp16", "_dynq"):
         with open(os.path.join(d, "check"), "w") as f:
-            f.write("float16\n")
+            f.write("float16\n" if variant == "_fp16" else "dynq\n")
     path = os.path.join(d, "model.onnx")
     # Grad mode stays on: under no_grad, eval-mode TransformerEncoderLayer takes
     # a fused fast path (aten::_transformer_encoder_layer_fwd) with no ONNX export.
@@ -338,11 +344,13 @@ def export(name, out_dir, flops=False):
             torch.onnx.export(model, x, path + ".tmp", input_names=["input"],
                               output_names=["output"], opset_version=OPSET,
                               do_constant_folding=True)
-    if variant == "_fp16":
+    if variant in ("_fp16", "_dynq"):
         import onnx
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import to_dynamic_quant
         import to_float16
-        onnx.save(to_float16.convert(onnx.load(path + ".tmp")), path + ".tmp")
+        convert = to_float16.convert if variant == "_fp16" else to_dynamic_quant.convert
+        onnx.save(convert(onnx.load(path + ".tmp")), path + ".tmp")
     os.replace(path + ".tmp", path)
     x.numpy().astype("<f4").tofile(os.path.join(d, "input.bin"))
     with open(os.path.join(d, "input.shape"), "w") as f:
@@ -365,7 +373,7 @@ def main(argv):
     for n in names:
         if n not in MODELS and not any(
                 (n.endswith(s) and n[: -len(s)] in (QUANTIZABLE if s == "_qdq" else MODELS))
-                for s in ("_qdq", "_int8", "_fp16")):
+                for s in VARIANTS):
             print(f"unknown model {n}; known: {' '.join(MODELS)}", file=sys.stderr)
             return 2
     torch.set_num_threads(1)
