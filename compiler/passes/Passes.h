@@ -149,6 +149,12 @@ bool dispatchLibrary(ir::Graph &g);
 /// mlcc.Attention node (see FuseAttention.cpp). Returns whether it fused any.
 bool fuseAttention(ir::Graph &g);
 
+/// fuse-normalization: LayerNorm and RMSNorm written out in tensor ops
+/// (ReduceMean, Sub, Pow, Sqrt, Div, ...) become LayerNormalization and
+/// RMSNormalization nodes (see FuseNormalization.cpp). Returns whether it
+/// rewrote any.
+bool fuseNormalization(ir::Graph &g);
+
 /// reduce-precision (--precision float16|bfloat16): the float32 weights and
 /// activations of `g` in `to` (F16 or BF16) wherever each node's schema and
 /// inference take it, the graph's inputs and outputs still float32

@@ -203,6 +203,10 @@ void fuseAttentionStep(StepContext &c) {
   if (!c.Opts.Target.gpu() && passes::fuseAttention(c.G))
     c.removeDeadCode();
 }
+void fuseNormalizationStep(StepContext &c) {
+  if (passes::fuseNormalization(c.G))
+    c.removeDeadCode();
+}
 void planKernelsStep(StepContext &c) {
   // How every kernel runs (a GPU target plans one output per thread and
   // hands matrix products to its library below); the steps after it make
@@ -251,6 +255,7 @@ const std::vector<Step> &steps() {
        [](const PipelineOptions &o) { return bool(o.Quantize); },
        [](const PipelineOptions &o) { return o.StopAfterQuantize; }},
       {"fuse-qdq", Step::Graph, Step::Rewrite, fuseQdqStep},
+      {"fuse-normalization", Step::Graph, Step::Rewrite, fuseNormalizationStep},
       {"fuse-attention", Step::Graph, Step::Rewrite, fuseAttentionStep},
       {"plan-kernels", Step::Graph, Step::Pass, planKernelsStep},
       {"fixed-point-requant", Step::Graph, Step::Pass,
