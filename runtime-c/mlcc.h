@@ -43,6 +43,7 @@ typedef int32_t mlcc_status;
 #define MLCC_ERR_WEIGHTS_TOO_SMALL 6 /* the CUDA target: weights_size < NAME_WEIGHTS_SIZE */
 #define MLCC_ERR_DIM_RANGE 7       /* a run-time dimension outside its NAME_DIM_X_MIN..MAX,
                                       or an input outside its NAME_INPUT_X_MIN..MAX */
+#define MLCC_ERR_CACHE_BUFFER 8    /* a --kv-cache input and its output are not one buffer */
 
 /* Element types: the ONNX TensorProto.DataType codes. */
 typedef int32_t mlcc_dtype;
@@ -138,6 +139,7 @@ static inline const char *mlcc_status_string(mlcc_status status) {
   case MLCC_ERR_DEVICE: return "a CUDA or cuBLAS call failed";
   case MLCC_ERR_WEIGHTS_TOO_SMALL: return "the weights buffer is smaller than the model needs";
   case MLCC_ERR_DIM_RANGE: return "a run-time dimension or input value is outside the range the model was compiled for";
+  case MLCC_ERR_CACHE_BUFFER: return "a key/value cache input and its output (--kv-cache) are not the same buffer";
   default: return "unknown status";
   }
 }

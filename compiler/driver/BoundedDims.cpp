@@ -623,8 +623,12 @@ bool attachBoundedExtents(const CompileOptions &o, const llvmgen::TargetSpec &ta
 
 CompiledModel compileWithDims(const CompileOptions &o, const llvmgen::TargetSpec &target,
                               PipelineOptions po, const std::vector<ir::BoundedDim> &bounded) {
-  if (bounded.empty())
+  if (bounded.empty()) {
+    if (!o.KvCache.empty())
+      fail(ErrorKind::Usage) << "--kv-cache needs the past length as a range (--dim NAME=MIN..MAX): "
+                                "a cache buffer holds the rows of every step";
     return compileModel(o, target, po);
+  }
   // The graph passes at every dimension's MAX, the axes that follow the
   // dimensions found, then the kernels, which run to the extents the
   // caller gives.

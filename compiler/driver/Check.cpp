@@ -763,6 +763,10 @@ CheckResult runCheck(const CheckOptions &o, const std::vector<int64_t> &values) 
                               "(check its program on this CPU with --gpu-schedule-on-host)";
   if (d.Backend != "llvm")
     fail(ErrorKind::Usage) << "mlcc check runs the LLVM backend's code (no --backend c)";
+  if (!d.KvCache.empty())
+    fail(ErrorKind::Usage) << "mlcc check compares the library with dense caches; compile "
+                              "without --kv-cache to check it (the cache layout changes only "
+                              "where the rows live)";
   if (!(o.Tolerance >= 0) || !std::isfinite(o.MinSnr))
     fail(ErrorKind::Usage) << "--tolerance must be >= 0 and --min-snr a number";
   if (d.OptLevel < 0 || d.OptLevel > 3)

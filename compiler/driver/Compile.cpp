@@ -198,6 +198,14 @@ CompiledModel compileModel(const CompileOptions &o, const llvmgen::TargetSpec &t
                                 "give one";
     po.Precision = o.Precision == "float16" ? DType::F16 : DType::BF16;
   }
+  for (const std::string &pair : o.KvCache) {
+    if (pair == "auto") {
+      po.KvCacheAuto = true;
+      continue;
+    }
+    auto [past, present] = splitAssignment(pair, "--kv-cache");
+    po.KvCache.push_back({past, present});
+  }
   m.Program = runPipeline(*graph, po);
   return m;
 }

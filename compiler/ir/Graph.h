@@ -257,6 +257,11 @@ public:
   /// The dimensions bound to a range (--dim NAME=MIN..MAX), which
   /// Value::Bounded refers to by index.
   std::vector<BoundedDim> BoundedDims;
+  /// Key/value caches kept in one caller buffer (--kv-cache): each graph
+  /// input (the past) and the graph output (the present) whose buffer it
+  /// is, the present in its layout at MAX; the step writes only the new
+  /// rows (mlcc.CacheAppend, see passes::kvCache).
+  std::vector<std::pair<const Value *, const Value *>> KvCaches;
   /// What the compile decided from constants that control flow reads: each
   /// If's branch ("node 'If_0' (If): the then branch"), each Loop's trip
   /// count and whether each iteration runs, when known at compile time. A

@@ -108,6 +108,11 @@ struct IoTensor {
   /// second] (--input-range): NAME_run returns MLCC_ERR_DIM_RANGE, writing
   /// nothing, for another.
   std::optional<std::pair<int64_t, int64_t>> Range;
+  /// --kv-cache: the output whose buffer this input is (the caller passes
+  /// the same pointer; NAME_run returns MLCC_ERR_CACHE_BUFFER otherwise),
+  /// and for that output the input: the output is kept in its layout at
+  /// MAX (every bounded axis at its largest extent), not dense.
+  std::optional<size_t> CachePair;
   int64_t bytes() const { return storageBytes(Type, numElements(Dims)); }
 };
 

@@ -1,4 +1,11 @@
-//===- Concat.cpp - Concat ------------------------------------------------===//
+//===- Concat.cpp - Concat, mlcc.CacheAppend ------------------------------===//
+//
+// mlcc.CacheAppend(past, new; axis) is a Concat whose output already holds
+// the past in its first rows (--kv-cache: the past input is the output's
+// buffer, passes::kvCache): it writes only the new rows, at the past's
+// extent along the axis, known when the kernel runs.
+//
+//===----------------------------------------------------------------------===//
 #include "compiler/ops/Lowering.h"
 
 namespace mlcc::ops {
@@ -50,6 +57,23 @@ void lowerConcat(LowerCtx &c) {
   }
 }
 
+void lowerCacheAppend(LowerCtx &c) {
+  int64_t axis = concatAxis(c.node());
+  TensorRef y = c.out(0), past = c.in(0), x = c.in(1);
+  Expr offset = past.extent(axis);
+  c.b().loops(x.extents(), [&](const std::vector<Expr> &idx) {
+    std::vector<Expr> o = idx;
+    o[(size_t)axis] = o[(size_t)axis] + offset;
+    y.store(o, x.load(idx));
+  });
+}
+
+void inferCacheAppend(ir::Node &n) {
+  if (n.Inputs.size() != 2 || n.Outputs.size() != 1)
+    n.error(ErrorKind::Internal) << "mlcc.CacheAppend takes the past and the new rows";
+  inferConcat(n);
+}
+
 /// With only 1s before the axis, each input is one contiguous block of the
 /// output, in order.
 std::optional<std::vector<int64_t>> concatPlacement(const ir::Node &n) {
@@ -73,6 +97,8 @@ MLCC_OPS(Concat) {
   R.add({.Name = "Concat", .SinceVersion = 1, .Fusion = FusionClass::Injective,
          .Infer = inferConcat, .Lower = lowerConcat, .Placement = concatPlacement,
          .RunTimeExtents = true, .DenseOperands = true});
+  R.add({.Domain = "mlcc", .Name = "CacheAppend", .SinceVersion = 1,
+         .Infer = inferCacheAppend, .Lower = lowerCacheAppend, .RunTimeExtents = true});
 }
 
 } // namespace mlcc::ops

@@ -186,6 +186,17 @@ std::string writeHeader(const kir::Program &p, const std::string &source,
          << extentsComment(t.Dims, t.Bounded, p.Dims);
       if (t.Name != t.CName)
         os << ", ONNX name " << cStringLiteral(t.Name);
+      if (t.CachePair && isConst) {
+        const kir::IoTensor &o = p.Outputs[*t.CachePair];
+        os << ";\n     --kv-cache: must be out->" << o.CName << ", whose first rows it is";
+      } else if (t.CachePair) {
+        os << ";\n     --kv-cache: a buffer of " << U << "_OUTPUT_" << upperName(t.CName)
+           << "_COUNT elements laid out as\n     " << dtypeOnnxName(t.Type) << " "
+           << extentsComment(t.Dims, {}, p.Dims) << " (every axis at its largest extent);"
+              " it holds\n     the rows of the steps before (in->"
+           << p.Inputs[*t.CachePair].CName << " is the same pointer), and\n     " << N
+           << "_run writes only the new rows after them";
+      }
       os << " */\n";
     }
   };

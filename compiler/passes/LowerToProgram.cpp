@@ -225,6 +225,22 @@ private:
     for (auto *v : G.Outputs)
       P.Outputs.push_back({v->Name, cname(v->Name, "output"), v->Type.Type,
                            v->Type.Dims, v->QuantScale, v->QuantZeroPoint, v->Bounded});
+    // --kv-cache: each pair's input is its output's buffer.
+    auto indexOf = [](const std::vector<ir::Value *> &list, const ir::Value *v) {
+      return (size_t)(std::find(list.begin(), list.end(), v) - list.begin());
+    };
+    for (const auto &[past, present] : G.KvCaches) {
+      const size_t i = indexOf(G.Inputs, past), o = indexOf(G.Outputs, present);
+      const ir::Node &append = *present->Producer;
+      if (past->Bounded.size() != 1 || append.attrInt("axis", -1) != past->Bounded[0].Axis ||
+          !append.Inputs[1]->Bounded.empty())
+        fail(ErrorKind::Unsupported)
+            << "--kv-cache " << past->Name << "=" << present->Name << ": the Concat is not along "
+            << "the one axis of '" << past->Name << "' that follows a --dim range (or the new "
+            << "rows follow it too)";
+      P.Inputs[i].CachePair = o;
+      P.Outputs[o].CachePair = i;
+    }
   }
 
   /// The graph inputs and outputs whose bounded axes do not lead that stay
@@ -261,10 +277,18 @@ private:
     };
     for (const auto *list : {&G.Inputs, &G.Outputs})
       for (const ir::Value *v : *list)
-        if (!v->Bounded.empty() && !v->Const && !denseAtRunTime(v) &&
+        if (!v->Bounded.empty() && !v->Const && !denseAtRunTime(v) && !inCache(v) &&
             !(G.isGraphInput(v) && G.isGraphOutput(v)) &&
             std::count(G.Outputs.begin(), G.Outputs.end(), v) <= 1 && layoutFree(v))
           DenseValues.insert(v);
+  }
+
+  /// Whether `v` is a --kv-cache input or output (Graph::KvCaches).
+  bool inCache(const ir::Value *v) const {
+    for (const auto &[past, present] : G.KvCaches)
+      if (v == past || v == present)
+        return true;
+    return false;
   }
 
   /// Binds classes that contain graph inputs, then graph outputs.
@@ -273,7 +297,9 @@ private:
       const ir::Value *root = C.find(G.Inputs[i]);
       if (ClassStorage.count(root))
         continue;
-      if (denseAtRunTime(G.Inputs[i]) || DenseValues.count(G.Inputs[i])) {
+      // A --kv-cache input is its output's first rows, which no kernel
+      // reads through it (mlcc.CacheAppend writes after them).
+      if (denseAtRunTime(G.Inputs[i]) || DenseValues.count(G.Inputs[i]) || inCache(G.Inputs[i])) {
         ClassStorage[root] = {StorageKind::Input, i};
         continue;
       }
@@ -285,6 +311,11 @@ private:
     for (size_t i = 0; i < G.Outputs.size(); ++i) {
       const ir::Value *v = G.Outputs[i];
       const ir::Value *root = C.find(v);
+      // A --kv-cache output stays in its layout at MAX, in the caller's buffer.
+      if (inCache(v) && !ClassStorage.count(root)) {
+        ClassStorage[root] = {StorageKind::Output, i};
+        continue;
+      }
       if (!denseAtRunTime(v) && !DenseValues.count(v)) {
         DenseCopies.push_back(i); // from the layout at MAX, at the end
         continue;

@@ -155,6 +155,14 @@ bool fuseAttention(ir::Graph &g);
 /// rewrote any.
 bool fuseNormalization(ir::Graph &g);
 
+/// kv-cache (--kv-cache): each (past input, present output) pair, named or
+/// found (`automatic`), whose present is Concat(past, new) along the past's
+/// run-time axis is kept in one caller buffer: the Concat becomes
+/// mlcc.CacheAppend (the new rows only) and the pair is recorded in
+/// Graph::KvCaches. Throws a clear error for a pair without that form.
+bool kvCache(ir::Graph &g, const std::vector<std::pair<std::string, std::string>> &pairs,
+             bool automatic);
+
 /// reduce-precision (--precision float16|bfloat16): the float32 weights and
 /// activations of `g` in `to` (F16 or BF16) wherever each node's schema and
 /// inference take it, the graph's inputs and outputs still float32

@@ -57,6 +57,11 @@ struct PipelineOptions {
   /// --precision float16|bfloat16: the type the float32 weights and
   /// activations are stored in (reduce-precision); F32: unchanged.
   DType Precision = DType::F32;
+  /// --kv-cache: graph input/output pairs (past, present) kept in one
+  /// caller buffer ("auto": every input with "past" in its name whose
+  /// "present" output exists); empty: none (passes::kvCache).
+  std::vector<std::pair<std::string, std::string>> KvCache;
+  bool KvCacheAuto = false;
 };
 
 /// Runs the graph passes and lowers the result; returns the program

@@ -10,7 +10,11 @@
  * present_key_L / present_value_L [1, 2, past + 1, 32] out, dense at the
  * run-time extents. The caches live in the caller's buffers, two per cache
  * (the step's input and its output trade places after each step); nothing
- * is allocated by the library. The prompt's tokens are fed one at a time,
+ * is allocated by the library. Built with -DKV_CACHE against a library
+ * compiled with --kv-cache auto, each cache is one buffer instead, laid out
+ * at its largest length ([1, 2, 256, 32]), passed as both the past input
+ * and the present output: a step writes only its new row. The prompt's
+ * tokens are fed one at a time,
  * then each step's most likely token (the largest logit) is the next
  * input. Prints the generated token ids on one line, then tokens per
  * second of the generation steps.
@@ -61,8 +65,13 @@ int main(int argc, char **argv) {
       return 2;
   token = prompt[0];
   for (t = 0; generated < steps; ++t) {
+#ifdef KV_CACHE /* one buffer per cache: the past is the present's first rows */
+    llm_inputs in = {&token, cache[0][0], cache[0][1], cache[0][2], cache[0][3], t};
+    llm_outputs out = {logits, cache[0][0], cache[0][1], cache[0][2], cache[0][3]};
+#else /* two per cache, trading places */
     llm_inputs in = {&token, cache[cur][0], cache[cur][1], cache[cur][2], cache[cur][3], t};
     llm_outputs out = {logits, cache[!cur][0], cache[!cur][1], cache[!cur][2], cache[!cur][3]};
+#endif
     mlcc_status st;
     if (t == prompt_len - 1) start = now(); /* the generation steps */
     st = llm_run(&in, &out, arena, LLM_ARENA_SIZE);

@@ -54,6 +54,7 @@ const std::map<std::string, Setter> &setters() {
       {"max_code", field(&O::MaxCode)},
       {"max_tensor", field(&O::MaxTensor)},
       {"precision", field(&O::Precision)},
+      {"kv_cache", field(&O::KvCache)},
       {"quantize", field(&O::Quantize)},
       {"calibrate", field(&O::Calibrate)},
       {"calibration_method", field(&O::CalibrationMethod)},

@@ -572,6 +572,11 @@ void writeArgumentChecks(std::ostream &os, const Program &p) {
     os << "  if (in->" << d.CName << " < " << U << "_DIM_" << output::upperName(d.CName)
        << "_MIN || in->" << d.CName << " > " << U << "_DIM_" << output::upperName(d.CName)
        << "_MAX)\n    return MLCC_ERR_DIM_RANGE;\n";
+  // --kv-cache: each cache input is its output's buffer.
+  for (auto &t : p.Inputs)
+    if (t.CachePair)
+      os << "  if ((const void *)in->" << t.CName << " != (const void *)out->"
+         << p.Outputs[*t.CachePair].CName << ")\n    return MLCC_ERR_CACHE_BUFFER;\n";
   // Inputs whose value must lie in a range (--input-range).
   for (auto &t : p.Inputs)
     if (t.Range) {

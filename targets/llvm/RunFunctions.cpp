@@ -41,6 +41,7 @@ public:
     loadTensorPointers();
     checkDims();
     checkInputRanges();
+    checkCachePairs();
     checkArena();
     loadHook();
     // The calls twice: without the hook, and with it around every call
@@ -97,6 +98,13 @@ private:
                        B.CreateICmpSGT(v, llvm::ConstantInt::get(I64, (uint64_t)P.Dims[k].Max))),
             MLCC_ERR_DIM_RANGE);
     }
+  }
+
+  /// --kv-cache: each cache input is its output's buffer.
+  void checkCachePairs() {
+    for (size_t i = 0; i < P.Inputs.size(); ++i)
+      if (P.Inputs[i].CachePair)
+        check(B.CreateICmpNE(InPtrs[i], OutPtrs[*P.Inputs[i].CachePair]), MLCC_ERR_CACHE_BUFFER);
   }
 
   /// Inputs whose value must lie in a range (--input-range).

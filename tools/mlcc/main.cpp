@@ -33,6 +33,10 @@ void addCompileOptions(CLI::App &app, CompileOptions &o) {
   app.add_option("--input-range", o.InputRanges,
                  "The values an integer scalar graph input takes: NAME=MIN..MAX (checked "
                  "when the model runs; a Loop whose trip count it is unrolls to MAX; repeatable)");
+  app.add_option("--kv-cache", o.KvCache,
+                 "Keep a key/value cache in one caller buffer: PAST=PRESENT (a graph input and "
+                 "the output that is Concat(past, new) along its --dim axis), or auto (pairs "
+                 "by name); the step writes only the new rows (repeatable)");
   app.add_option("--precision", o.Precision,
                  "Store the float model's weights and activations as float16 or bfloat16 "
                  "(inputs and outputs stay float32; arithmetic in float32)")

@@ -58,6 +58,9 @@ struct CompileOptions {
   std::string DumpIr, DumpIrDir;
   std::string DumpDot;                ///< --dump-dot FILE.dot
   std::string Precision;              ///< --precision float16|bfloat16; empty: float32
+  /// --kv-cache PAST=PRESENT or auto (repeatable): key/value caches kept in
+  /// one caller buffer, the step writing only the new rows.
+  std::vector<std::string> KvCache;
   std::string Quantize;               ///< --quantize int8; empty: none
   std::vector<std::string> Calibrate; ///< NAME=SAMPLES.npy
   std::string CalibrationMethod;      ///< minmax (default), percentile[=P], entropy
