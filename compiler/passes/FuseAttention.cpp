@@ -92,12 +92,15 @@ std::vector<int64_t> identity(size_t rank) {
   return p;
 }
 
-bool isF32(const ir::Value *v) { return v && v->Type.Type == DType::F32; }
-
 struct Matcher {
   ir::Graph &G;
   std::map<const ir::Value *, int> Uses;
   std::set<const ir::Node *> Absorbed;
+  /// The float type of the chain being matched: f32, or f16/bf16, whose
+  /// operands the node reads through Casts to f32 (its result cast back).
+  DType T = DType::F32;
+
+  bool isF32(const ir::Value *v) const { return v && v->Type.Type == T; }
 
   /// Whether `v` is read by one node only and is not a graph output.
   bool single(const ir::Value *v) const {
@@ -333,10 +336,10 @@ struct Matcher {
       ir::Value *shape = G.addValue(G.uniqueValueName(n.Name + "/heads_shape"), {DType::I64, {4}});
       shape->Const = std::make_shared<Tensor>(
           Tensor::fromInts(DType::I64, {4}, {d[0], d[1], heads, size}));
-      x = node(n, "Reshape", {x, shape}, {}, {DType::F32, {d[0], d[1], heads, size}}, nullptr,
+      x = node(n, "Reshape", {x, shape}, {}, {T, {d[0], d[1], heads, size}}, nullptr,
                nodes);
       x = node(n, "Transpose", {x}, {{"perm", ir::intsAttr({0, 2, 1, 3})}},
-               {DType::F32, {d[0], heads, d[1], size}}, past ? nullptr : out, nodes);
+               {T, {d[0], heads, d[1], size}}, past ? nullptr : out, nodes);
     } else if (!past && out) {
       x = node(n, "Identity", {x}, {}, x->Type, out, nodes);
     }
@@ -344,7 +347,35 @@ struct Matcher {
       return x;
     const Shape &p = past->Type.Dims;
     return node(n, "Concat", {past, x}, {{"axis", ir::intAttr(2)}},
-                {DType::F32, {p[0], p[1], p[2] + x->Type.Dims[2], p[3]}}, out, nodes);
+                {T, {p[0], p[1], p[2] + x->Type.Dims[2], p[3]}}, out, nodes);
+  }
+
+  /// The node's float operands of a 16-bit chain as f32: a Cast before
+  /// `n` for each (one per value).
+  void castInputs(ir::Node &n, std::vector<std::unique_ptr<ir::Node>> &before) {
+    if (T == DType::F32)
+      return;
+    std::map<ir::Value *, ir::Value *> made;
+    for (ir::Value *&x : n.Inputs)
+      if (x && x->Type.Type == T) {
+        ir::Value *&c = made[x];
+        if (!c)
+          c = node(n, "Cast", {x}, {{"to", ir::intAttr((int64_t)DType::F32)}},
+                   {DType::F32, x->Type.Dims}, nullptr, before);
+        x = c;
+      }
+  }
+
+  /// A 16-bit chain's result: the node computes it in f32, a Cast after it
+  /// (to `after`) rounds it once.
+  void castOutput(ir::Node &n, std::vector<std::unique_ptr<ir::Node>> &after) {
+    if (T == DType::F32)
+      return;
+    ir::Value *y = n.Outputs[0];
+    ir::Value *y32 = G.addValue(G.uniqueValueName(y->Name + "/f32"), {DType::F32, y->Type.Dims});
+    y32->Producer = &n;
+    n.Outputs[0] = y32;
+    node(n, "Cast", {y32}, {{"to", ir::intAttr((int64_t)T)}}, y->Type, y, after);
   }
 
   /// Rewrites an ONNX Attention node as mlcc.Attention where it can (see
@@ -352,8 +383,10 @@ struct Matcher {
   /// to be placed after `n`.
   bool fuseOnnx(ir::Node &n, std::vector<std::unique_ptr<ir::Node>> &before,
                 std::vector<std::unique_ptr<ir::Node>> &added) {
-    if (!n.Domain.empty() || n.OpType != "Attention" || n.Inputs.size() < 3)
+    if (!n.Domain.empty() || n.OpType != "Attention" || n.Inputs.size() < 3 || !n.Inputs[0] ||
+        !isF32Arithmetic(n.Inputs[0]->Type.Type))
       return false;
+    T = n.Inputs[0]->Type.Type;
     auto read = [&](size_t i) {
       return i < n.Outputs.size() && n.Outputs[i] &&
              (Uses.count(n.Outputs[i]) || G.isGraphOutput(n.Outputs[i]));
@@ -391,7 +424,7 @@ struct Matcher {
     ir::Value *mask = n.hasInput(3) ? n.Inputs[3] : nullptr;
     if (mask && (mask->Type.Dims.empty() || mask->Type.Dims.size() > 4 ||
                  mask->Type.Dims.back() != skv ||
-                 (mask->Type.Type != DType::Bool && mask->Type.Type != DType::F32)))
+                 (mask->Type.Type != DType::Bool && mask->Type.Type != T)))
       return false;
     // The operands: 3-D as [batch, seq, heads, size] (a tail of the last
     // axis), heads first.
@@ -467,8 +500,10 @@ struct Matcher {
     n.Inputs = inputs;
     n.Outputs.resize(1);
     n.Plan = {};
+    castInputs(n, before);
     if (q.size() == 4) {
       n.Attrs["out_perm"] = ir::intsAttr(identity(4));
+      castOutput(n, added);
       return true;
     }
     // A 3-D Y: [batch, seq, heads, size] from the node, merged by a Reshape.
@@ -488,14 +523,20 @@ struct Matcher {
     reshape->Outputs = {y};
     reshape->Guard = n.Guard;
     y->Producer = reshape.get();
+    ir::Node &merge = *reshape;
     added.push_back(std::move(reshape));
+    castOutput(merge, added); // the merged heads are f32
     return true;
   }
 
   /// Fuses the chain ending in MatMul `pv`, if it is one.
-  bool fuse(ir::Node &pv) {
-    if (!pv.Domain.empty() || pv.OpType != "MatMul" || pv.Inputs.size() != 2 ||
-        !isF32(pv.Inputs[0]) || !isF32(pv.Inputs[1]) || !isF32(pv.Outputs[0]))
+  bool fuse(ir::Node &pv, std::vector<std::unique_ptr<ir::Node>> &before,
+            std::vector<std::unique_ptr<ir::Node>> &added) {
+    if (!pv.Domain.empty() || pv.OpType != "MatMul" || pv.Inputs.size() != 2 || !pv.Outputs[0] ||
+        !isF32Arithmetic(pv.Outputs[0]->Type.Type))
+      return false;
+    T = pv.Outputs[0]->Type.Type;
+    if (!isF32(pv.Inputs[0]) || !isF32(pv.Inputs[1]))
       return false;
     ir::Value *p = beforeIdentities(pv.Inputs[0], pv), *v = pv.Inputs[1];
     ir::Node *sm = p->Producer;
@@ -626,6 +667,8 @@ struct Matcher {
       Absorbed.insert(after);
       Dead.insert(after);
     }
+    castInputs(pv, before);
+    castOutput(pv, added);
     return true;
   }
   std::set<const ir::Node *> Dead;
@@ -641,7 +684,7 @@ bool fuseAttention(ir::Graph &g) {
   std::map<const ir::Node *, std::vector<std::unique_ptr<ir::Node>>> before, after;
   for (auto &n : g.Nodes) {
     std::vector<std::unique_ptr<ir::Node>> ahead, added;
-    if (!m.Absorbed.count(n.get()) && (m.fuse(*n) || m.fuseOnnx(*n, ahead, added)))
+    if (!m.Absorbed.count(n.get()) && (m.fuse(*n, ahead, added) || m.fuseOnnx(*n, ahead, added)))
       changed = true;
     if (!ahead.empty())
       before[n.get()] = std::move(ahead);
