@@ -7,7 +7,8 @@
 # the one with a symbolic length compiles once with --dim S=1..80 and is
 # checked at lengths 1, 7, 64, 65 and 80 (partial and whole blocks); a
 # fused QKV projection's Split, the Reshapes and Transposes around the heads
-# leave no kernel of their own; a constant causal mask becomes an index test.
+# leave no kernel of their own; a constant causal mask becomes an index test;
+# a float16 chain is fused too (gpt_causal_fp16).
 #
 # usage: tests/cli/attention.sh MLCC WORKDIR
 set -uo pipefail

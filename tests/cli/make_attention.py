@@ -177,3 +177,21 @@ save("onnx_attention_past", [
 ], [vi("q", [1, 5, 64]), vi("k", [1, 5, 32]), vi("v", [1, 5, 32]),
     vi("past_k", [1, 2, 7, 16]), vi("past_v", [1, 2, 7, 16])],
     [vi("y", [1, 5, 64]), vi("present_k", [1, 2, 12, 16]), vi("present_v", [1, 2, 12, 16])], [], opset=23)
+
+# 12. The GPT-style chain of 1. in float16: fused too, its operands cast to
+# float32 before the kernel and the result rounded to float16 once.
+S, H, D = 37, 3, 32
+F16 = TP.FLOAT16
+save("gpt_causal_fp16", [
+    h.make_node("Transpose", ["q"], ["qh"], perm=[0, 2, 1, 3]),
+    h.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 3, 1]),
+    h.make_node("Transpose", ["v"], ["vh"], perm=[0, 2, 1, 3]),
+    h.make_node("MatMul", ["qh", "kt"], ["s"]),
+    h.make_node("Div", ["s", "scale"], ["s1"]),
+    h.make_node("Where", ["causal", "s1", "ninf"], ["s2"]),
+    h.make_node("Softmax", ["s2"], ["p"], axis=-1),
+    h.make_node("MatMul", ["p", "vh"], ["o"]),
+    h.make_node("Transpose", ["o"], ["y"], perm=[0, 2, 1, 3]),
+], [vi(p, [1, S, H, D], F16) for p in "qkv"], [vi("y", [1, S, H, D], F16)],
+    [const("scale", np.float16(np.sqrt(D))), const("ninf", np.float16(-np.inf)),
+     const("causal", np.tril(np.ones((1, 1, S, S), bool)))])
