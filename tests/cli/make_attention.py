@@ -49,7 +49,7 @@ def heads_in(prefix, shape):
 # Div, causal mask by Where(mask, s, -inf), heads merged by Transpose;
 # 37 positions (a partial block), 3 heads of 32.
 S, H, D = 37, 3, 32
-save("gpt_causal", [
+GPT_CHAIN = [
     h.make_node("Transpose", ["q"], ["qh"], perm=[0, 2, 1, 3]),
     h.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 3, 1]),
     h.make_node("Transpose", ["v"], ["vh"], perm=[0, 2, 1, 3]),
@@ -59,7 +59,8 @@ save("gpt_causal", [
     h.make_node("Softmax", ["s2"], ["p"], axis=-1),
     h.make_node("MatMul", ["p", "vh"], ["o"]),
     h.make_node("Transpose", ["o"], ["y"], perm=[0, 2, 1, 3]),
-], heads_in("qkv", [1, S, H, D]), [vi("y", [1, S, H, D])],
+]
+save("gpt_causal", GPT_CHAIN, heads_in("qkv", [1, S, H, D]), [vi("y", [1, S, H, D])],
     [const("scale", np.float32(np.sqrt(D))), const("ninf", np.float32(-np.inf)),
      const("causal", np.tril(np.ones((1, 1, S, S), bool)))])
 
@@ -182,16 +183,7 @@ save("onnx_attention_past", [
 # float32 before the kernel and the result rounded to float16 once.
 S, H, D = 37, 3, 32
 F16 = TP.FLOAT16
-save("gpt_causal_fp16", [
-    h.make_node("Transpose", ["q"], ["qh"], perm=[0, 2, 1, 3]),
-    h.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 3, 1]),
-    h.make_node("Transpose", ["v"], ["vh"], perm=[0, 2, 1, 3]),
-    h.make_node("MatMul", ["qh", "kt"], ["s"]),
-    h.make_node("Div", ["s", "scale"], ["s1"]),
-    h.make_node("Where", ["causal", "s1", "ninf"], ["s2"]),
-    h.make_node("Softmax", ["s2"], ["p"], axis=-1),
-    h.make_node("MatMul", ["p", "vh"], ["o"]),
-    h.make_node("Transpose", ["o"], ["y"], perm=[0, 2, 1, 3]),
-], [vi(p, [1, S, H, D], F16) for p in "qkv"], [vi("y", [1, S, H, D], F16)],
+save("gpt_causal_fp16", GPT_CHAIN, [vi(p, [1, S, H, D], F16) for p in "qkv"],
+     [vi("y", [1, S, H, D], F16)],
     [const("scale", np.float16(np.sqrt(D))), const("ninf", np.float16(-np.inf)),
      const("causal", np.tril(np.ones((1, 1, S, S), bool)))])
