@@ -101,6 +101,12 @@ struct Stats {
   bool NanMismatch = false;
 };
 
+/// A reference value this large is a mask's fill (scores masked with the
+/// float minimum, or -inf), not a signal: left out of the SNR, whose
+/// signal it would make astronomically large (a Softmax after it then
+/// showed a drop of hundreds of dB).
+constexpr double kMaskFill = 1e30;
+
 Stats compareValues(const std::vector<double> &got, const std::vector<double> &ref) {
   Stats s;
   double signal = 0, noise = 0;
@@ -108,6 +114,12 @@ Stats compareValues(const std::vector<double> &got, const std::vector<double> &r
     double g = got[i], r = ref[i];
     if (std::isnan(g) || std::isnan(r)) {
       s.NanMismatch = s.NanMismatch || std::isnan(g) != std::isnan(r);
+      continue;
+    }
+    if (std::fabs(r) >= kMaskFill) {
+      // A masked position: left out, unless the result is not masked too.
+      if (std::fabs(g) < kMaskFill || std::signbit(g) != std::signbit(r))
+        s.MaxAbs = INFINITY;
       continue;
     }
     if (g == r) { // infinities of the same sign included

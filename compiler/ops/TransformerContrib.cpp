@@ -427,7 +427,7 @@ Nodes expandGroupQueryAttention(ir::Node &n, ir::Graph &g) {
               << " heads of one size (key and value " << shapeToString(kvShape) << " expected)";
   if (n.hasInput(3) != n.hasInput(4))
     n.error() << "past_key and past_value must both be given, or neither";
-  const int64_t past = n.hasInput(3) ? n.inShape(3)[2] : 0;
+  const int64_t past = n.hasInput(3) && n.inShape(3).size() == 4 ? n.inShape(3)[2] : 0;
   for (size_t i : {3, 4})
     if (n.hasInput(i) && n.inShape(i) != Shape{batch, kvHeads, past, size})
       n.error() << "input " << i << " has shape " << shapeToString(n.inShape(i)) << "; expected ["
@@ -472,8 +472,9 @@ Nodes expandGroupQueryAttention(ir::Node &n, ir::Graph &g) {
     ps = e.add("Add", 14, {lens, e.constant(Tensor::fromInts(DType::I64, {}, {1 - seq}), "one_less_s")});
   }
   if (n.attrInt("do_rotary", 0) != 0) {
-    if (!n.hasInput(7) || !n.hasInput(8))
-      n.error() << "do_rotary needs cos_cache and sin_cache";
+    if (!n.hasInput(7) || !n.hasInput(8) || n.inShape(7).size() != 2 ||
+        n.inShape(8) != n.inShape(7))
+      n.error() << "do_rotary needs cos_cache and sin_cache of one shape [positions, rotary / 2]";
     ir::Value *positions = e.input(9);
     if (positions && n.inShape(9) != Shape{batch, seq})
       n.error() << "position_ids must have shape [" << batch << ", " << seq << "]";

@@ -89,6 +89,21 @@ if "$mlcc" check "$digits" --quantize int8 "${cal[@]}" --json "$work/int8.json" 
 else
   cat "$work/int8.txt"; fail "int8 digits: exit $? (expected 0)"
 fi
+# Scores masked with the float minimum (make_masked_scores.py): the masked
+# positions are left out of the SNR, so no layer shows a drop of hundreds of
+# dB (the Softmax after them showed 763 dB); the worst is a few dB.
+masked=$root/tests/cli/data/masked_scores.onnx
+if "$mlcc" check "$masked" --quantize int8 \
+     --calibrate "x=$root/tests/cli/data/masked_scores_cal.npy" >"$work/masked.txt" 2>&1; then
+  worst=$(sed -n '/^layers that lose the most accuracy/{n;p;q}' "$work/masked.txt" | awk '{print $1}')
+  if [[ -n $worst ]] && awk -v w="$worst" 'BEGIN { exit !(w < 30) }'; then
+    echo "ok   masked scores: the worst SNR drop is $worst dB"
+  else
+    cat "$work/masked.txt"; fail "masked scores: the worst SNR drop is '$worst' dB (expected < 30)"
+  fi
+else
+  cat "$work/masked.txt"; fail "masked scores: mlcc check --quantize int8 failed"
+fi
 graph=$("$mlcc" "$digits" --quantize int8 "${cal[@]}" --keep-float /conv1/Conv --emit graph -o -)
 if ! grep -q '= Conv .*# /conv1/Conv' <<<"$graph" || ! grep -q 'QLinearConv' <<<"$graph"; then
   fail "--keep-float /conv1/Conv: that Conv is not float and the other int8"

@@ -265,6 +265,11 @@ def make_bad(out):
                                   local_window_size=4),
         [vi("q", [1, 5, D]), vi("k", [1, 5, 32]), vi("v", [1, 5, 32]), vi("l", [1], TP.INT32)],
         [vi("y", [1, 5, D])], [const("t", np.array(5, np.int32))], "local_window_size")
+    bad("gqa_past_rank", h.make_node("GroupQueryAttention", ["q", "k", "v", "pk", "pv", "l", "t"],
+                                     ["y"], name="gqa3", domain=MS, num_heads=4, kv_num_heads=2),
+        [vi("q", [1, 1, D]), vi("k", [1, 1, 32]), vi("v", [1, 1, 32]), vi("pk", [1, 2, 16]),
+         vi("pv", [1, 2, 16]), vi("l", [1], TP.INT32)], [vi("y", [1, 1, D])],
+        [const("t", np.array(17, np.int32))], "past_key|input 3")
     bad("mha_heads", h.make_node("MultiHeadAttention", ["q", "k", "v"], ["y"], name="mha3",
                                  domain=MS, num_heads=5),
         [vi("q", [1, 5, D]), vi("k", [1, 5, D]), vi("v", [1, 5, D])], [vi("y", [1, 5, D])], [],

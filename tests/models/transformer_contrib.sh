@@ -73,7 +73,7 @@ for model in "$work"/bad/*.onnx; do
   out="$work/bad/$name.a"
   "$mlcc" "$model" -o "$out" >"$work/bad/$name.log" 2>&1
   rc=$?
-  if ((rc == 0 || rc >= 128)) || [[ -e $out ]] || ! grep -q "error:.*$expect" "$work/bad/$name.log"; then
+  if ((rc == 0 || rc >= 128)) || [[ -e $out ]] || ! grep -Eq "error:.*($expect)" "$work/bad/$name.log"; then
     echo "FAIL: exit $rc: $(head -n 1 "$work/bad/$name.log")"; failed=$((failed + 1))
   else
     echo "refused: $(grep -m1 'error:' "$work/bad/$name.log")"
