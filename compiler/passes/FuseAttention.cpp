@@ -23,8 +23,9 @@
 // its own kernel, still correct).
 //
 // The ONNX Attention op (opset 23) becomes the same node where the kernel
-// computes what it defines: no nonpad_kv_seqlen, qk_matmul_output not
-// read, f32, a past key and value (if any) of fixed length P whose
+// computes what it defines: qk_matmul_output not read, a nonpad_kv_seqlen
+// (without a past) turned into a boolean mask of the keys each query sees,
+// a past key and value (if any) of fixed length P whose
 // present ones are computed first (Concat of the past and the new heads,
 // the present outputs when the graph reads them; causal rows see the past:
 // causal_offset P; without a past, present outputs that are read are the
@@ -378,6 +379,36 @@ struct Matcher {
     node(n, "Cast", {y32}, {{"to", ir::intAttr((int64_t)T)}}, y->Type, y, after);
   }
 
+  /// A constant int64 tensor of `shape` holding 0, 1, ... plus `from`.
+  ir::Value *counting(const std::string &base, Shape shape, int64_t from) {
+    std::vector<int64_t> v((size_t)numElements(shape));
+    for (size_t i = 0; i < v.size(); ++i)
+      v[i] = from + (int64_t)i;
+    ir::Value *c = G.addValue(G.uniqueValueName(base), {DType::I64, shape});
+    c->Const = std::make_shared<Tensor>(Tensor::fromInts(DType::I64, shape, v));
+    return c;
+  }
+
+  /// The Attention op's nonpad_kv_seqlen as a boolean mask [B, 1, Lq or
+  /// 1, Lkv] of the keys each query sees (nodes before `n`).
+  ir::Value *validKeys(const ir::Node &n, ir::Value *nonpad, int64_t batch, int64_t lq,
+                       int64_t lkv, bool causal, std::vector<std::unique_ptr<ir::Node>> &nodes) {
+    ir::Value *shape = G.addValue(G.uniqueValueName(n.Name + "/nonpad_shape"), {DType::I64, {4}});
+    shape->Const = std::make_shared<Tensor>(Tensor::fromInts(DType::I64, {4}, {batch, 1, 1, 1}));
+    ir::Value *lens = node(n, "Reshape", {nonpad, shape}, {}, {DType::I64, {batch, 1, 1, 1}},
+                           nullptr, nodes);
+    ir::Value *keys = counting(n.Name + "/keys", {1, 1, 1, lkv}, 0);
+    ir::Value *keep = node(n, "Less", {keys, lens}, {}, {DType::Bool, {batch, 1, 1, lkv}},
+                           nullptr, nodes);
+    if (!causal)
+      return keep;
+    ir::Value *last = node(n, "Add", {lens, counting(n.Name + "/rows", {1, 1, lq, 1}, -lq)}, {},
+                           {DType::I64, {batch, 1, lq, 1}}, nullptr, nodes);
+    ir::Value *seen = node(n, "LessOrEqual", {keys, last}, {}, {DType::Bool, {batch, 1, lq, lkv}},
+                           nullptr, nodes);
+    return node(n, "And", {keep, seen}, {}, {DType::Bool, {batch, 1, lq, lkv}}, nullptr, nodes);
+  }
+
   /// Rewrites an ONNX Attention node as mlcc.Attention where it can (see
   /// the file comment). New nodes (a Reshape of a 3-D Y) go to `added`,
   /// to be placed after `n`.
@@ -393,7 +424,9 @@ struct Matcher {
     };
     ir::Value *pastK = n.hasInput(4) ? n.Inputs[4] : nullptr;
     ir::Value *pastV = n.hasInput(5) ? n.Inputs[5] : nullptr;
-    if (n.hasInput(6) || !pastK != !pastV || read(3))
+    ir::Value *nonpad = n.hasInput(6) ? n.Inputs[6] : nullptr;
+    if (!pastK != !pastV || read(3) || (nonpad && (pastK || nonpad->Type.Type != DType::I64 ||
+                                                   nonpad->Type.Dims.size() != 1)))
       return false;
     if (pastK && (!isF32(pastK) || !isF32(pastV) || pastK->Type.Dims.size() != 4 ||
                   pastV->Type.Dims.size() != 4 || !pastK->Bounded.empty() ||
@@ -491,8 +524,17 @@ struct Matcher {
       steps.push_back(ops::attention::Add);
       inputs.push_back(mask);
     }
-    if (causal)
+    if (nonpad) {
+      // Keys j < nonpad[b] are attendable; with is_causal, query i sees
+      // j <= i + nonpad[b] - Lq: a boolean mask [B, 1, Lq or 1, Lkv]
+      // computed from nonpad before the kernel.
+      steps.push_back(ops::attention::WhereKeep);
+      inputs.push_back(validKeys(n, nonpad, batch, sq, skv, causal, before));
+      inputs.push_back(scalar(n.Name + "/padded", DType::F32,
+                              -std::numeric_limits<double>::infinity()));
+    } else if (causal) {
       steps.push_back(ops::attention::Causal);
+    }
     n.Attrs["steps"] = ir::intsAttr(steps);
     n.Attrs["zero_empty_rows"] = ir::intAttr(1);
     n.Domain = "mlcc";
