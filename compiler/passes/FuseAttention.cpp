@@ -25,6 +25,7 @@
 // The ONNX Attention op (opset 23) becomes the same node where the kernel
 // computes what it defines: qk_matmul_output not read, a nonpad_kv_seqlen
 // (without a past) turned into a boolean mask of the keys each query sees,
+// a mask shorter than the keys padded with -inf (false),
 // a past key and value (if any) of fixed length P whose
 // present ones are computed first (Concat of the past and the new heads,
 // the present outputs when the graph reads them; causal rows see the past:
@@ -456,9 +457,24 @@ struct Matcher {
       return false;
     ir::Value *mask = n.hasInput(3) ? n.Inputs[3] : nullptr;
     if (mask && (mask->Type.Dims.empty() || mask->Type.Dims.size() > 4 ||
-                 mask->Type.Dims.back() != skv ||
+                 mask->Type.Dims.back() > skv || !mask->Bounded.empty() ||
                  (mask->Type.Type != DType::Bool && mask->Type.Type != T)))
       return false;
+    if (mask && mask->Type.Dims.back() < skv) {
+      // Keys the mask's last axis does not reach are masked: the mask padded
+      // with -inf (false) before the kernel.
+      const Shape &d = mask->Type.Dims;
+      std::vector<int64_t> pads(2 * d.size(), 0);
+      pads.back() = skv - d.back();
+      ir::Value *p = G.addValue(G.uniqueValueName(n.Name + "/mask_pads"), {DType::I64, {(int64_t)pads.size()}});
+      p->Const = std::make_shared<Tensor>(Tensor::fromInts(DType::I64, {(int64_t)pads.size()}, pads));
+      ir::Value *fill = scalar(n.Name + "/mask_fill", mask->Type.Type,
+                               mask->Type.Type == DType::Bool ? 0.0
+                                                              : -std::numeric_limits<double>::infinity());
+      Shape padded = d;
+      padded.back() = skv;
+      mask = node(n, "Pad", {mask, p, fill}, {}, {mask->Type.Type, padded}, nullptr, before);
+    }
     // The operands: 3-D as [batch, seq, heads, size] (a tail of the last
     // axis), heads first.
     // A 3-D operand that is a part of a Split along the last axis (a packed
