@@ -6,7 +6,8 @@
 //
 //   LayerNorm:  m = ReduceMean(x)      d = Sub(x, m)
 //               v = ReduceMean(d * d)  (Pow(d, 2) or Mul(d, d))
-//               y = d / Sqrt(v + eps)  (Div, or Mul by Reciprocal / 1 / ...)
+//               y = d / Sqrt(v + eps)  (Div, or Mul by Reciprocal / 1 / ...;
+//                                       Pow(., 0.5) or Mul by Pow(., -0.5))
 //               [* gamma] [+ beta]
 //   -> LayerNormalization(x, gamma or ones, beta; axis, epsilon)
 //
@@ -103,9 +104,10 @@ struct Matcher {
   }
 
   /// Where `y` is num / Sqrt(mean + eps) with `num` given: the mean of
-  /// squares (the value under the Sqrt, before eps) and eps; the Sqrt, Add
+  /// squares (the value under the root, before eps) and eps; the root, Add
   /// and reciprocal nodes go to `nodes`. Forms: Div(num, s),
-  /// Mul(num, Reciprocal(s)), Mul(num, Div(1, s)).
+  /// Mul(num, Reciprocal(s)), Mul(num, Div(1, s)) with s = Sqrt(v) or
+  /// Pow(v, 0.5), and Mul(num, Pow(v, -0.5)).
   struct Root {
     ir::Value *MeanSquares;
     double Eps;
@@ -113,7 +115,12 @@ struct Matcher {
   std::optional<Root> scaledBySqrt(const ir::Node &y, const ir::Value *num,
                                    std::vector<const ir::Node *> &nodes) const {
     const ir::Value *guard = y.Guard;
-    const ir::Value *s = nullptr;
+    // Pow(v, e): its base when `v` is one, read once, with exponent `e`.
+    auto power = [&](const ir::Value *v, double e) -> const ir::Node * {
+      const ir::Node *p = inner(v, "Pow", guard);
+      return p && p->Inputs.size() == 2 && isScalar(p->Inputs[1], e) ? p : nullptr;
+    };
+    const ir::Value *s = nullptr, *under = nullptr; // the root, and what is under it
     if (isOp(&y, "Div") && y.Inputs.size() == 2 && y.Inputs[0] == num) {
       s = y.Inputs[1];
     } else if (isOp(&y, "Mul")) {
@@ -125,18 +132,26 @@ struct Matcher {
                  div && div->Inputs.size() == 2 && isScalar(div->Inputs[0], 1.0)) {
         s = div->Inputs[1];
         nodes.push_back(div);
+      } else if (const ir::Node *p = power(r, -0.5)) { // (mean + eps)^-0.5
+        under = p->Inputs[0];
+        nodes.push_back(p);
       }
     }
-    const ir::Node *sq = inner(s, "Sqrt", guard);
-    if (!sq)
-      return std::nullopt;
-    const ir::Node *add = inner(sq->Inputs[0], "Add", guard);
+    if (!under) {
+      const ir::Node *root = inner(s, "Sqrt", guard);
+      if (!root)
+        root = power(s, 0.5);
+      if (!root)
+        return std::nullopt;
+      under = root->Inputs[0];
+      nodes.push_back(root);
+    }
+    const ir::Node *add = inner(under, "Add", guard);
     if (!add || add->Inputs.size() != 2)
       return std::nullopt;
     for (int k = 0; k < 2; ++k) {
       const Tensor *eps = constant(add->Inputs[(size_t)k]);
       if (eps && eps->numel() == 1 && add->Inputs[(size_t)(1 - k)]->Producer) {
-        nodes.push_back(sq);
         nodes.push_back(add);
         return Root{add->Inputs[(size_t)(1 - k)], eps->doubleAt(0)};
       }

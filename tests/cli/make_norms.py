@@ -75,6 +75,16 @@ save("reciprocal_rms", rms_pow + [h.make_node("Reciprocal", ["s"], ["r"]),
                                   h.make_node("Mul", ["r", "x"], ["n"]),
                                   h.make_node("Mul", ["n", "g"], ["y"])], [3, D], base[:3])
 save("plain_div_rms", rms_pow + [h.make_node("Div", ["x", "s"], ["y"])], [2, 7, D], base[:2])
+# The root as a power: x * (mean(x^2) + eps)^-0.5 * w (TensorFlow exports),
+# and a LayerNorm dividing by (var + eps)^0.5.
+save("pow_half_rms", [h.make_node("Pow", ["x", "two"], ["p"]),
+                      h.make_node("ReduceMean", ["p"], ["v"], axes=[-1]),
+                      h.make_node("Add", ["eps", "v"], ["ve"]),
+                      h.make_node("Pow", ["ve", "minus_half"], ["r"]),
+                      h.make_node("Mul", ["x", "r"], ["n"]), h.make_node("Mul", ["n", "g"], ["y"])],
+     [1, 5, D], base[:3] + [c("minus_half", -0.5)])
+save("pow_root_ln", [n if n.op_type != "Sqrt" else h.make_node("Pow", ["ve", "half"], ["s"])
+                     for n in layer_norm()], [1, 10, D], base + [c("half", 0.5)])
 # The mean read elsewhere too: no LayerNormalization, but what follows the
 # Sub is an RMSNorm of x - mean (with the scale; the shift stays an Add).
 save("mean_output_rms", layer_norm() + [h.make_node("Identity", ["m"], ["mean"])], [1, 10, D], base,
