@@ -24,20 +24,6 @@ namespace mlcc::passes {
 
 namespace {
 
-ir::Value *graphInput(ir::Graph &g, const std::string &name) {
-  for (ir::Value *v : g.Inputs)
-    if (v->Name == name)
-      return v;
-  return nullptr;
-}
-
-ir::Value *graphOutput(ir::Graph &g, const std::string &name) {
-  for (ir::Value *v : g.Outputs)
-    if (v->Name == name)
-      return v;
-  return nullptr;
-}
-
 /// The output paired with input `name` by "auto": "present" in the place of
 /// "past_key_values" or of "past".
 std::string presentName(const std::string &name) {
@@ -57,7 +43,8 @@ bool kvCache(ir::Graph &g, const std::vector<std::pair<std::string, std::string>
   if (automatic)
     for (const ir::Value *v : g.Inputs) {
       std::string out = presentName(v->Name);
-      if (!out.empty() && graphOutput(g, out))
+      const ir::Value *o = out.empty() ? nullptr : g.findValue(out);
+      if (o && g.isGraphOutput(o))
         pairs.push_back({v->Name, out});
     }
   if (pairs.empty())
@@ -67,7 +54,11 @@ bool kvCache(ir::Graph &g, const std::vector<std::pair<std::string, std::string>
   const std::map<const ir::Value *, int> uses = g.useCounts();
   for (const auto &[inName, outName] : pairs) {
     const std::string what = "--kv-cache " + inName + "=" + outName;
-    ir::Value *past = graphInput(g, inName), *present = graphOutput(g, outName);
+    ir::Value *past = g.findValue(inName), *present = g.findValue(outName);
+    if (past && !g.isGraphInput(past))
+      past = nullptr;
+    if (present && !g.isGraphOutput(present))
+      present = nullptr;
     if (!past || !present)
       fail(ErrorKind::Usage) << what << ": the model has no " << (past ? "output '" : "input '")
                              << (past ? outName : inName) << "'";
