@@ -97,19 +97,43 @@ void crossCommands(const llvmgen::TargetSpec &t, const std::string &who,
   } else if (tr.rfind("riscv64", 0) == 0 && tr.find("linux") != std::string::npos) {
     dcc = {"riscv64-linux-gnu-gcc", "-O1"};
     drun = {"qemu-riscv64", "-cpu", "rv64,v=true", "-L", "/usr/riscv64-linux-gnu"};
-  } else if (t.Name == "cortex-m4" || t.Name == "cortex-m7") {
+  } else if (t.Name == "cortex-m4" || t.Name == "cortex-m7" || t.Name == "cortex-m0plus" ||
+             t.Name == "cortex-m33" || t.Name == "cortex-m55") {
     std::string fw = firmwareDir();
     if (fw.empty())
       fail(ErrorKind::Usage) << who << " --target " << t.Name
                              << ": the firmware startup code (examples/cmake/firmware, or "
                                 "share/mlcc/firmware where mlcc is installed) is not next to mlcc"
                              << (who == "mlcc check" ? "; give --cc and --run" : "");
-    bool m4 = t.Name == "cortex-m4";
-    dcc = {"arm-none-eabi-gcc", "-O1", "-mcpu=" + t.Name, "-mthumb", "-mfloat-abi=hard",
-           m4 ? "-mfpu=fpv4-sp-d16" : "-mfpu=fpv5-d16", "--specs=rdimon.specs",
-           fw + "/cortex-m-startup.c", "-T", fw + "/arm-mps.ld", "-Wl,--gc-sections",
-           "-Wl,--no-warn-rwx-segments"};
-    drun = {"qemu-system-arm", "-M", m4 ? "mps2-an386" : "mps2-an500", "-nographic",
+    // The board QEMU runs the code on: the MPS2 AN386 (Cortex-M4, which
+    // also runs the Cortex-M0+'s ARMv6-M code) and AN500 (M7) with 4 MB
+    // of code and data memory; the MPS3 AN547 (Cortex-M55, which also runs
+    // the M33's Armv8-M code) with its 512 KB ITCM.
+    const std::string &n = t.Name;
+    const bool mps3 = n == "cortex-m33" || n == "cortex-m55";
+    dcc = {"arm-none-eabi-gcc", "-O1", "-mcpu=" + n, "-mthumb"};
+    if (n == "cortex-m0plus")
+      dcc.push_back("-mfloat-abi=soft");
+    else
+      dcc.push_back("-mfloat-abi=hard");
+    if (n == "cortex-m4")
+      dcc.push_back("-mfpu=fpv4-sp-d16");
+    else if (n == "cortex-m7")
+      dcc.push_back("-mfpu=fpv5-d16");
+    for (const std::string &a :
+         std::vector<std::string>{"--specs=rdimon.specs", fw + "/cortex-m-startup.c", "-T",
+                                  fw + "/arm-mps.ld", "-Wl,--gc-sections",
+                                  "-Wl,--no-warn-rwx-segments"})
+      dcc.push_back(a);
+    // The AN547: code in the lower half of the ITCM, data above it (QEMU's
+    // semihosting HEAPINFO, which newlib's malloc follows, puts the heap
+    // and the stack in the ITCM on this board).
+    if (mps3)
+      for (const char *a : {"-Wl,--defsym=__flash_size=256K", "-Wl,--defsym=__ram_origin=0x40000",
+                            "-Wl,--defsym=__ram_size=256K"})
+        dcc.push_back(a);
+    const char *board = mps3 ? "mps3-an547" : n == "cortex-m7" ? "mps2-an500" : "mps2-an386";
+    drun = {"qemu-system-arm", "-M", board, "-nographic",
             "-monitor", "none", "-serial", "none", "-semihosting-config",
             "enable=on,target=native", "-kernel"};
   } else if (cc.empty() || run.empty()) {

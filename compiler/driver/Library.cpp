@@ -14,6 +14,7 @@
 #include "compiler/driver/Compile.h"
 #include "compiler/driver/Harness.h"
 #include "compiler/driver/Toolchains.h"
+#include "compiler/driver/Cycles.h"
 #include "compiler/driver/Tune.h"
 #include "compiler/kernel/Program.h"
 #include "compiler/output/Header.h"
@@ -526,6 +527,7 @@ Library compile(const CompileOptions &o) {
     target = llvmgen::resolveTarget(o.Target, o.Cpu, o.Features);
   }
 
+  (void)wantsCycleEstimate(o, target, kind); // --cycles on's usage errors, before the work
   L->Name = modelName(o);
   const std::string &name = L->Name;
   PipelineOptions po;
@@ -603,6 +605,9 @@ Library compile(const CompileOptions &o) {
     ctx = reportContext(o, target);
     ctx.FloatNodes = quantizer::floatFallbacks(*graph);
     tuner.annotate(r, o.Verbose);
+    if (L->Object && wantsCycleEstimate(o, target, kind)) {
+      estimateLibraryCycles(o, program, target, *L->Object, headerOf(*L), r);
+    }
     if (o.Verbose)
       std::fputs(output::reportText(r, ctx).c_str(), stderr);
     output::checkBudgets(r, budgets);

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cinttypes>
 #include <climits>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -45,6 +46,13 @@ std::string nodesShort(const KernelCallReport &k) {
 }
 
 std::string num(int64_t v) { return std::to_string(v); }
+
+/// `v` with `digits` decimals.
+std::string fixed(double v, int digits) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.*f", digits, v);
+  return b;
+}
 
 } // namespace
 
@@ -199,6 +207,23 @@ std::string reportJson(const ModelReport &r, const ReportContext &c) {
   field("copied_bytes", num(r.CopiedBytes));
   field("filled_bytes", num(r.FilledBytes));
   field("max_expr_depth", num(r.MaxExprDepth));
+  if (r.Cycles) {
+    const CycleReport &e = *r.Cycles;
+    if (!e.Skipped.empty())
+      field("cycle_estimate", "{\"skipped\": " + jsonString(e.Skipped) + "}");
+    else
+      field("cycle_estimate",
+            "{\"core\": " + jsonString(e.Core) + ", \"board\": " + jsonString(e.Board) +
+                ", \"clock_mhz\": " + fixed(e.ClockMHz, 1) +
+                ", \"instructions\": " + num((int64_t)std::llround(e.Instructions)) +
+                ", \"cycles\": " + num((int64_t)std::llround(e.Cycles)) +
+                ", \"ms\": " + fixed(e.Cycles / (e.ClockMHz * 1e3), 3) +
+                ", \"wait_states\": " + num((int64_t)e.WaitStates) +
+                ", \"cycles_with_wait_states\": " +
+                num((int64_t)std::llround(e.Cycles + e.WaitCycles)) +
+                ", \"run_function_cycles\": " + num((int64_t)std::llround(e.OutsideCycles)) +
+                ", \"model\": " + jsonString(e.Accuracy) + "}");
+  }
   std::string u = "[";
   for (size_t i = 0; i < r.Object.Undefined.size(); ++i)
     u += (i ? ", " : "") + jsonString(r.Object.Undefined[i]);
@@ -225,6 +250,9 @@ std::string reportJson(const ModelReport &r, const ReportContext &c) {
            ", \"tuned\": " + num((int64_t)k.TuneTuned) + "}";
     if (r.HasObject)
       j += ", \"code_bytes\": " + num(k.CodeBytes);
+    if (k.EstCycles >= 0)
+      j += ", \"est_instructions\": " + num((int64_t)std::llround(k.EstInstructions)) +
+           ", \"est_cycles\": " + num((int64_t)std::llround(k.EstCycles));
     if (k.SharesCodeWith >= 0)
       j += ", \"shares_code_with_call\": " + num(k.SharesCodeWith);
     j += ", \"weight_bytes\": " + num(k.WeightBytes) + ", \"ops\": " + num(k.Ops) +
@@ -284,14 +312,27 @@ std::string reportText(const ModelReport &r, const ReportContext &c) {
                      " of the int8 model computed in float (no integer form; between "
                      "DequantizeLinear and QuantizeLinear): " + list);
   }
+  if (r.Cycles && !r.Cycles->Skipped.empty())
+    add("cycles", "no estimate: " + r.Cycles->Skipped);
+  if (r.Cycles && r.Cycles->Skipped.empty()) {
+    const CycleReport &e = *r.Cycles;
+    auto ms = [&](double cycles) { return fixed(cycles / (e.ClockMHz * 1e3), 2) + " ms"; };
+    add("cycles", "about " + fixed(e.Cycles / 1e6, 3) + " M on " + e.Core + " = " +
+                      ms(e.Cycles) + " at " + fixed(e.ClockMHz, 0) + " MHz (zero wait states); " +
+                      fixed((e.Cycles + e.WaitCycles) / 1e6, 3) + " M = " +
+                      ms(e.Cycles + e.WaitCycles) + " with " + num((int64_t)e.WaitStates) +
+                      " flash wait states (" + e.Board + "); " + fixed(e.Instructions / 1e6, 3) +
+                      " M instructions run under QEMU; timings: " + e.Accuracy);
+  }
   if (r.HasObject) {
     std::string u;
     for (auto &sym : r.Object.Undefined)
       u += (u.empty() ? "" : " ") + sym;
     add("undefined", u.empty() ? "(none)" : u);
   }
-  std::snprintf(line, sizeof line, "mlcc: %5s %-28s %9s %10s %14s %10s  %s\n", "CALL", "KERNEL",
-                "CODE B", "WEIGHTS B", "OPS", "ARENA B", "NODES");
+  const bool cycles = r.Cycles && r.Cycles->Skipped.empty();
+  std::snprintf(line, sizeof line, "mlcc: %5s %-28s %9s %10s %14s %10s%s  %s\n", "CALL", "KERNEL",
+                "CODE B", "WEIGHTS B", "OPS", "ARENA B", cycles ? "     CYCLES" : "", "NODES");
   s += line;
   for (size_t i = 0; i < r.Calls.size(); ++i) {
     const KernelCallReport &k = r.Calls[i];
@@ -305,7 +346,12 @@ std::string reportText(const ModelReport &r, const ReportContext &c) {
     std::snprintf(line, sizeof line, "mlcc: %5zu %-28s %9s %10" PRId64 " %14" PRId64 " %10" PRId64 "  ",
                   i, k.Kernel.substr(0, 28).c_str(), code.c_str(), k.WeightBytes, k.Ops,
                   k.ArenaLiveBytes);
-    s += line + (nodes.empty() ? k.Label : nodes) + "\n";
+    s += line;
+    if (cycles) {
+      std::snprintf(line, sizeof line, "%11lld  ", (long long)std::llround(std::max(0.0, k.EstCycles)));
+      s += line;
+    }
+    s += (nodes.empty() ? k.Label : nodes) + "\n";
   }
   return s;
 }

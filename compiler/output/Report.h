@@ -16,6 +16,7 @@
 
 #include "compiler/kernel/Program.h"
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -57,6 +58,9 @@ struct KernelCallReport {
   /// plan, and the measure of a call with it and with the call's plan.
   std::string TuneMeasure, TuneDefaultPlan;
   double TuneDefault = 0, TuneTuned = 0;
+  /// The cycle estimate of this call on a microcontroller (CycleReport;
+  /// -1: none): instructions executed, cycles at zero wait states.
+  double EstInstructions = -1, EstCycles = -1;
   /// Model inputs it reads and outputs it writes (indexes).
   std::vector<size_t> InputsRead, OutputsWritten;
 };
@@ -69,8 +73,22 @@ struct BufferReport {
   int64_t PartOf = -1;
 };
 
+/// The cycle estimate of one run on a Cortex-M core (llvmgen::McuCycles.h):
+/// what ran, counted under QEMU, priced by the core's timings.
+struct CycleReport {
+  std::string Core, Board, Accuracy;
+  double ClockMHz = 0;
+  int WaitStates = 0;
+  double Instructions = 0, Cycles = 0, WaitCycles = 0;
+  /// Of those, the run function's own (between the calls).
+  double OutsideInstructions = 0, OutsideCycles = 0;
+  /// Why there is none (a tool is missing), when Cycles is 0.
+  std::string Skipped;
+};
+
 struct ModelReport {
   std::string Name;
+  std::optional<CycleReport> Cycles; ///< with an estimate (or the reason for none)
   std::vector<KernelCallReport> Calls;
   std::vector<BufferReport> Buffers;
   size_t DistinctKernels = 0;

@@ -109,6 +109,9 @@ std::vector<TargetSpec> targetPresets() {
              false, "Arm Cortex-M4F bare metal, FPv4-SP-D16 (VFMA), hard-float ABI"),
       preset("cortex-m7", "thumbv7em-none-eabihf", "cortex-m7", "-slowfpvfmx", "", true,
              false, "Arm Cortex-M7 bare metal, FPv5-D16 (VFMA), hard-float ABI"),
+      preset("cortex-m33", "thumbv8m.main-none-eabihf", "cortex-m33", "-slowfpvfmx", "", true,
+             false, "Arm Cortex-M33 bare metal (Armv8-M Mainline, DSP, FPv5-SP-D16), "
+             "hard-float ABI: STM32U5-class"),
       preset("cortex-m55", "thumbv8.1m.main-none-eabihf", "cortex-m55", "", "", true, false,
              "Arm Cortex-M55 bare metal, Helium (MVE) with float, hard-float ABI"),
       preset("riscv64-linux", "riscv64-unknown-linux-gnu", "generic-rv64",

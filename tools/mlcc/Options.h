@@ -14,4 +14,7 @@ void addCompileOptions(CLI::App &app, CompileOptions &o);
 /// `mlcc check ARGS` (argv[0] is "check"): returns the exit status.
 int checkMain(int argc, char **argv);
 
+/// `mlcc cycles ARGS` (argv[0] is "cycles"): returns the exit status.
+int cyclesMain(int argc, char **argv);
+
 } // namespace mlcc

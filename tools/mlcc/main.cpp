@@ -95,6 +95,8 @@ void addCompileOptions(CLI::App &app, CompileOptions &o) {
 int main(int argc, char **argv) {
   if (argc > 1 && std::string(argv[1]) == "check")
     return mlcc::checkMain(argc - 1, argv + 1);
+  if (argc > 1 && std::string(argv[1]) == "cycles")
+    return mlcc::cyclesMain(argc - 1, argv + 1);
   mlcc::CompileOptions o;
   CLI::App app{"mlcc: compiles an ONNX model into a static library with a C "
                "interface (no runtime, no malloc).\n\nExamples:\n"
@@ -103,7 +105,9 @@ int main(int argc, char **argv) {
                "  mlcc model.onnx --dim batch=1 -o libm.a   bind a symbolic dimension\n"
                "  mlcc model.onnx --emit graph -o -     print the optimized graph\n"
                "  mlcc check model.onnx [options]       compare every kernel's output with a "
-               "reference (mlcc check --help)\n",
+               "reference (mlcc check --help)\n"
+               "  mlcc cycles firmware.elf --target cortex-m4   a Cortex-M firmware's cycle "
+               "estimate (mlcc cycles --help)\n",
                "mlcc"};
   bool list = false, listOps = false, printTarget = false;
   app.add_flag("--list-targets", list, "List the target presets and exit");
@@ -136,6 +140,22 @@ int main(int argc, char **argv) {
   app.add_option("--report-html", o.ReportHtml,
                  "Write one self-contained HTML page: the arena over the kernel "
                  "calls, the fused graph, the per-kernel table and memory plan");
+  app.add_option("--cycles", o.Cycles,
+                 "The cycle estimate on a Cortex-M target (cortex-m0plus, -m4, -m7, -m33, "
+                 "-m55): the firmware runs once under QEMU and each executed instruction is "
+                 "priced by the core's published timings; per kernel call and in total, in "
+                 "-v and --report. auto (default): with -v, --report or --report-html where "
+                 "arm-none-eabi-gcc and qemu-system-arm are installed; on: always (an error "
+                 "without them); off")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
+  app.add_option("--clock-mhz", o.ClockMHz,
+                 "The clock the cycle estimate's milliseconds are at (default: the core's "
+                 "reference board's: Cortex-M4 120 MHz, STM32L4R5)")
+      ->check(CLI::Range(0.001, 100000.0));
+  app.add_option("--wait-states", o.WaitStates,
+                 "Flash wait states of the cycle estimate's second figure (default: the "
+                 "reference board's at its clock)")
+      ->check(CLI::Range(0, 64));
   app.add_flag("--tune", o.Tune,
                "Schedule search: measure each kernel's candidate plans (forms, register "
                "tiles) on this machine, in the whole model at its shapes, and keep the "

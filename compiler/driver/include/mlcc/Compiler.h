@@ -69,6 +69,13 @@ struct CompileOptions {
   std::vector<std::string> KeepFloat; ///< --keep-float NODE
   bool TimePasses = false; ///< print each pass's time on stderr
   bool Verbose = false;    ///< print the summary and the kernel table on stderr
+  /// --cycles auto|on|off: the cycle estimate on a Cortex-M target (the
+  /// firmware run once under QEMU, each instruction priced by the core's
+  /// timings): auto makes it with -v, --report or --report-html where
+  /// arm-none-eabi-gcc and qemu-system-arm are installed.
+  std::string Cycles = "auto";
+  double ClockMHz = 0;  ///< --clock-mhz; 0: the core's reference board's
+  int WaitStates = -1;  ///< --wait-states (flash); -1: the reference board's
   bool Tune = false;       ///< --tune: measure the candidate plans
   std::string TuneDb;      ///< --tune-db FILE.jsonl
   std::string TuneBudget;  ///< --tune-budget 60s | 8 (trials)
