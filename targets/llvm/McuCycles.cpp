@@ -59,6 +59,8 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <set>
 #include <unordered_map>
@@ -138,6 +140,7 @@ struct Insn {
   bool WritesPc = false;    ///< a load multiple or data processing that branches
   bool Direct = false;      ///< a branch whose target is an immediate
   uint32_t Defs = 0, Uses = 0, AddrUses = 0; ///< r0-r15 as bits
+  uint32_t DataDefs = 0; ///< Defs less a written-back base (a load's loaded registers)
 };
 
 /// The disassembler of one core and the firmware's code bytes.
@@ -295,6 +298,17 @@ private:
     for (llvm::MCPhysReg r : d.implicit_defs())
       if (core(r) >= 0)
         in.Defs |= 1u << core(r);
+    // A def tied to a use is a written-back base.
+    in.DataDefs = in.Defs;
+    for (unsigned i = d.getNumDefs(); i < inst.getNumOperands() && i < d.getNumOperands(); ++i) {
+      int tied = d.getOperandConstraint(i, llvm::MCOI::TIED_TO);
+      if (tied >= 0 && (unsigned)tied < inst.getNumOperands() &&
+          inst.getOperand((unsigned)tied).isReg()) {
+        int r = core(inst.getOperand((unsigned)tied).getReg());
+        if (r >= 0)
+          in.DataDefs &= ~(1u << r);
+      }
+    }
     // A multiple's register list: the operands past the fixed ones (the
     // list's first is the last fixed operand).
     auto words = [&] {
@@ -407,7 +421,7 @@ double price(CoreKind core, const Insn &c, const Insn *prev) {
     // Pipelined behind the load before, unless its loaded register (not a
     // written-back base) forms this address.
     if (prev && (prev->K == Kind::Load || prev->K == Kind::FpLoad) &&
-        !(prev->Defs & ~prev->AddrUses & c.AddrUses))
+        !(prev->DataDefs & c.AddrUses))
       cyc = 1;
     if (prev && isDataProcessing(prev->K) && (prev->Defs & c.AddrUses))
       cyc += 1; // the address waits for the register bank
@@ -596,6 +610,12 @@ CycleProfile estimateCycles(const std::string &elf, std::istream &log, const Cyc
     b.Last = insns.back();
     b.First = insns.front();
     b.Function = dec.functionAt(b.Start);
+    if (std::getenv("MLCC_CYCLES_DEBUG")) {
+      std::fprintf(stderr, "block %#llx:", (unsigned long long)b.Start);
+      for (const Insn *i : insns)
+        std::fprintf(stderr, " %d/%d/d%x/a%x", (int)i->K, (int)i->Size, i->Defs, i->AddrUses);
+      std::fprintf(stderr, " = %.0f\n", b.Cycles);
+    }
     blocks.push_back(b);
     return blocks.size() - 1;
   };
