@@ -108,7 +108,7 @@ void crossCommands(const llvmgen::TargetSpec &t, const std::string &who,
     // The board QEMU runs the code on: the MPS2 AN386 (Cortex-M4, which
     // also runs the Cortex-M0+'s ARMv6-M code) and AN500 (M7) with 4 MB
     // of code and data memory; the MPS3 AN547 (Cortex-M55, which also runs
-    // the M33's Armv8-M code) with its 512 KB ITCM.
+    // the M33's Armv8-M code): examples/cmake/firmware/mps3-an547.ld.
     const std::string &n = t.Name;
     const bool mps3 = n == "cortex-m33" || n == "cortex-m55";
     dcc = {"arm-none-eabi-gcc", "-O1", "-mcpu=" + n, "-mthumb"};
@@ -122,16 +122,9 @@ void crossCommands(const llvmgen::TargetSpec &t, const std::string &who,
       dcc.push_back("-mfpu=fpv5-d16");
     for (const std::string &a :
          std::vector<std::string>{"--specs=rdimon.specs", fw + "/cortex-m-startup.c", "-T",
-                                  fw + "/arm-mps.ld", "-Wl,--gc-sections",
-                                  "-Wl,--no-warn-rwx-segments"})
+                                  fw + (mps3 ? "/mps3-an547.ld" : "/arm-mps.ld"),
+                                  "-Wl,--gc-sections", "-Wl,--no-warn-rwx-segments"})
       dcc.push_back(a);
-    // The AN547: code in the lower half of the ITCM, data above it (QEMU's
-    // semihosting HEAPINFO, which newlib's malloc follows, puts the heap
-    // and the stack in the ITCM on this board).
-    if (mps3)
-      for (const char *a : {"-Wl,--defsym=__flash_size=256K", "-Wl,--defsym=__ram_origin=0x40000",
-                            "-Wl,--defsym=__ram_size=256K"})
-        dcc.push_back(a);
     const char *board = mps3 ? "mps3-an547" : n == "cortex-m7" ? "mps2-an500" : "mps2-an386";
     drun = {"qemu-system-arm", "-M", board, "-nographic",
             "-monitor", "none", "-serial", "none", "-semihosting-config",

@@ -59,6 +59,7 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -590,7 +591,7 @@ CycleProfile estimateCycles(const std::string &elf, std::istream &log, const Cyc
   std::vector<Block> blocks;
   std::unordered_map<uint64_t, size_t> byHost;           // QEMU's translation -> block
   std::unordered_map<uint64_t, size_t> byStart;          // newest block at an address
-  std::vector<uint64_t> pending;                         // addresses of the last IN: block
+  std::vector<uint64_t> pending;                         // the last IN: block's [start, end)
   bool reading = false, havePending = false;
   bool active = begin < 0;
   int64_t call = -1;
@@ -598,14 +599,18 @@ CycleProfile estimateCycles(const std::string &elf, std::istream &log, const Cyc
   CycleCounts *prevBucket = nullptr;
   std::string prevFunction;
 
-  auto makeBlock = [&](const std::vector<uint64_t> &addrs) {
+  // A block from its first byte to its end: [start, end).
+  auto makeBlock = [&](const std::vector<uint64_t> &range) {
     Block b;
     std::vector<const Insn *> insns;
-    for (uint64_t a : addrs)
+    uint64_t a = range[0];
+    do {
       insns.push_back(&dec.at(a));
-    b.Start = addrs.front();
-    b.FallThrough = addrs.back() + insns.back()->Size;
-    b.Count = (uint32_t)addrs.size();
+      a += insns.back()->Size;
+    } while (a < range[1]);
+    b.Start = range[0];
+    b.FallThrough = a;
+    b.Count = (uint32_t)insns.size();
     b.Cycles = blockCycles(core, insns);
     b.Last = insns.back();
     b.First = insns.front();
@@ -628,8 +633,29 @@ CycleProfile estimateCycles(const std::string &elf, std::istream &log, const Cyc
       continue;
     }
     if (reading) {
+      // "0x000001f0:  f04f 0e0a  mov.w ...": QEMU's disassembler may split an
+      // instruction it does not know (Armv8.1-M's) into halves, so only the
+      // block's bytes are taken from it - its first address and the end of
+      // its last line - and LLVM decodes them.
       if (line.rfind("0x", 0) == 0) {
-        pending.push_back(std::strtoull(line.c_str() + 2, nullptr, 16));
+        char *after = nullptr;
+        uint64_t address = std::strtoull(line.c_str() + 2, &after, 16);
+        size_t at = after && *after == ':' ? (size_t)(after - line.c_str()) + 1 : line.size();
+        while (at < line.size() && line[at] == ' ')
+          ++at;
+        uint64_t bytes = 0;
+        while (at + 4 <= line.size() && std::isxdigit((unsigned char)line[at]) &&
+               std::isxdigit((unsigned char)line[at + 3]) && bytes < 4) {
+          bytes += 2;
+          at += 4;
+          if (at < line.size() && line[at] == ' ' && at + 1 < line.size() && line[at + 1] != ' ')
+            ++at;
+          else
+            break;
+        }
+        if (pending.empty())
+          pending = {address, address};
+        pending[1] = address + std::max<uint64_t>(bytes, 2);
         continue;
       }
       reading = false;
@@ -658,7 +684,7 @@ CycleProfile estimateCycles(const std::string &elf, std::istream &log, const Cyc
     } else if (auto jt = byStart.find(pc); jt != byStart.end()) {
       index = jt->second;
     } else {
-      index = makeBlock({pc});
+      index = makeBlock({pc, pc + 1});
       byStart[pc] = index;
     }
     const Block &b = blocks[index];
