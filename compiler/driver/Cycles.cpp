@@ -206,6 +206,17 @@ std::string FirmwareCycles::text() const {
   for (const FunctionCycles &f : Functions)
     row(f);
   row(Total);
+  if (!Blocks.empty()) {
+    std::snprintf(line, sizeof line, "\n%-40s %14s %14s %14s\n", "block", "runs", "cycles",
+                  "cycles/run");
+    s << line;
+    for (size_t i = 0; i < Blocks.size(); ++i) {
+      std::snprintf(line, sizeof line, "%-40s %14.0f %14.0f %14.2f\n",
+                    Blocks[i].Function.substr(0, 40).c_str(), BlockRuns[i], Blocks[i].Cycles,
+                    Blocks[i].Cycles / std::max(1.0, BlockRuns[i]));
+      s << line;
+    }
+  }
   std::snprintf(line, sizeof line,
                 "%s: about %.0f cycles = %.4f ms at %.0f MHz (zero wait states); %.0f cycles "
                 "with %d flash wait states (%s)\ntimings: %s\n",
@@ -255,6 +266,14 @@ FirmwareCycles estimateFirmwareCycles(const FirmwareCycleOptions &o) {
   r.Total = {"", prof.Total.Instructions, prof.Total.Cycles, prof.Total.WaitCycles};
   for (const auto &[fn, c] : prof.Functions)
     r.Functions.push_back({fn, c.Instructions, c.Cycles, c.WaitCycles});
+  for (size_t i = 0; i < prof.Blocks.size() && (int)i < o.Blocks; ++i) {
+    const llvmgen::BlockCycles &b = prof.Blocks[i];
+    char range[64];
+    std::snprintf(range, sizeof range, "%#llx-%#llx ", (unsigned long long)b.Begin,
+                  (unsigned long long)b.End);
+    r.Blocks.push_back({range + b.Function, b.Instructions, b.Cycles, 0});
+    r.BlockRuns.push_back(b.Executions);
+  }
   std::stable_sort(r.Functions.begin(), r.Functions.end(),
                    [](const FunctionCycles &a, const FunctionCycles &b) {
                      return a.Cycles > b.Cycles;

@@ -492,6 +492,7 @@ struct Block {
   uint64_t Start = 0, FallThrough = 0;
   uint32_t Count = 0; ///< instructions
   double Cycles = 0;  ///< its last instruction not branching
+  double Runs = 0, Spent = 0; ///< executions in the region, their cycles
   const Insn *Last = nullptr;
   const Insn *First = nullptr;
   int64_t Function = -1;
@@ -700,6 +701,7 @@ CycleProfile estimateCycles(const std::string &elf, std::istream &log, const Cyc
       }
       prof.Functions[prevFunction].Cycles += extra;
       prof.Functions[prevFunction].WaitCycles += waits;
+      blocks[prevIndex].Spent += extra;
     }
     prevIndex = SIZE_MAX;
     prevBucket = nullptr;
@@ -725,6 +727,8 @@ CycleProfile estimateCycles(const std::string &elf, std::istream &log, const Cyc
       c->Instructions += b.Count;
       c->Cycles += b.Cycles;
     }
+    blocks[index].Runs += 1;
+    blocks[index].Spent += b.Cycles;
     prevIndex = index;
     prevBucket = bucket;
     prevFunction = fn;
@@ -732,6 +736,13 @@ CycleProfile estimateCycles(const std::string &elf, std::istream &log, const Cyc
   if (blocks.empty())
     fail(ErrorKind::Usage) << "cycle estimate: the QEMU log holds no executed block (was it run "
                               "with -d in_asm,exec,nochain?)";
+  for (const Block &b : blocks)
+    if (b.Runs > 0)
+      prof.Blocks.push_back({b.Start, b.FallThrough,
+                             b.Function >= 0 ? dec.functions()[(size_t)b.Function].Name : "?",
+                             b.Runs, b.Runs * b.Count, b.Spent});
+  std::stable_sort(prof.Blocks.begin(), prof.Blocks.end(),
+                   [](const BlockCycles &x, const BlockCycles &y) { return x.Cycles > y.Cycles; });
   return prof;
 }
 

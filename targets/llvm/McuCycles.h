@@ -58,11 +58,19 @@ struct CycleCounts {
   }
 };
 
+/// One translation block's share of a run.
+struct BlockCycles {
+  uint64_t Begin = 0, End = 0; ///< its bytes: [Begin, End)
+  std::string Function;
+  double Executions = 0, Instructions = 0, Cycles = 0; ///< in all its runs
+};
+
 struct CycleProfile {
   CycleCounts Total;               ///< from `Begin` to `End`
   std::vector<CycleCounts> Calls;  ///< per entry of CycleOptions::Calls
   CycleCounts Outside;             ///< before the first call, and CycleOptions::Outside
   std::map<std::string, CycleCounts> Functions; ///< by ELF symbol ("?" where none)
+  std::vector<BlockCycles> Blocks; ///< every block that ran in the region, most cycles first
 };
 
 struct CycleOptions {

@@ -30,6 +30,8 @@ int cyclesMain(int argc, char **argv) {
   app.add_option("--clock-mhz", o.ClockMHz, "The clock of the milliseconds (default: the "
                                             "reference board's)")
       ->check(CLI::Range(0.001, 100000.0));
+  app.add_option("--blocks", o.Blocks,
+                 "Also list the N blocks (straight-line runs of code) that took the most cycles");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {

@@ -19,6 +19,7 @@ struct FirmwareCycleOptions {
   std::string From, To;     ///< count from the first entry of function From to that of To
   int WaitStates = -1;      ///< -1: the core's reference board's
   double ClockMHz = 0;      ///< 0: the reference board's
+  int Blocks = 0;           ///< list the N blocks that took the most cycles
 };
 
 struct FunctionCycles {
@@ -32,6 +33,10 @@ struct FirmwareCycles {
   int WaitStates = 0;
   FunctionCycles Total;                  ///< Function empty
   std::vector<FunctionCycles> Functions; ///< by cycles, largest first
+  /// FirmwareCycleOptions::Blocks hottest blocks: "BEGIN-END function",
+  /// with the cycles and instructions of all their runs.
+  std::vector<FunctionCycles> Blocks;
+  std::vector<double> BlockRuns;
   /// A table: a line per function and the total.
   std::string text() const;
 };
