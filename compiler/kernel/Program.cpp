@@ -3,6 +3,7 @@
 #include "compiler/support/Error.h"
 
 #include <algorithm>
+#include <functional>
 #include <sstream>
 
 namespace mlcc::kir {
@@ -70,39 +71,78 @@ void planMemory(Program &p) {
   for (size_t i = 0; i < n; ++i)
     first[i] = life[i].First, last[i] = life[i].Last;
 
-  std::vector<size_t> order;
+  std::vector<size_t> live;
   for (size_t i = 0; i < n; ++i)
     if (first[i] >= 0 && p.ArenaBuffers[i].AliasOf < 0)
-      order.push_back(i);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    if (p.ArenaBuffers[a].Bytes != p.ArenaBuffers[b].Bytes)
-      return p.ArenaBuffers[a].Bytes > p.ArenaBuffers[b].Bytes;
-    return first[a] < first[b];
-  });
+      live.push_back(i);
 
+  // Places the buffers in `order`, each at the lowest offset where it
+  // overlaps no buffer placed before whose lifetime meets its own; returns
+  // the arena's size and the offsets.
   struct Placed {
     int64_t Offset, End, First, Last;
   };
-  std::vector<Placed> placed;
-  int64_t size = 0;
-  for (size_t i : order) {
-    int64_t bytes = alignedArenaBytes(p.ArenaBuffers[i].Bytes, p.ArenaAlign);
-    // Regions of buffers alive at the same time, by offset.
-    std::vector<std::pair<int64_t, int64_t>> busy;
-    for (auto &q : placed)
-      if (q.First <= last[i] && first[i] <= q.Last)
-        busy.push_back({q.Offset, q.End});
-    std::sort(busy.begin(), busy.end());
-    int64_t offset = 0;
-    for (auto &[b, e] : busy) {
-      if (offset + bytes <= b)
-        break;
-      offset = std::max(offset, alignUp(e, p.ArenaAlign));
+  auto place = [&](const std::vector<size_t> &order, std::vector<int64_t> &offsets) {
+    std::vector<Placed> placed;
+    int64_t size = 0;
+    for (size_t i : order) {
+      int64_t bytes = alignedArenaBytes(p.ArenaBuffers[i].Bytes, p.ArenaAlign);
+      // Regions of buffers alive at the same time, by offset.
+      std::vector<std::pair<int64_t, int64_t>> busy;
+      for (auto &q : placed)
+        if (q.First <= last[i] && first[i] <= q.Last)
+          busy.push_back({q.Offset, q.End});
+      std::sort(busy.begin(), busy.end());
+      int64_t offset = 0;
+      for (auto &[b, e] : busy) {
+        if (offset + bytes <= b)
+          break;
+        offset = std::max(offset, alignUp(e, p.ArenaAlign));
+      }
+      offsets[i] = offset;
+      placed.push_back({offset, offset + bytes, first[i], last[i]});
+      size = std::max(size, offset + bytes);
     }
-    p.ArenaBuffers[i].Offset = offset;
-    placed.push_back({offset, offset + bytes, first[i], last[i]});
-    size = std::max(size, offset + bytes);
+    return size;
+  };
+  // Greedy placement depends on the order: the largest buffers first (the
+  // default, kept on ties), the earliest first (a chain of layers reuses
+  // the space its predecessors freed), the longest-lived first. The
+  // smallest arena wins.
+  auto bySize = [&](size_t a, size_t b) {
+    if (p.ArenaBuffers[a].Bytes != p.ArenaBuffers[b].Bytes)
+      return p.ArenaBuffers[a].Bytes > p.ArenaBuffers[b].Bytes;
+    return first[a] < first[b];
+  };
+  std::vector<std::function<bool(size_t, size_t)>> orders = {
+      bySize,
+      [&](size_t a, size_t b) {
+        return first[a] != first[b] ? first[a] < first[b] : bySize(a, b);
+      },
+      [&](size_t a, size_t b) {
+        int64_t la = last[a] - first[a], lb = last[b] - first[b];
+        return la != lb ? la > lb : bySize(a, b);
+      },
+      [&](size_t a, size_t b) {
+        int64_t sa = p.ArenaBuffers[a].Bytes * (last[a] - first[a] + 1),
+                sb = p.ArenaBuffers[b].Bytes * (last[b] - first[b] + 1);
+        return sa != sb ? sa > sb : bySize(a, b);
+      },
+  };
+  int64_t size = -1;
+  std::vector<int64_t> best(n, 0), offsets(n, 0);
+  for (auto &less : orders) {
+    std::vector<size_t> order = live;
+    std::stable_sort(order.begin(), order.end(), less);
+    int64_t s = place(order, offsets);
+    if (size < 0 || s < size) {
+      size = s;
+      best = offsets;
+    }
   }
+  for (size_t i : live)
+    p.ArenaBuffers[i].Offset = best[i];
+  size = std::max<int64_t>(size, 0);
   for (size_t i = 0; i < n; ++i)
     if (first[i] < 0 && p.ArenaBuffers[i].AliasOf < 0)
       p.ArenaBuffers[i].Offset = 0; // never used

@@ -166,9 +166,11 @@ std::vector<Lifetime> bufferLifetimes(const Program &p);
 size_t aliasRoot(const Program &p, size_t i);
 
 /// Assigns arena offsets (aligned to ArenaAlign) so that buffers whose
-/// lifetimes overlap never share bytes, and sets ArenaSize. Greedy by size:
-/// largest buffers are placed first at the lowest offset that fits. A part
-/// of a buffer gets that buffer's offset plus its own.
+/// lifetimes overlap never share bytes, and sets ArenaSize. Greedy: each
+/// buffer in turn at the lowest offset that fits, in several orders
+/// (largest first, earliest first, longest-lived first, largest
+/// bytes x lifetime first), keeping the smallest arena (the first order on
+/// ties). A part of a buffer gets that buffer's offset plus its own.
 void planMemory(Program &p);
 
 /// Human-readable listing of a program (--emit kernels).

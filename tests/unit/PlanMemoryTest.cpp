@@ -73,3 +73,27 @@ TEST_CASE("plan-memory: a part of a buffer is placed inside it", "[plan-memory]"
   CHECK_FALSE(overlap(p, 0, 1));
   CHECK(p.ArenaSize == 1024 + 2048);
 }
+
+TEST_CASE("plan-memory: another order where the largest-first one fragments", "[plan-memory]") {
+  // A chain whose largest buffer comes last (a network's early layers): the
+  // largest first leaves the third buffer no room beside the others (64512
+  // bytes); placing them in the order they are made needs only the most
+  // that is alive at once, the last two (18432 + 36864).
+  Program p;
+  p.Kernels.push_back(copyKernel());
+  p.ArenaBuffers = {{"a", 27648}, {"b", 18432}, {"c", 18432}, {"d", 36864}};
+  std::vector<std::pair<Storage, Storage>> chain = {{{StorageKind::Input, 0}, arena(0)},
+                                                    {arena(0), arena(1)},
+                                                    {arena(1), arena(2)},
+                                                    {arena(2), arena(3)},
+                                                    {arena(3), {StorageKind::Output, 0}}};
+  for (auto &[from, to] : chain) {
+    Call c;
+    c.Args = {from, to};
+    p.Calls.push_back(c);
+  }
+  planMemory(p);
+  for (size_t i = 0; i + 1 < p.ArenaBuffers.size(); ++i)
+    CHECK_FALSE(overlap(p, i, i + 1));
+  CHECK(p.ArenaSize == 18432 + 36864);
+}
