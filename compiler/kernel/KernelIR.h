@@ -243,7 +243,8 @@ struct GemmCall {
 };
 
 /// One function of the generated code. Parameters are distinct, non-
-/// overlapping buffers (emitters may mark them restrict/noalias).
+/// overlapping buffers (emitters may mark them restrict/noalias), except
+/// those marked Overlapping.
 struct Kernel {
   std::string Name;
   std::vector<Buffer> Params;
@@ -252,6 +253,10 @@ struct Kernel {
   std::shared_ptr<const GemmCall> Gemm;
   /// Params stored to by the body (computed by `finalize`).
   std::vector<bool> Written;
+  /// Params whose buffers a call lays over another param's (planMemory's
+  /// outputs written in place over a dying input; empty: none): emitters
+  /// must not assume they do not alias.
+  std::vector<bool> Overlapping;
 
   /// Computes Written and checks the kernel (see verify()).
   void finalize();

@@ -1,9 +1,17 @@
 #include "compiler/kernel/Program.h"
 
+#include "compiler/kernel/InPlace.h"
 #include "compiler/support/Error.h"
 
 #include <algorithm>
 #include <functional>
+#include <memory>
+#include <tuple>
+#include <cstdio>
+#include <cstdlib>
+#include <climits>
+#include <set>
+#include <map>
 #include <sstream>
 
 namespace mlcc::kir {
@@ -64,54 +72,84 @@ std::vector<Lifetime> bufferLifetimes(const Program &p) {
   return life;
 }
 
-void planMemory(Program &p) {
+namespace {
+
+/// Buffers placed together: each at its displacement from the first's
+/// offset (an output laid over an input, layInPlace), or one buffer.
+struct Member {
+  size_t Buf;
+  int64_t Off;
+};
+using Unit = std::vector<Member>;
+
+/// Places the root buffers (their Offset) so that buffers whose lifetimes
+/// overlap never share bytes, except the members of one unit (which
+/// layInPlace laid over each other where the kernels allow it); returns the
+/// arena's size. Greedy: each unit in turn at the lowest offset where none
+/// of its members meets a buffer placed before, in several orders of the
+/// units, keeping the smallest arena (see planMemory).
+int64_t placeBuffers(Program &p, const std::vector<Unit> &groups) {
   size_t n = p.ArenaBuffers.size();
-  std::vector<int64_t> first(n, -1), last(n, -1);
   std::vector<Lifetime> life = bufferLifetimes(p);
+  auto bytesOf = [&](size_t b) { return alignedArenaBytes(p.ArenaBuffers[b].Bytes, p.ArenaAlign); };
+  std::vector<bool> grouped(n, false);
+  std::vector<Unit> units;
+  for (const Unit &g : groups) {
+    int64_t lo = INT64_MAX;
+    for (const Member &m : g)
+      lo = std::min(lo, m.Off);
+    Unit u;
+    for (const Member &m : g) {
+      u.push_back({m.Buf, m.Off - lo});
+      grouped[m.Buf] = true;
+    }
+    units.push_back(std::move(u));
+  }
   for (size_t i = 0; i < n; ++i)
-    first[i] = life[i].First, last[i] = life[i].Last;
+    if (!grouped[i] && life[i].First >= 0 && p.ArenaBuffers[i].AliasOf < 0)
+      units.push_back({{i, 0}});
+  // Per unit: bytes (its extent), first and last call.
+  std::vector<int64_t> bytes(units.size(), 0), first(units.size(), INT64_MAX),
+      last(units.size(), -1);
+  for (size_t u = 0; u < units.size(); ++u)
+    for (const Member &m : units[u]) {
+      bytes[u] = std::max(bytes[u], m.Off + bytesOf(m.Buf));
+      first[u] = std::min(first[u], life[m.Buf].First);
+      last[u] = std::max(last[u], life[m.Buf].Last);
+    }
 
-  std::vector<size_t> live;
-  for (size_t i = 0; i < n; ++i)
-    if (first[i] >= 0 && p.ArenaBuffers[i].AliasOf < 0)
-      live.push_back(i);
-
-  // Places the buffers in `order`, each at the lowest offset where it
-  // overlaps no buffer placed before whose lifetime meets its own; returns
-  // the arena's size and the offsets.
   struct Placed {
     int64_t Offset, End, First, Last;
   };
   auto place = [&](const std::vector<size_t> &order, std::vector<int64_t> &offsets) {
     std::vector<Placed> placed;
     int64_t size = 0;
-    for (size_t i : order) {
-      int64_t bytes = alignedArenaBytes(p.ArenaBuffers[i].Bytes, p.ArenaAlign);
-      // Regions of buffers alive at the same time, by offset.
-      std::vector<std::pair<int64_t, int64_t>> busy;
-      for (auto &q : placed)
-        if (q.First <= last[i] && first[i] <= q.Last)
-          busy.push_back({q.Offset, q.End});
-      std::sort(busy.begin(), busy.end());
+    for (size_t u : order) {
+      // Offsets of the unit that would make a member meet a placed buffer
+      // alive with it: [from, to).
+      std::vector<std::pair<int64_t, int64_t>> banned;
+      for (const Member &m : units[u])
+        for (auto &q : placed)
+          if (q.First <= life[m.Buf].Last && life[m.Buf].First <= q.Last)
+            banned.push_back({q.Offset - m.Off - bytesOf(m.Buf) + 1, q.End - m.Off});
+      std::sort(banned.begin(), banned.end());
       int64_t offset = 0;
-      for (auto &[b, e] : busy) {
-        if (offset + bytes <= b)
+      for (auto &[from, to] : banned) {
+        if (offset < from)
           break;
-        offset = std::max(offset, alignUp(e, p.ArenaAlign));
+        offset = std::max(offset, alignUp(to, p.ArenaAlign));
       }
-      offsets[i] = offset;
-      placed.push_back({offset, offset + bytes, first[i], last[i]});
-      size = std::max(size, offset + bytes);
+      offsets[u] = offset;
+      for (const Member &m : units[u])
+        placed.push_back({offset + m.Off, offset + m.Off + bytesOf(m.Buf), life[m.Buf].First,
+                          life[m.Buf].Last});
+      size = std::max(size, offset + bytes[u]);
     }
     return size;
   };
-  // Greedy placement depends on the order: the largest buffers first (the
-  // default, kept on ties), the earliest first (a chain of layers reuses
-  // the space its predecessors freed), the longest-lived first. The
-  // smallest arena wins.
   auto bySize = [&](size_t a, size_t b) {
-    if (p.ArenaBuffers[a].Bytes != p.ArenaBuffers[b].Bytes)
-      return p.ArenaBuffers[a].Bytes > p.ArenaBuffers[b].Bytes;
+    if (bytes[a] != bytes[b])
+      return bytes[a] > bytes[b];
     return first[a] < first[b];
   };
   std::vector<std::function<bool(size_t, size_t)>> orders = {
@@ -124,15 +162,17 @@ void planMemory(Program &p) {
         return la != lb ? la > lb : bySize(a, b);
       },
       [&](size_t a, size_t b) {
-        int64_t sa = p.ArenaBuffers[a].Bytes * (last[a] - first[a] + 1),
-                sb = p.ArenaBuffers[b].Bytes * (last[b] - first[b] + 1);
+        int64_t sa = bytes[a] * (last[a] - first[a] + 1), sb = bytes[b] * (last[b] - first[b] + 1);
         return sa != sb ? sa > sb : bySize(a, b);
       },
   };
   int64_t size = -1;
-  std::vector<int64_t> best(n, 0), offsets(n, 0);
+  std::vector<int64_t> best(units.size(), 0), offsets(units.size(), 0);
+  std::vector<size_t> all(units.size());
+  for (size_t u = 0; u < units.size(); ++u)
+    all[u] = u;
   for (auto &less : orders) {
-    std::vector<size_t> order = live;
+    std::vector<size_t> order = all;
     std::stable_sort(order.begin(), order.end(), less);
     int64_t s = place(order, offsets);
     if (size < 0 || s < size) {
@@ -140,12 +180,184 @@ void planMemory(Program &p) {
       best = offsets;
     }
   }
-  for (size_t i : live)
-    p.ArenaBuffers[i].Offset = best[i];
-  size = std::max<int64_t>(size, 0);
   for (size_t i = 0; i < n; ++i)
-    if (first[i] < 0 && p.ArenaBuffers[i].AliasOf < 0)
-      p.ArenaBuffers[i].Offset = 0; // never used
+    if (p.ArenaBuffers[i].AliasOf < 0)
+      p.ArenaBuffers[i].Offset = 0; // never used, unless placed below
+  for (size_t u = 0; u < units.size(); ++u)
+    for (const Member &m : units[u])
+      p.ArenaBuffers[m.Buf].Offset = best[u] + m.Off;
+  return std::max<int64_t>(size, 0);
+}
+
+/// An output laid over an input of its call: the kernel's params.
+struct Overlap {
+  size_t Kernel, In, Out;
+};
+
+/// The largest number of accesses and loop iterations the in-place
+/// analysis runs for one program (its time stays a fraction of a second).
+constexpr int64_t kInPlaceBudget = 30'000'000;
+/// Displacements tried per output and input, the best first: laying an
+/// output far over its input may keep another from its own, so planMemory
+/// tries each of these limits and keeps the smallest arena.
+constexpr int kInPlaceTries[] = {1, 64, 1024};
+
+/// Lays each call's new outputs over an input that dies with the call,
+/// where the kernel's access order allows (AccessOrder) and it saves bytes:
+/// the buffers so laid form units (`groups`), placed together at their
+/// displacements. Returns the kernels' overlapping params.
+/// The access orders layInPlace ran, by call and params (it runs several
+/// times with the same ones).
+using AccessOrders = std::map<std::tuple<size_t, size_t, size_t>, std::shared_ptr<AccessOrder>>;
+
+std::vector<Overlap> layInPlace(const Program &p, bool ordered, int maxTries,
+                                AccessOrders &orders, int64_t &budget,
+                                std::vector<Unit> &groups) {
+  std::vector<Overlap> result;
+  const size_t n = p.ArenaBuffers.size();
+  std::vector<Lifetime> life = bufferLifetimes(p);
+  std::vector<bool> hasParts(n, false);
+  for (const ArenaBuffer &b : p.ArenaBuffers)
+    if (b.AliasOf >= 0)
+      hasParts[(size_t)b.AliasOf] = true;
+  std::vector<int64_t> groupOf(n, -1);
+  auto bytesOf = [&](size_t b) { return alignedArenaBytes(p.ArenaBuffers[b].Bytes, p.ArenaAlign); };
+  for (size_t c = 0; c < p.Calls.size(); ++c) {
+    const Call &call = p.Calls[c];
+    if (call.Guard)
+      continue;
+    const Kernel &k = p.Kernels[call.KernelIndex];
+    std::map<size_t, int> uses;
+    for (const Storage &s : call.Args)
+      if (s.Kind == StorageKind::Arena)
+        ++uses[s.Index];
+    auto plain = [&](size_t arg) {
+      const Storage &s = call.Args[arg];
+      return s.Kind == StorageKind::Arena && uses[s.Index] == 1 &&
+             p.ArenaBuffers[s.Index].AliasOf < 0 && !hasParts[s.Index];
+    };
+    for (size_t q = 0; q < call.Args.size(); ++q) {
+      if (!plain(q) || q >= k.Written.size() || !k.Written[q])
+        continue;
+      const size_t o = call.Args[q].Index;
+      if (life[o].First != (int64_t)c || groupOf[o] >= 0)
+        continue;
+      struct Best {
+        size_t A = 0, Arg = 0;
+        int64_t Off = 0, Extent = INT64_MAX;
+      } best;
+      for (size_t r = 0; r < call.Args.size(); ++r) {
+        if (r == q || !plain(r) || (r < k.Written.size() && k.Written[r]))
+          continue;
+        const size_t a = call.Args[r].Index;
+        if (life[a].Last != (int64_t)c || life[a].First >= (int64_t)c)
+          continue;
+        std::shared_ptr<AccessOrder> &known = orders[{c, r, q}];
+        if (!known)
+          known = std::make_shared<AccessOrder>(k, r, q, ordered, budget);
+        const AccessOrder &order = *known;
+        if (std::getenv("MLCC_INPLACE_DEBUG"))
+          std::fprintf(stderr, "in-place: call %zu %s: %s over %s: %s (budget %lld)\n", c,
+                       k.Name.c_str(), p.ArenaBuffers[o].Name.c_str(),
+                       p.ArenaBuffers[a].Name.c_str(), order.ok() ? "known" : "unknown",
+                       (long long)budget);
+        if (!order.ok())
+          continue;
+        std::vector<Member> members = groupOf[a] >= 0 ? groups[(size_t)groupOf[a]]
+                                                      : std::vector<Member>{{a, 0}};
+        int64_t aOff = 0, lo = INT64_MAX, hi = INT64_MIN;
+        for (const Member &m : members) {
+          if (m.Buf == a)
+            aOff = m.Off;
+          lo = std::min(lo, m.Off);
+          hi = std::max(hi, m.Off + bytesOf(m.Buf));
+        }
+        const int64_t oBytes = bytesOf(o), aBytes = bytesOf(a);
+        std::vector<std::pair<int64_t, int64_t>> tries; // extent, displacement
+        for (int64_t d = -oBytes; d <= aBytes; d += p.ArenaAlign) {
+          int64_t off = aOff + d;
+          int64_t extent = std::max(hi, off + oBytes) - std::min(lo, off);
+          if (extent < (hi - lo) + oBytes && extent < best.Extent)
+            tries.push_back({extent, d});
+        }
+        std::sort(tries.begin(), tries.end(), [](auto &x, auto &y) {
+          return x.first != y.first ? x.first < y.first
+                                    : std::llabs(x.second) < std::llabs(y.second);
+        });
+        if (tries.size() > (size_t)maxTries)
+          tries.resize((size_t)maxTries);
+        for (auto &[extent, d] : tries) {
+          int64_t off = aOff + d;
+          bool clash = false;
+          for (const Member &m : members)
+            if (m.Buf != a && life[m.Buf].First <= life[o].Last && life[o].First <= life[m.Buf].Last &&
+                m.Off < off + oBytes && off < m.Off + bytesOf(m.Buf))
+              clash = true;
+          if (clash || !order.allows(d))
+            continue;
+          if (std::getenv("MLCC_INPLACE_DEBUG"))
+            std::fprintf(stderr, "in-place:   at %lld bytes from it\n", (long long)d);
+          best = {a, r, off, extent};
+          break;
+        }
+      }
+      if (best.Extent == INT64_MAX)
+        continue;
+      if (groupOf[best.A] < 0) {
+        groupOf[best.A] = (int64_t)groups.size();
+        groups.push_back({{best.A, 0}});
+      }
+      groupOf[o] = groupOf[best.A];
+      groups[(size_t)groupOf[o]].push_back({o, best.Off});
+      result.push_back({call.KernelIndex, best.Arg, q});
+    }
+  }
+  return result;
+}
+
+} // namespace
+
+void planMemory(Program &p, InPlace inPlace) {
+  int64_t size = placeBuffers(p, {});
+  if (inPlace != InPlace::Off) {
+    std::vector<int64_t> plain;
+    for (const ArenaBuffer &b : p.ArenaBuffers)
+      plain.push_back(b.Offset);
+    AccessOrders orders;
+    int64_t budget = kInPlaceBudget;
+    std::vector<Overlap> overlaps;
+    std::vector<Unit> chosen;
+    for (int tries : kInPlaceTries) {
+      std::vector<Unit> groups;
+      std::vector<Overlap> found =
+          layInPlace(p, inPlace == InPlace::Ordered, tries, orders, budget, groups);
+      int64_t shared = found.empty() ? size : placeBuffers(p, groups);
+      if (shared < size) {
+        size = shared;
+        overlaps = std::move(found);
+        chosen = std::move(groups);
+      }
+    }
+    if (!overlaps.empty()) {
+      placeBuffers(p, chosen);
+      for (const Overlap &o : overlaps) {
+        Kernel &k = p.Kernels[o.Kernel];
+        k.Overlapping.resize(k.Params.size(), false);
+        k.Overlapping[o.In] = k.Overlapping[o.Out] = true;
+      }
+      if (inPlace == InPlace::Ordered) {
+        std::set<size_t> kernels;
+        for (const Overlap &o : overlaps)
+          kernels.insert(o.Kernel);
+        for (size_t k : kernels)
+          makeSerial(p.Kernels[k]);
+      }
+    } else {
+      for (size_t i = 0; i < plain.size(); ++i)
+        p.ArenaBuffers[i].Offset = plain[i];
+    }
+  }
+  const size_t n = p.ArenaBuffers.size();
   // Parts: their buffer's offset plus theirs (along the chain of parts).
   for (size_t i = 0; i < n; ++i) {
     if (p.ArenaBuffers[i].AliasOf < 0)

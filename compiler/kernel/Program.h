@@ -165,13 +165,22 @@ std::vector<Lifetime> bufferLifetimes(const Program &p);
 /// is none's: ArenaBuffer::AliasOf).
 size_t aliasRoot(const Program &p, size_t i);
 
+/// Whether planMemory lays outputs over dying inputs (kir::AccessOrder):
+/// not at all; where any order of a Parallel loop's iterations allows it;
+/// or where their serial order does (the kernels' Parallel loops then made
+/// serial: targets that run one thread).
+enum class InPlace { Off, Unordered, Ordered };
+
 /// Assigns arena offsets (aligned to ArenaAlign) so that buffers whose
-/// lifetimes overlap never share bytes, and sets ArenaSize. Greedy: each
-/// buffer in turn at the lowest offset that fits, in several orders
-/// (largest first, earliest first, longest-lived first, largest
-/// bytes x lifetime first), keeping the smallest arena (the first order on
-/// ties). A part of a buffer gets that buffer's offset plus its own.
-void planMemory(Program &p);
+/// lifetimes overlap never share bytes, except an output laid over an
+/// input that dies with its call where the kernel's access order allows it
+/// (`inPlace`; the kernel's params are then marked Overlapping), and sets
+/// ArenaSize. Greedy: each buffer in turn at the lowest offset that fits,
+/// in several orders (largest first, earliest first, longest-lived first,
+/// largest bytes x lifetime first), keeping the smallest arena (the first
+/// order on ties), with and without the outputs laid in place. A part of a
+/// buffer gets that buffer's offset plus its own.
+void planMemory(Program &p, InPlace inPlace = InPlace::Unordered);
 
 /// Human-readable listing of a program (--emit kernels).
 std::string printProgram(const Program &p);

@@ -228,7 +228,15 @@ void lowerToKernelsStep(StepContext &c) {
   if (c.Opts.Target.gpu())
     c.Program.ArenaAlign = c.Opts.Target.DeviceAlign; // any access is aligned
 }
-void planMemoryStep(StepContext &c) { kir::planMemory(c.Program); }
+void planMemoryStep(StepContext &c) {
+  // After the schedule: outputs laid over inputs follow the kernels' final
+  // access order. A bare-metal target runs one thread: its Parallel loops
+  // may become serial for it.
+  const std::string &triple = c.Opts.Target.Triple;
+  const bool bareMetal = !c.Opts.Target.gpu() && (triple.find("-none") != std::string::npos ||
+                                                   triple.find("-unknown-elf") != std::string::npos);
+  kir::planMemory(c.Program, bareMetal ? kir::InPlace::Ordered : kir::InPlace::Unordered);
+}
 void scheduleStep(StepContext &c) {
   if (c.Opts.Target.gpu())
     kir::scheduleProgramForGpu(c.Program, c.Opts.Target);
@@ -268,8 +276,8 @@ const std::vector<Step> &steps() {
       {"fuse-ops", Step::Graph, Step::Pass, [](StepContext &c) { passes::fuseOps(c.G); },
        nullptr, [](const PipelineOptions &o) { return o.GraphOnly; }},
       {"lower-to-kernels", Step::Lowering, Step::Pass, lowerToKernelsStep},
-      {"plan-memory", Step::Lowering, Step::Pass, planMemoryStep},
       {"schedule", Step::Lowering, Step::Pass, scheduleStep},
+      {"plan-memory", Step::Lowering, Step::Pass, planMemoryStep},
   };
   return list;
 }

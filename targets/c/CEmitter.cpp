@@ -153,8 +153,9 @@ public:
     for (size_t i = 0; i < k.Params.size(); ++i) {
       const Buffer &b = k.Params[i];
       bool written = k.Written[i];
+      bool overlaps = i < kernel.Overlapping.size() && kernel.Overlapping[i];
       OS << (i ? ", " : "") << (written ? "" : "const ") << cType(b->Type)
-         << " *MLCC_RESTRICT " << name(b.get());
+         << (overlaps ? " *" : " *MLCC_RESTRICT ") << name(b.get());
     }
     if (k.Params.empty())
       OS << "void";

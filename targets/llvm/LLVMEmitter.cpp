@@ -101,7 +101,8 @@ llvm::Function *emitKernel(ModuleEmitter &me, const Kernel &k) {
   f->addFnAttr(llvm::Attribute::NoUnwind);
   f->addFnAttr(llvm::Attribute::NoInline);
   for (size_t i = 0; i < k.Params.size(); ++i) {
-    f->addParamAttr((unsigned)i, llvm::Attribute::NoAlias);
+    if (i >= k.Overlapping.size() || !k.Overlapping[i])
+      f->addParamAttr((unsigned)i, llvm::Attribute::NoAlias);
     f->addParamAttr((unsigned)i, llvm::Attribute::NoCapture);
     f->getArg((unsigned)i)->setName(k.Params[i]->Name);
   }

@@ -1,6 +1,8 @@
 // plan-memory (kir::planMemory): arena offsets from the buffers' lifetimes;
 // buffers alive at once never share bytes, the others may, and a part of a
-// buffer (a Concat's input written in place) sits inside it.
+// buffer (a Concat's input written in place) sits inside it; an output
+// laid over an input that dies with its call where the kernel's access
+// order allows it (kir::AccessOrder).
 #include "compiler/kernel/Builder.h"
 #include "compiler/kernel/Program.h"
 
@@ -43,7 +45,7 @@ TEST_CASE("plan-memory: buffers alive at once apart, the others share", "[plan-m
     c.Args = {from, to};
     p.Calls.push_back(c);
   }
-  planMemory(p);
+  planMemory(p, InPlace::Off);
   CHECK_FALSE(overlap(p, 0, 1));
   CHECK_FALSE(overlap(p, 1, 2));
   CHECK(overlap(p, 0, 2)); // the largest first, then both smaller ones after it
@@ -67,7 +69,7 @@ TEST_CASE("plan-memory: a part of a buffer is placed inside it", "[plan-memory]"
     c.Args = {from, to};
     p.Calls.push_back(c);
   }
-  planMemory(p);
+  planMemory(p, InPlace::Off);
   CHECK(p.ArenaBuffers[2].Offset == p.ArenaBuffers[1].Offset + 512);
   // b0 is written while b1 (through its part) is alive.
   CHECK_FALSE(overlap(p, 0, 1));
@@ -92,8 +94,87 @@ TEST_CASE("plan-memory: another order where the largest-first one fragments", "[
     c.Args = {from, to};
     p.Calls.push_back(c);
   }
-  planMemory(p);
+  planMemory(p, InPlace::Off);
   for (size_t i = 0; i + 1 < p.ArenaBuffers.size(); ++i)
     CHECK_FALSE(overlap(p, i, i + 1));
   CHECK(p.ArenaSize == 18432 + 36864);
+}
+
+namespace {
+
+/// out[i] = in[i + shift] (0 past the end) for i < n, in a loop of `kind`.
+Kernel shiftKernel(int64_t n, int64_t shift, LoopKind kind = LoopKind::Serial) {
+  KernelBuilder b("shift");
+  Buffer in = b.param("in", DType::F32, n), out = b.param("out", DType::F32, n);
+  b.loop("i", n, [&](Expr i) {
+    Expr j = i + shift;
+    Expr inside = land(ge(j, indexConst(0)), lt(j, indexConst(n)));
+    Expr clamped = max(min(j, indexConst(n - 1)), indexConst(0));
+    b.store(out, i, select(inside, load(in, clamped), constant(DType::F32, 0)));
+  }, kind);
+  return b.finish();
+}
+
+/// A chain input -> b0 -> b1 -> b2 -> output of 256-float buffers through
+/// kernel `k`, planned with `mode`.
+Program chainOf(Kernel k, InPlace mode) {
+  Program p;
+  p.Kernels.push_back(std::move(k));
+  p.ArenaBuffers = {{"b0", 1024}, {"b1", 1024}, {"b2", 1024}};
+  std::vector<std::pair<Storage, Storage>> chain = {{{StorageKind::Input, 0}, arena(0)},
+                                                    {arena(0), arena(1)},
+                                                    {arena(1), arena(2)},
+                                                    {arena(2), {StorageKind::Output, 0}}};
+  for (auto &[from, to] : chain) {
+    Call c;
+    c.Args = {from, to};
+    p.Calls.push_back(c);
+  }
+  planMemory(p, mode);
+  return p;
+}
+
+} // namespace
+
+TEST_CASE("plan-memory: an elementwise output in place of its dying input", "[plan-memory]") {
+  Program p = chainOf(shiftKernel(256, 0), InPlace::Unordered);
+  // b1 over b0 and b2 over b1: one buffer's bytes for the chain.
+  CHECK(p.ArenaSize == 1024);
+  CHECK(p.ArenaBuffers[0].Offset == p.ArenaBuffers[1].Offset);
+  CHECK(p.ArenaBuffers[1].Offset == p.ArenaBuffers[2].Offset);
+  REQUIRE(p.Kernels[0].Overlapping.size() == 2);
+  CHECK(p.Kernels[0].Overlapping[0]);
+  CHECK(p.Kernels[0].Overlapping[1]);
+  // Without it, two buffers.
+  Program q = chainOf(shiftKernel(256, 0), InPlace::Off);
+  CHECK(q.ArenaSize == 2048);
+  CHECK(q.Kernels[0].Overlapping.empty());
+}
+
+TEST_CASE("plan-memory: an output in place only where the reads are done", "[plan-memory]") {
+  // out[i] = in[i + 1]: in[i] is read (at i - 1) before out[i] is written.
+  Program ahead = chainOf(shiftKernel(256, 1), InPlace::Unordered);
+  CHECK(ahead.ArenaSize == 1024);
+  // out[i] = in[i - 1]: in[i] is read after out[i] is written, so out must
+  // start before in: by one arena alignment (64 bytes, 16 floats).
+  Program behind = chainOf(shiftKernel(256, -1), InPlace::Unordered);
+  CHECK(behind.ArenaSize == 1024 + 2 * 64);
+  CHECK(behind.ArenaBuffers[1].Offset + 64 == behind.ArenaBuffers[0].Offset);
+  CHECK(behind.ArenaBuffers[2].Offset + 64 == behind.ArenaBuffers[1].Offset);
+}
+
+TEST_CASE("plan-memory: a parallel loop's iterations may run in any order", "[plan-memory]") {
+  // out[i] = in[i + 1] in a parallel loop: in[i] is read by iteration i - 1,
+  // which may run after iteration i wrote out[i]: not in place unless the
+  // loop runs in order (a one-thread target, the loop then made serial).
+  Program any = chainOf(shiftKernel(256, 1, LoopKind::Parallel), InPlace::Unordered);
+  CHECK(any.ArenaSize == 2048);
+  Program ordered = chainOf(shiftKernel(256, 1, LoopKind::Parallel), InPlace::Ordered);
+  CHECK(ordered.ArenaSize == 1024);
+  CHECK(ordered.Kernels[0].Body->Kind == StmtKind::For);
+  CHECK(ordered.Kernels[0].Body->Loop == LoopKind::Serial);
+  // The same index in the same iteration is safe in any order.
+  Program same = chainOf(shiftKernel(256, 0, LoopKind::Parallel), InPlace::Unordered);
+  CHECK(same.ArenaSize == 1024);
+  CHECK(same.Kernels[0].Body->Loop == LoopKind::Parallel);
 }
