@@ -63,32 +63,41 @@ public:
       return;
     }
     case StmtKind::Store: {
+      // A vector store runs lane by lane where it is scalarized (the C
+      // emitter, the interpreter): lane l's loads, then its store. Lane l
+      // of a lane-wise operand reads at B + 2l and stores at B + 2l + 1;
+      // an element that any lane may read (a broadcast, another lane
+      // count) is read by the last lane. (Vector code loads every lane
+      // first: this order is the stricter one.)
+      const int64_t lanes = s->Value->Lanes, base = Time;
       reads(s->Index);
-      reads(s->Value);
       if (Failed)
         return;
-      ++Time;
+      Time = base + 1;
+      storeReads(s->Value, lanes, true, base + 1);
+      if (Failed)
+        return;
       if (s->Buf.get() == In)
         return fail(); // the input is written
       if (s->Buf.get() == Out) {
-        std::optional<int64_t> base = eval(s->Index);
-        if (!base)
+        std::optional<int64_t> at = eval(s->Index);
+        if (!at)
           return fail();
-        for (int64_t l = 0; l < s->Value->Lanes; ++l) {
-          int64_t j = *base + l * s->Stride;
+        for (int64_t l = 0; l < lanes; ++l) {
+          int64_t j = *at + l * s->Stride;
           if (j < 0 || j >= (int64_t)FirstWrite.size())
             return fail();
           if (FirstWrite[(size_t)j] < 0) {
-            FirstWrite[(size_t)j] = Time;
+            FirstWrite[(size_t)j] = base + 2 * l + 2;
             WriteIteration[(size_t)j] = Iteration;
           } else if (WriteIteration[(size_t)j] != Iteration) {
             WriteIteration[(size_t)j] = -2;
           }
         }
-        if ((Budget -= s->Value->Lanes) < 0)
+        if ((Budget -= lanes) < 0)
           return fail();
       }
-      ++Time;
+      Time = base + 2 * lanes + 2;
       return;
     }
     }
@@ -138,6 +147,41 @@ private:
     return t;
   }
 
+  /// Records the reads of the input in the value `e` of a store of `lanes`
+  /// lanes whose lane 0 reads at `base` (see Store); `laneWise`: lane l of
+  /// `e` is computed from lane l of its operands.
+  void storeReads(const Expr &e, int64_t lanes, bool laneWise, int64_t base) {
+    if (Failed || !e)
+      return;
+    laneWise = laneWise && e->Lanes == lanes;
+    if (e->Kind == ExprKind::Load) {
+      if (e->Buf.get() == Out)
+        return fail();
+      if (e->Buf.get() == In) {
+        std::optional<int64_t> at = eval(e->A);
+        if (!at)
+          return fail();
+        for (int64_t l = 0; l < e->Lanes; ++l) {
+          int64_t i = *at + l * e->Stride;
+          if (i < 0 || i >= (int64_t)LastRead.size())
+            return fail();
+          int64_t t = laneWise ? base + 2 * l : base + 2 * (lanes - 1);
+          LastRead[(size_t)i] = std::max(LastRead[(size_t)i], t);
+          int64_t &it = ReadIteration[(size_t)i];
+          it = it == -1 || it == Iteration ? Iteration : -2;
+        }
+        if ((Budget -= e->Lanes) < 0)
+          return fail();
+      }
+      reads(e->A); // the index: before the lanes
+      return;
+    }
+    const bool across = e->Kind == ExprKind::Broadcast;
+    storeReads(e->A, lanes, laneWise && !across, base);
+    storeReads(e->B, lanes, laneWise && !across, base);
+    storeReads(e->C, lanes, laneWise && !across, base);
+  }
+
   /// Records the reads of the input in `e` at the current time; fails on
   /// a read of the output.
   void reads(const Expr &e) {
@@ -154,7 +198,7 @@ private:
           int64_t i = *base + l * e->Stride;
           if (i < 0 || i >= (int64_t)LastRead.size())
             return fail();
-          LastRead[(size_t)i] = Time;
+          LastRead[(size_t)i] = std::max(LastRead[(size_t)i], Time);
           int64_t &it = ReadIteration[(size_t)i];
           it = it == -1 || it == Iteration ? Iteration : -2;
         }

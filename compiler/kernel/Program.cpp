@@ -191,7 +191,8 @@ int64_t placeBuffers(Program &p, const std::vector<Unit> &groups) {
 
 /// An output laid over an input of its call: the kernel's params.
 struct Overlap {
-  size_t Kernel, In, Out;
+  size_t Kernel, In, Out; ///< the kernel and its params
+  size_t Input, Output;   ///< the buffers
 };
 
 /// The largest number of accesses and loop iterations the in-place
@@ -309,7 +310,7 @@ std::vector<Overlap> layInPlace(const Program &p, bool ordered, int maxTries,
       }
       groupOf[o] = groupOf[best.A];
       groups[(size_t)groupOf[o]].push_back({o, best.Off});
-      result.push_back({call.KernelIndex, best.Arg, q});
+      result.push_back({call.KernelIndex, best.Arg, q, best.A, o});
     }
   }
   return result;
@@ -344,6 +345,7 @@ void planMemory(Program &p, InPlace inPlace) {
         Kernel &k = p.Kernels[o.Kernel];
         k.Overlapping.resize(k.Params.size(), false);
         k.Overlapping[o.In] = k.Overlapping[o.Out] = true;
+        p.ArenaBuffers[o.Output].LaidOver = (int64_t)o.Input;
       }
       if (inPlace == InPlace::Ordered) {
         std::set<size_t> kernels;

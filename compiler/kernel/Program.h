@@ -89,6 +89,10 @@ struct ArenaBuffer {
   /// placed with that buffer, which lives as long as all its parts.
   int64_t AliasOf = -1;
   int64_t AliasOffset = 0;
+  /// The buffer whose bytes this one may take in the call that writes it
+  /// first (planMemory: an output laid over an input that dies there), or
+  /// -1: the two share bytes while both are live in that call.
+  int64_t LaidOver = -1;
 };
 
 struct IoTensor {

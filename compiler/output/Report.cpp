@@ -78,7 +78,7 @@ ModelReport buildReport(const kir::Program &p) {
   for (size_t i = 0; i < p.ArenaBuffers.size(); ++i)
     r.Buffers.push_back({p.ArenaBuffers[i].Name, p.ArenaBuffers[i].Offset,
                          p.ArenaBuffers[i].Bytes, life[i].First, life[i].Last,
-                         p.ArenaBuffers[i].AliasOf});
+                         p.ArenaBuffers[i].AliasOf, p.ArenaBuffers[i].LaidOver});
   for (auto &c : p.Constants)
     r.Constants.push_back({c.Name, (int64_t)c.Bytes.size()});
   r.ConstantFirstCall.assign(p.Constants.size(), -1);
@@ -152,6 +152,14 @@ ModelReport buildReport(const kir::Program &p) {
         k2.LiveBuffers.push_back(b);
         if (p.ArenaBuffers[b].AliasOf < 0) // a part's bytes are its buffer's
           k2.ArenaLiveBytes += p.ArenaBuffers[b].Bytes;
+        // An output laid over an input that dies in this call: their shared
+        // bytes count once.
+        int64_t over = p.ArenaBuffers[b].LaidOver;
+        if (over >= 0 && life[b].First == (int64_t)c && life[(size_t)over].Last == (int64_t)c) {
+          const kir::ArenaBuffer &x = p.ArenaBuffers[b], &y = p.ArenaBuffers[(size_t)over];
+          k2.ArenaLiveBytes -= std::max<int64_t>(
+              0, std::min(x.Offset + x.Bytes, y.Offset + y.Bytes) - std::max(x.Offset, y.Offset));
+        }
         k2.ArenaEnd = std::max(k2.ArenaEnd, p.ArenaBuffers[b].Offset +
                                                 kir::alignedArenaBytes(p.ArenaBuffers[b].Bytes,
                                                                       p.ArenaAlign));
@@ -272,7 +280,8 @@ std::string reportJson(const ModelReport &r, const ReportContext &c) {
     j += "\"buffer\": " + num((int64_t)i) + ", \"name\": " + jsonString(b.Name) +
          ", \"offset\": " + num(b.Offset) + ", \"bytes\": " + num(b.Bytes) +
          ", \"first_call\": " + num(b.FirstCall) + ", \"last_call\": " + num(b.LastCall) +
-         (b.PartOf >= 0 ? ", \"part_of\": " + num(b.PartOf) : std::string()) + "}";
+         (b.PartOf >= 0 ? ", \"part_of\": " + num(b.PartOf) : std::string()) +
+         (b.LaidOver >= 0 ? ", \"laid_over\": " + num(b.LaidOver) : std::string()) + "}";
   }
   j += "\n  ],\n  \"weights\": [";
   for (size_t i = 0; i < r.Constants.size(); ++i) {

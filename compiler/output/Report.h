@@ -71,6 +71,9 @@ struct BufferReport {
   int64_t FirstCall = -1, LastCall = -1; ///< -1: never used
   /// The buffer this one is a part of (kir::ArenaBuffer::AliasOf), or -1.
   int64_t PartOf = -1;
+  /// The buffer whose bytes it may take in its first call
+  /// (kir::ArenaBuffer::LaidOver), or -1.
+  int64_t LaidOver = -1;
 };
 
 /// The cycle estimate of one run on a Cortex-M core (llvmgen::McuCycles.h):

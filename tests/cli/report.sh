@@ -91,7 +91,7 @@ budget() {
 budget --max-arena "arena is" "$arena"
 budget --max-weights "weights are" "$weights"
 budget --max-code "code is" "$code"
-grep -q "largest buffers live at its peak (call [0-9]*, node '.*' (.*)): '.*' [0-9]* B (calls [0-9]*-[0-9]*)" \
+grep -q "largest buffers live at its peak (call [0-9]*, node '.*' (.*)\( + [0-9]* more\)\{0,1\}): '.*' [0-9]* B (calls [0-9]*-[0-9]*)" \
   "$work/budget--max-arena/err" || fail "the arena message names no buffer"
 [[ $(grep -o "' [0-9]* B (" "$work/budget--max-weights/err" | wc -l) -eq 3 ]] ||
   fail "the weights message does not name three tensors"
@@ -114,10 +114,10 @@ mkdir -p "$work/p"
 "$mlcc" "$digits" -o "$work/p/libdigits.a" --progress always 2> "$work/p.err" ||
   fail "--progress always: $(cat "$work/p.err")"
 # Every step of the pipeline once, numbered 1..N of the same N, from
-# infer-and-fold to schedule (N is the pipeline's, not the test's).
+# infer-and-fold to plan-memory (N is the pipeline's, not the test's).
 steps=$(sed -n 's|^mlcc: [[]1/\([0-9]*\)[]] infer-and-fold$|\1|p' "$work/p.err")
 [[ -n $steps ]] || fail "--progress always: no first pass: $(cat "$work/p.err")"
-grep -q "^mlcc: [[]$steps/$steps[]] schedule$" "$work/p.err" || fail "--progress always: no last pass"
+grep -q "^mlcc: [[]$steps/$steps[]] plan-memory$" "$work/p.err" || fail "--progress always: no last pass"
 for ((i = 1; i <= steps; ++i)); do
   [[ $(grep -c "^mlcc: [[]$i/$steps[]] " "$work/p.err") -eq 1 ]] ||
     fail "--progress always: step $i of $steps not announced once: $(cat "$work/p.err")"
