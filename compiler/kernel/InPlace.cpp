@@ -2,6 +2,7 @@
 #include "compiler/kernel/InPlace.h"
 
 #include <algorithm>
+#include <functional>
 #include <unordered_map>
 
 namespace mlcc::kir {
@@ -292,6 +293,20 @@ AccessOrder::AccessOrder(const Kernel &k, size_t in, size_t out, bool ordered,
                          int64_t &budget) {
   if (k.Gemm || in >= k.Params.size() || out >= k.Params.size() || in == out)
     return;
+  // A loop left to LLVM's loop vectorizer (LoopKind::Scalar: Helium's
+  // vmladav) needs its parameters not to alias: no overlap there.
+  std::function<bool(const Stmt &)> scalarLoop = [&](const Stmt &s) {
+    if (!s)
+      return false;
+    if (s->Kind == StmtKind::For && s->Loop == LoopKind::Scalar)
+      return true;
+    for (const Stmt &b : s->Body)
+      if (scalarLoop(b))
+        return true;
+    return scalarLoop(s->Inner) || scalarLoop(s->Else);
+  };
+  if (scalarLoop(k.Body))
+    return;
   const Buffer &a = k.Params[in], &o = k.Params[out];
   if (isSubByte(a->Type) || isSubByte(o->Type) || !dtypeSize(a->Type) || !dtypeSize(o->Type))
     return;
@@ -329,37 +344,6 @@ bool AccessOrder::allows(int64_t displacement) const {
     }
   }
   return true;
-}
-
-namespace {
-
-Stmt serialLoops(const Stmt &s) {
-  if (!s)
-    return s;
-  switch (s->Kind) {
-  case StmtKind::Block: {
-    std::vector<Stmt> body;
-    for (const Stmt &b : s->Body)
-      body.push_back(serialLoops(b));
-    return block(std::move(body));
-  }
-  case StmtKind::For:
-    return forLoop(s->LoopVar, s->Begin, s->End, serialLoops(s->Inner),
-                   s->Loop == LoopKind::Parallel ? LoopKind::Serial : s->Loop);
-  case StmtKind::If:
-    return ifThen(s->Cond, serialLoops(s->Inner), serialLoops(s->Else));
-  case StmtKind::Alloc:
-    return alloc(s->Buf, serialLoops(s->Inner));
-  default:
-    return s;
-  }
-}
-
-} // namespace
-
-void makeSerial(Kernel &k) {
-  k.Body = serialLoops(k.Body);
-  k.finalize();
 }
 
 } // namespace mlcc::kir

@@ -29,10 +29,11 @@ public:
   /// Runs the accesses of kernel `k` to params `in` (read) and `out`
   /// (written). Empty (ok() false) when the kernel is not one whose order
   /// can be known without its data (an index or condition that loads, a
-  /// run-time dimension, a library call), when it reads `out` or writes
-  /// `in`, or when the accesses would exceed `budget` (decremented by the
+  /// run-time dimension, a library call), when a loop is left to LLVM's
+  /// vectorizer (LoopKind::Scalar, which needs the params not to alias),
+  /// when it reads `out` or writes `in`, or when the accesses would exceed `budget` (decremented by the
   /// accesses and loop iterations run). `ordered`: the Parallel loops run
-  /// their iterations in order (the caller makes them serial, makeSerial).
+  /// their iterations in order (the caller then sets Kernel::InOrder).
   AccessOrder(const Kernel &k, size_t in, size_t out, bool ordered, int64_t &budget);
 
   bool ok() const { return Ok; }
@@ -51,8 +52,5 @@ private:
   /// and the parallel iteration that wrote it.
   std::vector<int64_t> FirstWrite, WriteIteration;
 };
-
-/// `k` with its Parallel loops serial (an overlap that needs their order).
-void makeSerial(Kernel &k);
 
 } // namespace mlcc::kir

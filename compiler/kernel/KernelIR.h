@@ -257,6 +257,10 @@ struct Kernel {
   /// outputs written in place over a dying input; empty: none): emitters
   /// must not assume they do not alias.
   std::vector<bool> Overlapping;
+  /// Its Parallel loops run their iterations in order, never through the
+  /// caller's parallel_for (an output laid over an input that only their
+  /// order allows; planMemory on a one-thread target).
+  bool InOrder = false;
 
   /// Computes Written and checks the kernel (see verify()).
   void finalize();

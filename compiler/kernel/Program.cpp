@@ -193,6 +193,7 @@ int64_t placeBuffers(Program &p, const std::vector<Unit> &groups) {
 struct Overlap {
   size_t Kernel, In, Out; ///< the kernel and its params
   size_t Input, Output;   ///< the buffers
+  bool NeedsOrder;        ///< allowed only if the Parallel loops run in order
 };
 
 /// The largest number of accesses and loop iterations the in-place
@@ -207,9 +208,10 @@ constexpr int kInPlaceTries[] = {1, 64, 1024};
 /// where the kernel's access order allows (AccessOrder) and it saves bytes:
 /// the buffers so laid form units (`groups`), placed together at their
 /// displacements. Returns the kernels' overlapping params.
-/// The access orders layInPlace ran, by call and params (it runs several
-/// times with the same ones).
-using AccessOrders = std::map<std::tuple<size_t, size_t, size_t>, std::shared_ptr<AccessOrder>>;
+/// The access orders layInPlace ran, by call, params and whether the
+/// Parallel loops run in order (it runs several times with the same ones).
+using AccessOrders =
+    std::map<std::tuple<size_t, size_t, size_t, bool>, std::shared_ptr<AccessOrder>>;
 
 std::vector<Overlap> layInPlace(const Program &p, bool ordered, int maxTries,
                                 AccessOrders &orders, int64_t &budget,
@@ -246,6 +248,7 @@ std::vector<Overlap> layInPlace(const Program &p, bool ordered, int maxTries,
       struct Best {
         size_t A = 0, Arg = 0;
         int64_t Off = 0, Extent = INT64_MAX;
+        bool NeedsOrder = false;
       } best;
       for (size_t r = 0; r < call.Args.size(); ++r) {
         if (r == q || !plain(r) || (r < k.Written.size() && k.Written[r]))
@@ -253,16 +256,23 @@ std::vector<Overlap> layInPlace(const Program &p, bool ordered, int maxTries,
         const size_t a = call.Args[r].Index;
         if (life[a].Last != (int64_t)c || life[a].First >= (int64_t)c)
           continue;
-        std::shared_ptr<AccessOrder> &known = orders[{c, r, q}];
-        if (!known)
-          known = std::make_shared<AccessOrder>(k, r, q, ordered, budget);
-        const AccessOrder &order = *known;
+        // Any order of a Parallel loop's iterations first; their serial
+        // order only where `ordered` allows making the loops serial.
+        auto orderOf = [&](bool inOrder) -> const AccessOrder & {
+          std::shared_ptr<AccessOrder> &known = orders[{c, r, q, inOrder}];
+          if (!known)
+            known = std::make_shared<AccessOrder>(k, r, q, inOrder, budget);
+          return *known;
+        };
+        const AccessOrder &any = orderOf(false);
+        const AccessOrder *serial = ordered ? &orderOf(true) : nullptr;
         if (std::getenv("MLCC_INPLACE_DEBUG"))
           std::fprintf(stderr, "in-place: call %zu %s: %s over %s: %s (budget %lld)\n", c,
                        k.Name.c_str(), p.ArenaBuffers[o].Name.c_str(),
-                       p.ArenaBuffers[a].Name.c_str(), order.ok() ? "known" : "unknown",
+                       p.ArenaBuffers[a].Name.c_str(),
+                       any.ok() || (serial && serial->ok()) ? "known" : "unknown",
                        (long long)budget);
-        if (!order.ok())
+        if (!any.ok() && !(serial && serial->ok()))
           continue;
         std::vector<Member> members = groupOf[a] >= 0 ? groups[(size_t)groupOf[a]]
                                                       : std::vector<Member>{{a, 0}};
@@ -294,11 +304,17 @@ std::vector<Overlap> layInPlace(const Program &p, bool ordered, int maxTries,
             if (m.Buf != a && life[m.Buf].First <= life[o].Last && life[o].First <= life[m.Buf].Last &&
                 m.Off < off + oBytes && off < m.Off + bytesOf(m.Buf))
               clash = true;
-          if (clash || !order.allows(d))
+          if (clash)
             continue;
+          bool needsOrder = false;
+          if (!any.allows(d)) {
+            if (!serial || !serial->allows(d))
+              continue;
+            needsOrder = true;
+          }
           if (std::getenv("MLCC_INPLACE_DEBUG"))
             std::fprintf(stderr, "in-place:   at %lld bytes from it\n", (long long)d);
-          best = {a, r, off, extent};
+          best = {a, r, off, extent, needsOrder};
           break;
         }
       }
@@ -310,7 +326,7 @@ std::vector<Overlap> layInPlace(const Program &p, bool ordered, int maxTries,
       }
       groupOf[o] = groupOf[best.A];
       groups[(size_t)groupOf[o]].push_back({o, best.Off});
-      result.push_back({call.KernelIndex, best.Arg, q, best.A, o});
+      result.push_back({call.KernelIndex, best.Arg, q, best.A, o, best.NeedsOrder});
     }
   }
   return result;
@@ -350,9 +366,10 @@ void planMemory(Program &p, InPlace inPlace) {
       if (inPlace == InPlace::Ordered) {
         std::set<size_t> kernels;
         for (const Overlap &o : overlaps)
-          kernels.insert(o.Kernel);
+          if (o.NeedsOrder)
+            kernels.insert(o.Kernel);
         for (size_t k : kernels)
-          makeSerial(p.Kernels[k]);
+          p.Kernels[k].InOrder = true;
       }
     } else {
       for (size_t i = 0; i < plain.size(); ++i)

@@ -169,10 +169,11 @@ std::vector<Lifetime> bufferLifetimes(const Program &p);
 /// is none's: ArenaBuffer::AliasOf).
 size_t aliasRoot(const Program &p, size_t i);
 
-/// Whether planMemory lays outputs over dying inputs (kir::AccessOrder):
+/// Whether planMemory lays outputs over dying inputs (kir::AccessOrder;
+/// the pipeline does on bare-metal targets, where RAM is what is short):
 /// not at all; where any order of a Parallel loop's iterations allows it;
-/// or where their serial order does (the kernels' Parallel loops then made
-/// serial: targets that run one thread).
+/// or where their serial order does (the kernel then Kernel::InOrder:
+/// targets that run one thread).
 enum class InPlace { Off, Unordered, Ordered };
 
 /// Assigns arena offsets (aligned to ArenaAlign) so that buffers whose
@@ -184,7 +185,7 @@ enum class InPlace { Off, Unordered, Ordered };
 /// largest bytes x lifetime first), keeping the smallest arena (the first
 /// order on ties), with and without the outputs laid in place. A part of a
 /// buffer gets that buffer's offset plus its own.
-void planMemory(Program &p, InPlace inPlace = InPlace::Unordered);
+void planMemory(Program &p, InPlace inPlace = InPlace::Off);
 
 /// Human-readable listing of a program (--emit kernels).
 std::string printProgram(const Program &p);

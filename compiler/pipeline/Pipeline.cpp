@@ -230,12 +230,13 @@ void lowerToKernelsStep(StepContext &c) {
 }
 void planMemoryStep(StepContext &c) {
   // After the schedule: outputs laid over inputs follow the kernels' final
-  // access order. A bare-metal target runs one thread: its Parallel loops
-  // may become serial for it.
+  // access order. On a bare-metal target (a microcontroller: RAM is what is
+  // short; one thread, so a kernel's Parallel loops may run in order);
+  // elsewhere the parameters keep noalias, which the vectorizers use.
   const std::string &triple = c.Opts.Target.Triple;
   const bool bareMetal = !c.Opts.Target.gpu() && (triple.find("-none") != std::string::npos ||
                                                    triple.find("-unknown-elf") != std::string::npos);
-  kir::planMemory(c.Program, bareMetal ? kir::InPlace::Ordered : kir::InPlace::Unordered);
+  kir::planMemory(c.Program, bareMetal ? kir::InPlace::Ordered : kir::InPlace::Off);
 }
 void scheduleStep(StepContext &c) {
   if (c.Opts.Target.gpu())

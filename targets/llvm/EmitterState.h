@@ -120,6 +120,8 @@ public:
   void bindParam(const kir::BufferNode *buf, llvm::Value *ptr) { bind(buf, ptr); }
   /// The kernel's `const mlcc_run_options *` (may be null at run time).
   void setOptions(llvm::Value *opts) { Opts = opts; }
+  /// Kernel::InOrder: Parallel loops run serially, never through parallel_for.
+  void setInOrder(bool inOrder) { InOrder = inOrder; }
 
   /// Emits `s` at the builder's insertion point (Statements.cpp).
   void stmt(const kir::Stmt &s);
@@ -232,6 +234,7 @@ private:
   /// The loads of transposed groups, loaded ahead (loadTransposedGroups).
   std::map<const kir::ExprNode *, llvm::Value *> Transposed;
   llvm::Value *Opts = nullptr;
+  bool InOrder = false;
 };
 
 // --- the steps of emitModule ---

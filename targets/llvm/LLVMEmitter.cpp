@@ -112,6 +112,7 @@ llvm::Function *emitKernel(ModuleEmitter &me, const Kernel &k) {
   for (size_t i = 0; i < k.Params.size(); ++i)
     ke.bindParam(k.Params[i].get(), f->getArg((unsigned)i));
   ke.setOptions(f->getArg((unsigned)k.Params.size()));
+  ke.setInOrder(k.InOrder);
   ke.builder().SetInsertPoint(start);
   ke.stmt(k.Body);
   ke.builder().CreateRetVoid();

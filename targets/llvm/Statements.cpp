@@ -195,7 +195,9 @@ void KernelEmitter::parallelLoop(const StmtNode &s) {
   auto *serialBB = llvm::BasicBlock::Create(ME.Ctx, "par.serial", F);
   auto *doneBB = llvm::BasicBlock::Create(ME.Ctx, "par.done", F);
   auto *checkFn = llvm::BasicBlock::Create(ME.Ctx, "par.check", F);
-  B.CreateCondBr(B.CreateIsNull(Opts), serialBB, checkFn);
+  // A kernel whose Parallel loops must run in order (Kernel::InOrder)
+  // never hands them to parallel_for.
+  B.CreateCondBr(InOrder ? B.getTrue() : B.CreateIsNull(Opts), serialBB, checkFn);
   B.SetInsertPoint(checkFn);
   Value *fn = B.CreateLoad(ME.PtrTy, Opts, "parallel_for");
   B.CreateCondBr(B.CreateIsNull(fn), serialBB, hookBB);
