@@ -62,29 +62,6 @@ std::string harness(const kir::Program &p, const std::string &bytes) {
   return s.str();
 }
 
-/// Inputs like --tune's: uniform in [-1, 1] for floats, random bytes for
-/// 8-bit integers, zeros for the rest (indices and lengths in range).
-std::string inputBytes(const kir::Program &p) {
-  std::mt19937 rng(12345);
-  std::string all;
-  for (const kir::IoTensor &t : p.Inputs) {
-    std::string b((size_t)std::max<int64_t>(t.bytes(), 1), '\0');
-    int64_t n = numElements(t.Dims);
-    if (t.Type == DType::F32) {
-      std::uniform_real_distribution<float> d(-1, 1);
-      for (int64_t i = 0; i < n; ++i) {
-        float v = d(rng);
-        std::memcpy(&b[(size_t)(4 * i)], &v, 4);
-      }
-    } else if (t.Type == DType::U8 || t.Type == DType::I8) {
-      for (auto &x : b)
-        x = (char)(rng() & 0xFF);
-    }
-    all += b.substr(0, (size_t)t.bytes());
-  }
-  return all;
-}
-
 } // namespace
 
 bool wantsCycleEstimate(const CompileOptions &o, const llvmgen::TargetSpec &t,
@@ -140,7 +117,11 @@ void estimateLibraryCycles(const CompileOptions &o, const kir::Program &program,
   const std::string &name = program.Name;
   tmp.write(name + ".o", object);
   tmp.write(name + ".h", header);
-  tmp.write("harness.c", harness(program, inputBytes(program)));
+  std::string inputs;
+  std::vector<std::vector<uint8_t>> data = harnessInputs(program);
+  for (size_t i = 0; i < data.size(); ++i)
+    inputs.append(data[i].begin(), data[i].begin() + (long)program.Inputs[i].bytes());
+  tmp.write("harness.c", harness(program, inputs));
   std::vector<std::string> build = cc;
   for (const std::string &a : {"-std=gnu11", "-I.", "harness.c"})
     build.push_back(a);

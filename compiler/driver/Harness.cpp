@@ -4,7 +4,9 @@
 #include "compiler/support/Error.h"
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
+#include <random>
 #include <sstream>
 
 namespace mlcc {
@@ -74,6 +76,27 @@ std::string harnessBuffers(const kir::Program &p) {
     s << out.bytes() << ", ";
   s << "0};\n";
   return s.str();
+}
+
+std::vector<std::vector<uint8_t>> harnessInputs(const kir::Program &p) {
+  std::mt19937 rng(12345);
+  std::vector<std::vector<uint8_t>> ins;
+  for (const kir::IoTensor &t : p.Inputs) {
+    std::vector<uint8_t> b((size_t)std::max<int64_t>(t.bytes(), 1), 0);
+    int64_t n = numElements(t.Dims);
+    if (t.Type == DType::F32) {
+      std::uniform_real_distribution<float> d(-1, 1);
+      for (int64_t i = 0; i < n; ++i) {
+        float v = d(rng);
+        std::memcpy(b.data() + 4 * i, &v, 4);
+      }
+    } else if (t.Type == DType::U8 || t.Type == DType::I8) {
+      for (auto &x : b)
+        x = (uint8_t)(rng() & 0xFF);
+    }
+    ins.push_back(std::move(b));
+  }
+  return ins;
 }
 
 std::string harnessReadInputs(const kir::Program &p) {

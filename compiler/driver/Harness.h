@@ -36,6 +36,11 @@ void crossCommands(const llvmgen::TargetSpec &t, const std::string &who,
 /// --tune): a static arena, the input and output buffers, the pointer
 /// tables `ins` and `outs` and their sizes `in_bytes` and `out_bytes`.
 std::string harnessBuffers(const kir::Program &p);
+/// The inputs a harness runs the model on (--tune's rounds, the cycle
+/// estimate): uniform in [-1, 1] for floats, random bytes for 8-bit
+/// integers, zeros for the rest (indices, lengths: zero is in range for any
+/// of them); the same every time.
+std::vector<std::vector<uint8_t>> harnessInputs(const kir::Program &p);
 /// C statements that fill `ins` from the file inputs.bin (the program
 /// returns 90 or 91 when it cannot).
 std::string harnessReadInputs(const kir::Program &p);

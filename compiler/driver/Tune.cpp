@@ -62,30 +62,6 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/// The inputs every round runs on: uniform in [-1, 1] for floats, random
-/// bytes for 8-bit integers, zeros for the rest (indices, lengths: zero is
-/// in range for any of them).
-std::vector<std::vector<uint8_t>> tuningInputs(const kir::Program &p) {
-  std::mt19937 rng(12345);
-  std::vector<std::vector<uint8_t>> ins;
-  for (const kir::IoTensor &t : p.Inputs) {
-    std::vector<uint8_t> b((size_t)std::max<int64_t>(t.bytes(), 1), 0);
-    int64_t n = numElements(t.Dims);
-    if (t.Type == DType::F32) {
-      std::uniform_real_distribution<float> d(-1, 1);
-      for (int64_t i = 0; i < n; ++i) {
-        float v = d(rng);
-        std::memcpy(b.data() + 4 * i, &v, 4);
-      }
-    } else if (t.Type == DType::U8 || t.Type == DType::I8) {
-      for (auto &x : b)
-        x = (uint8_t)(rng() & 0xFF);
-    }
-    ins.push_back(std::move(b));
-  }
-  return ins;
-}
-
 /// Whether two runs' outputs agree: integers exactly, f32 within the
 /// conformance cases' tolerance (another order of the sums).
 bool sameOutputs(const kir::Program &p, const std::vector<std::vector<uint8_t>> &a,
@@ -730,7 +706,7 @@ void PlanTuner::search(const PipelineOptions &base) {
   };
   Status.step("tune: compiling the default plans");
   kir::Program defaults = compile(true);
-  const std::vector<std::vector<uint8_t>> inputs = tuningInputs(defaults);
+  const std::vector<std::vector<uint8_t>> inputs = harnessInputs(defaults);
   // The measurer: this machine's clock, QEMU's instruction count, or
   // llvm-mca's cycles; the last two are deterministic.
   enum class Kind { Host, Firmware, Mca };

@@ -23,6 +23,18 @@ Kernel copyKernel() {
 
 Storage arena(size_t i) { return {StorageKind::Arena, i}; }
 
+/// Calls input -> buffer 0 -> buffer 1 -> ... -> output (p's first kernel).
+void chainCalls(Program &p) {
+  Storage from{StorageKind::Input, 0};
+  for (size_t i = 0; i <= p.ArenaBuffers.size(); ++i) {
+    Storage to = i < p.ArenaBuffers.size() ? arena(i) : Storage{StorageKind::Output, 0};
+    Call c;
+    c.Args = {from, to};
+    p.Calls.push_back(c);
+    from = to;
+  }
+}
+
 /// Whether buffers a and b share a byte.
 bool overlap(const Program &p, size_t a, size_t b) {
   const ArenaBuffer &x = p.ArenaBuffers[a], &y = p.ArenaBuffers[b];
@@ -36,15 +48,7 @@ TEST_CASE("plan-memory: buffers alive at once apart, the others share", "[plan-m
   p.Kernels.push_back(copyKernel());
   // input -> b0 -> b1 -> b2 -> output: b0 and b2 are never alive together.
   p.ArenaBuffers = {{"b0", 1000}, {"b1", 2000}, {"b2", 1000}};
-  std::vector<std::pair<Storage, Storage>> chain = {{{StorageKind::Input, 0}, arena(0)},
-                                                    {arena(0), arena(1)},
-                                                    {arena(1), arena(2)},
-                                                    {arena(2), {StorageKind::Output, 0}}};
-  for (auto &[from, to] : chain) {
-    Call c;
-    c.Args = {from, to};
-    p.Calls.push_back(c);
-  }
+  chainCalls(p);
   planMemory(p, InPlace::Off);
   CHECK_FALSE(overlap(p, 0, 1));
   CHECK_FALSE(overlap(p, 1, 2));
@@ -84,16 +88,7 @@ TEST_CASE("plan-memory: another order where the largest-first one fragments", "[
   Program p;
   p.Kernels.push_back(copyKernel());
   p.ArenaBuffers = {{"a", 27648}, {"b", 18432}, {"c", 18432}, {"d", 36864}};
-  std::vector<std::pair<Storage, Storage>> chain = {{{StorageKind::Input, 0}, arena(0)},
-                                                    {arena(0), arena(1)},
-                                                    {arena(1), arena(2)},
-                                                    {arena(2), arena(3)},
-                                                    {arena(3), {StorageKind::Output, 0}}};
-  for (auto &[from, to] : chain) {
-    Call c;
-    c.Args = {from, to};
-    p.Calls.push_back(c);
-  }
+  chainCalls(p);
   planMemory(p, InPlace::Off);
   for (size_t i = 0; i + 1 < p.ArenaBuffers.size(); ++i)
     CHECK_FALSE(overlap(p, i, i + 1));
@@ -121,15 +116,7 @@ Program chainOf(Kernel k, InPlace mode) {
   Program p;
   p.Kernels.push_back(std::move(k));
   p.ArenaBuffers = {{"b0", 1024}, {"b1", 1024}, {"b2", 1024}};
-  std::vector<std::pair<Storage, Storage>> chain = {{{StorageKind::Input, 0}, arena(0)},
-                                                    {arena(0), arena(1)},
-                                                    {arena(1), arena(2)},
-                                                    {arena(2), {StorageKind::Output, 0}}};
-  for (auto &[from, to] : chain) {
-    Call c;
-    c.Args = {from, to};
-    p.Calls.push_back(c);
-  }
+  chainCalls(p);
   planMemory(p, mode);
   return p;
 }
