@@ -3,6 +3,7 @@
 #include "mlcc/Cycles.h"
 
 #include "compiler/driver/Harness.h"
+#include "compiler/driver/Toolchains.h"
 #include "compiler/support/Error.h"
 #include "compiler/support/Files.h"
 #include "compiler/support/Process.h"
@@ -19,20 +20,6 @@
 namespace mlcc {
 
 namespace {
-
-/// Whether `tool` is a program in PATH (or a path that exists).
-bool installed(const std::string &tool) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (tool.find('/') != std::string::npos)
-    return fs::exists(tool, ec);
-  const char *path = std::getenv("PATH");
-  std::istringstream dirs(path ? path : "");
-  for (std::string d; std::getline(dirs, d, ':');)
-    if (!d.empty() && fs::exists(fs::path(d) / tool, ec))
-      return true;
-  return false;
-}
 
 /// The firmware's main: copies the inputs (`bytes`, in the source: no file
 /// I/O, whose heap some boards' semihosting places over the data) and runs
@@ -110,7 +97,7 @@ void estimateLibraryCycles(const CompileOptions &o, const kir::Program &program,
     return skip(err.what());
   }
   for (const std::string &tool : {cc[0], run[0]})
-    if (!installed(tool))
+    if (findProgram(tool).empty())
       return skip(tool + " is not installed (apt-get install gcc-arm-none-eabi "
                          "libnewlib-arm-none-eabi qemu-system-arm)");
   TempDir tmp;
@@ -212,7 +199,7 @@ FirmwareCycles estimateFirmwareCycles(const FirmwareCycleOptions &o) {
   if (!core)
     fail(ErrorKind::Usage) << "mlcc cycles: no cycle model for --target '" << o.Target
                            << "' (cortex-m0plus, cortex-m4, cortex-m7, cortex-m33, cortex-m55)";
-  if (!installed("qemu-system-arm"))
+  if (findProgram("qemu-system-arm").empty())
     fail(ErrorKind::Usage) << "mlcc cycles: qemu-system-arm is not installed";
   std::string elf = readFile(o.Firmware, "the firmware");
   TempDir tmp;

@@ -2,6 +2,7 @@
 #include "compiler/driver/Harness.h"
 
 #include "compiler/support/Error.h"
+#include "targets/llvm/McuCycles.h"
 
 #include <algorithm>
 #include <cstring>
@@ -128,12 +129,11 @@ void crossCommands(const llvmgen::TargetSpec &t, const std::string &who,
                              << ": the firmware startup code (examples/cmake/firmware, or "
                                 "share/mlcc/firmware where mlcc is installed) is not next to mlcc"
                              << (who == "mlcc check" ? "; give --cc and --run" : "");
-    // The board QEMU runs the code on: the MPS2 AN386 (Cortex-M4, which
-    // also runs the Cortex-M0+'s ARMv6-M code) and AN500 (M7) with 4 MB
-    // of code and data memory; the MPS3 AN547 (Cortex-M55, which also runs
-    // the M33's Armv8-M code): examples/cmake/firmware/mps3-an547.ld.
+    // The board QEMU runs the code on is the core's (llvmgen::McuCore): the
+    // MPS2 boards with 4 MB of code and data memory (arm-mps.ld), the MPS3
+    // AN547 with examples/cmake/firmware/mps3-an547.ld.
     const std::string &n = t.Name;
-    const bool mps3 = n == "cortex-m33" || n == "cortex-m55";
+    const bool mps3 = llvmgen::mcuCore(n)->QemuMachine == "mps3-an547";
     dcc = {"arm-none-eabi-gcc", "-O1", "-mcpu=" + n, "-mthumb"};
     if (n == "cortex-m0plus")
       dcc.push_back("-mfloat-abi=soft");
@@ -148,8 +148,7 @@ void crossCommands(const llvmgen::TargetSpec &t, const std::string &who,
                                   fw + (mps3 ? "/mps3-an547.ld" : "/arm-mps.ld"),
                                   "-Wl,--gc-sections", "-Wl,--no-warn-rwx-segments"})
       dcc.push_back(a);
-    const char *board = mps3 ? "mps3-an547" : n == "cortex-m7" ? "mps2-an500" : "mps2-an386";
-    drun = {"qemu-system-arm", "-M", board, "-nographic",
+    drun = {"qemu-system-arm", "-M", llvmgen::mcuCore(n)->QemuMachine, "-nographic",
             "-monitor", "none", "-serial", "none", "-semihosting-config",
             "enable=on,target=native", "-kernel"};
   } else if (cc.empty() || run.empty()) {

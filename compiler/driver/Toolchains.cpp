@@ -18,29 +18,34 @@ namespace mlcc {
 
 namespace {
 
+bool executable(const std::string &path) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(path, ec) && access(path.c_str(), X_OK) == 0;
+}
+
 /// nvcc: $CUDA_PATH/bin/nvcc, /usr/local/cuda/bin/nvcc, or the first on
 /// PATH; empty when there is none.
 std::string findNvcc() {
-  namespace fs = std::filesystem;
-  std::vector<std::string> candidates;
-  if (const char *cp = std::getenv("CUDA_PATH"); cp && *cp)
-    candidates.push_back(std::string(cp) + "/bin/nvcc");
-  candidates.push_back("/usr/local/cuda/bin/nvcc");
-  if (const char *path = std::getenv("PATH")) {
-    std::istringstream dirs(path);
-    for (std::string d; std::getline(dirs, d, ':');)
-      if (!d.empty())
-        candidates.push_back(d + "/nvcc");
-  }
-  for (auto &c : candidates) {
-    std::error_code ec;
-    if (fs::is_regular_file(c, ec) && access(c.c_str(), X_OK) == 0)
-      return c;
-  }
-  return "";
+  if (const char *cp = std::getenv("CUDA_PATH"); cp && *cp && executable(std::string(cp) + "/bin/nvcc"))
+    return std::string(cp) + "/bin/nvcc";
+  if (executable("/usr/local/cuda/bin/nvcc"))
+    return "/usr/local/cuda/bin/nvcc";
+  return findProgram("nvcc");
 }
 
 } // namespace
+
+std::string findProgram(const std::string &program) {
+  if (program.find('/') != std::string::npos)
+    return executable(program) ? program : "";
+  if (const char *path = std::getenv("PATH")) {
+    std::istringstream dirs(path);
+    for (std::string d; std::getline(dirs, d, ':');)
+      if (!d.empty() && executable(d + "/" + program))
+        return d + "/" + program;
+  }
+  return "";
+}
 
 /// Compiles the generated C with the host compiler; returns the object.
 std::string compileC(const std::string &source, const std::string &header,

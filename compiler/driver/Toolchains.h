@@ -8,6 +8,10 @@
 
 namespace mlcc {
 
+/// `program` as it would run: itself when it names a path, else the first
+/// executable of that name on PATH; empty when there is none.
+std::string findProgram(const std::string &program);
+
 /// Compiles the generated C with the host compiler ($CC, default cc; with
 /// $CFLAGS after the defaults); returns the object.
 std::string compileC(const std::string &source, const std::string &header,

@@ -75,7 +75,7 @@ public:
       if (Failed)
         return;
       Time = base + 1;
-      storeReads(s->Value, lanes, true, base + 1);
+      reads(s->Value, lanes, true, base + 1);
       if (Failed)
         return;
       if (s->Buf.get() == In)
@@ -148,12 +148,17 @@ private:
     return t;
   }
 
-  /// Records the reads of the input in the value `e` of a store of `lanes`
-  /// lanes whose lane 0 reads at `base` (see Store); `laneWise`: lane l of
-  /// `e` is computed from lane l of its operands.
-  void storeReads(const Expr &e, int64_t lanes, bool laneWise, int64_t base) {
+  /// Records the reads of the input in `e`; fails on a read of the output.
+  /// In the value of a store of `lanes` lanes whose lane 0 reads at `base`
+  /// (see Store), lane l of a lane-wise operand (`laneWise`: lane l of `e`
+  /// is computed from lane l of its operands) reads at base + 2l and any
+  /// other read is the last lane's; elsewhere (lanes 1) everything reads at
+  /// `base`, by default the current time.
+  void reads(const Expr &e, int64_t lanes = 1, bool laneWise = false, int64_t base = -1) {
     if (Failed || !e)
       return;
+    if (base < 0)
+      base = Time;
     laneWise = laneWise && e->Lanes == lanes;
     if (e->Kind == ExprKind::Load) {
       if (e->Buf.get() == Out)
@@ -178,38 +183,9 @@ private:
       return;
     }
     const bool across = e->Kind == ExprKind::Broadcast;
-    storeReads(e->A, lanes, laneWise && !across, base);
-    storeReads(e->B, lanes, laneWise && !across, base);
-    storeReads(e->C, lanes, laneWise && !across, base);
-  }
-
-  /// Records the reads of the input in `e` at the current time; fails on
-  /// a read of the output.
-  void reads(const Expr &e) {
-    if (Failed || !e)
-      return;
-    if (e->Kind == ExprKind::Load) {
-      if (e->Buf.get() == Out)
-        return fail();
-      if (e->Buf.get() == In) {
-        std::optional<int64_t> base = eval(e->A);
-        if (!base)
-          return fail();
-        for (int64_t l = 0; l < e->Lanes; ++l) {
-          int64_t i = *base + l * e->Stride;
-          if (i < 0 || i >= (int64_t)LastRead.size())
-            return fail();
-          LastRead[(size_t)i] = std::max(LastRead[(size_t)i], Time);
-          int64_t &it = ReadIteration[(size_t)i];
-          it = it == -1 || it == Iteration ? Iteration : -2;
-        }
-        if ((Budget -= e->Lanes) < 0)
-          return fail();
-      }
-    }
-    reads(e->A);
-    reads(e->B);
-    reads(e->C);
+    reads(e->A, lanes, laneWise && !across, base);
+    reads(e->B, lanes, laneWise && !across, base);
+    reads(e->C, lanes, laneWise && !across, base);
   }
 
   /// The value of an integer or boolean scalar expression of loop variables

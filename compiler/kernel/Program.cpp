@@ -7,7 +7,6 @@
 #include <functional>
 #include <memory>
 #include <tuple>
-#include <cstdio>
 #include <cstdlib>
 #include <climits>
 #include <set>
@@ -266,12 +265,6 @@ std::vector<Overlap> layInPlace(const Program &p, bool ordered, int maxTries,
         };
         const AccessOrder &any = orderOf(false);
         const AccessOrder *serial = ordered ? &orderOf(true) : nullptr;
-        if (std::getenv("MLCC_INPLACE_DEBUG"))
-          std::fprintf(stderr, "in-place: call %zu %s: %s over %s: %s (budget %lld)\n", c,
-                       k.Name.c_str(), p.ArenaBuffers[o].Name.c_str(),
-                       p.ArenaBuffers[a].Name.c_str(),
-                       any.ok() || (serial && serial->ok()) ? "known" : "unknown",
-                       (long long)budget);
         if (!any.ok() && !(serial && serial->ok()))
           continue;
         std::vector<Member> members = groupOf[a] >= 0 ? groups[(size_t)groupOf[a]]
@@ -312,8 +305,6 @@ std::vector<Overlap> layInPlace(const Program &p, bool ordered, int maxTries,
               continue;
             needsOrder = true;
           }
-          if (std::getenv("MLCC_INPLACE_DEBUG"))
-            std::fprintf(stderr, "in-place:   at %lld bytes from it\n", (long long)d);
           best = {a, r, off, extent, needsOrder};
           break;
         }

@@ -616,12 +616,6 @@ CycleProfile estimateCycles(const std::string &elf, std::istream &log, const Cyc
     b.Last = insns.back();
     b.First = insns.front();
     b.Function = dec.functionAt(b.Start);
-    if (std::getenv("MLCC_CYCLES_DEBUG")) {
-      std::fprintf(stderr, "block %#llx:", (unsigned long long)b.Start);
-      for (const Insn *i : insns)
-        std::fprintf(stderr, " %d/%d/d%x/a%x", (int)i->K, (int)i->Size, i->Defs, i->AddrUses);
-      std::fprintf(stderr, " = %.0f\n", b.Cycles);
-    }
     blocks.push_back(b);
     return blocks.size() - 1;
   };
