@@ -73,7 +73,9 @@ bool wantsCycleEstimate(const CompileOptions &o, const llvmgen::TargetSpec &t,
 }
 
 void estimateLibraryCycles(const CompileOptions &o, const kir::Program &program,
-                           const llvmgen::TargetSpec &t, const std::string &object,
+                           const llvmgen::TargetSpec &t,
+                           const std::vector<std::pair<std::string, std::string>> &objects,
+                           const std::vector<std::string> &kernelSymbols,
                            const std::string &header, output::ModelReport &r) {
   const llvmgen::McuCore *core = llvmgen::mcuCore(t.Name);
   MLCC_CHECK(core, "no cycle model for " << t.Name);
@@ -102,7 +104,8 @@ void estimateLibraryCycles(const CompileOptions &o, const kir::Program &program,
                          "libnewlib-arm-none-eabi qemu-system-arm)");
   TempDir tmp;
   const std::string &name = program.Name;
-  tmp.write(name + ".o", object);
+  for (auto &[file, bytes] : objects)
+    tmp.write(file, bytes);
   tmp.write(name + ".h", header);
   std::string inputs;
   std::vector<std::vector<uint8_t>> data = harnessInputs(program);
@@ -110,9 +113,10 @@ void estimateLibraryCycles(const CompileOptions &o, const kir::Program &program,
     inputs.append(data[i].begin(), data[i].begin() + (long)program.Inputs[i].bytes());
   tmp.write("harness.c", harness(program, inputs));
   std::vector<std::string> build = cc;
-  for (const std::string &a : {"-std=gnu11", "-I.", "harness.c"})
+  for (const char *a : {"-std=gnu11", "-I.", "harness.c"})
     build.push_back(a);
-  build.push_back(name + ".o");
+  for (auto &object : objects)
+    build.push_back(object.first);
   for (const char *a : {"-lm", "-o", "firmware.elf"})
     build.push_back(a);
   std::string log;
@@ -139,7 +143,7 @@ void estimateLibraryCycles(const CompileOptions &o, const kir::Program &program,
   co.Begin = "mlcc_cycles_begin";
   co.End = "mlcc_cycles_end";
   for (const kir::Call &c : program.Calls)
-    co.Calls.push_back(program.Kernels[c.KernelIndex].Name);
+    co.Calls.push_back(kernelSymbols[(size_t)c.KernelIndex]);
   co.Outside = {name + "_run", name + "_run_with", name + "_run_ptrs"};
   llvmgen::CycleProfile prof = llvmgen::estimateCycles(
       readFile(tmp.Path + "/firmware.elf", "the estimate's firmware"), trace, co);

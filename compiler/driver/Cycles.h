@@ -27,11 +27,13 @@ namespace mlcc {
 bool wantsCycleEstimate(const CompileOptions &o, const llvmgen::TargetSpec &t,
                         const std::string &kind);
 
-/// Runs the estimate of `object` (the library's code, `header` its header)
-/// and puts it in `r`: the figures, or with --cycles auto the reason there
+/// Runs the estimate of `objects` (the library's code, kernel i the
+/// function kernelSymbols[i]; `header` its header) and puts it in `r`: the figures, or with --cycles auto the reason there
 /// are none (a tool is missing). --cycles on fails instead.
 void estimateLibraryCycles(const CompileOptions &o, const kir::Program &p,
-                           const llvmgen::TargetSpec &t, const std::string &object,
+                           const llvmgen::TargetSpec &t,
+                           const std::vector<std::pair<std::string, std::string>> &objects,
+                           const std::vector<std::string> &kernelSymbols,
                            const std::string &header, output::ModelReport &r);
 
 } // namespace mlcc

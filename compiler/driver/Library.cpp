@@ -13,6 +13,7 @@
 #include "compiler/driver/BoundedDims.h"
 #include "compiler/driver/Compile.h"
 #include "compiler/driver/Harness.h"
+#include "compiler/driver/KernelCache.h"
 #include "compiler/driver/Toolchains.h"
 #include "compiler/driver/Cycles.h"
 #include "compiler/driver/Tune.h"
@@ -50,7 +51,9 @@ struct Library::Impl {
   std::optional<output::ModelReport> Report;
   output::ReportContext Context;
   std::string Header;                ///< made once, when a kind needs it
-  std::optional<std::string> Object; ///< the object code, made once
+  std::optional<std::string> Object; ///< the object code as one object (obj), made once
+  /// The library's objects (lib), made once: the program's and the kernels'.
+  std::optional<llvmgen::ProgramObjects> Objects;
   LibraryInfo Info;
   std::vector<Artifact> Artifacts;
   std::string Stdout;
@@ -152,6 +155,19 @@ output::ReportContext reportContext(const CompileOptions &o, const llvmgen::Targ
 }
 
 
+/// The kernel cache of --cache-dir or $MLCC_CACHE_DIR; null: none.
+std::unique_ptr<KernelCache> kernelCache(const CompileOptions &o) {
+  std::string dir = o.CacheDir;
+  if (dir.empty())
+    if (const char *env = std::getenv("MLCC_CACHE_DIR"))
+      dir = env;
+  if (dir.empty())
+    return nullptr;
+  int64_t max = o.CacheMax.empty() ? int64_t(512) << 20
+                                   : output::parseByteSize(o.CacheMax, "--cache-max");
+  return std::make_unique<KernelCache>(dir, max);
+}
+
 /// The kinds that read the kernels (not the graph's or the ONNX writer's).
 bool needsProgram(const std::string &kind) { return kind != "graph" && kind != "onnx"; }
 
@@ -226,6 +242,25 @@ void emitOutputs(Library::Impl &L, const std::string &kind, const std::string &p
     files.push_back({path, llvmgen::makeArchive({{name + ".o", obj},
                                                  {name + "_weights.o", cudaWeightsObject(program)}})});
     files.push_back({headerPath, headerOf(L)});
+  } else if (kind == "lib" && o.Backend != "c") {
+    // The kernels' objects apart: made in parallel, and kept by the cache.
+    if (!L.Objects) {
+      L.Objects = timed("codegen", [&] {
+        std::unique_ptr<KernelCache> cache = kernelCache(o);
+        llvmgen::ProgramObjects objects =
+            llvmgen::compileProgramObjects(program, L.Target, cg, cache.get(), (unsigned)o.Jobs);
+        if (cache)
+          cache->trim();
+        return objects;
+      });
+      if (o.TimePasses && (L.Objects->CacheHits || L.Objects->CacheMisses))
+        std::fprintf(stderr, "mlcc: kernel cache: %zu of %zu kernels found\n",
+                     L.Objects->CacheHits, L.Objects->CacheHits + L.Objects->CacheMisses);
+      if (L.Report && !L.Report->HasObject)
+        output::addObjectStats(*L.Report, L.Objects->Stats);
+    }
+    files.push_back({path, llvmgen::makeArchive(L.Objects->Members)});
+    files.push_back({headerPath, headerOf(L)});
   } else if (kind == "obj" || kind == "lib") {
     if (!L.Object) {
       L.Object = timed("codegen", [&] {
@@ -235,7 +270,7 @@ void emitOutputs(Library::Impl &L, const std::string &kind, const std::string &p
                                 : llvmgen::compileProgram(program, L.Target, cg,
                                                           llvmgen::OutputKind::Object);
       });
-      if (L.Report)
+      if (L.Report && !L.Report->HasObject)
         output::addObjectStats(*L.Report, llvmgen::inspectObject(*L.Object));
     }
     if (kind == "obj")
@@ -605,8 +640,16 @@ Library compile(const CompileOptions &o) {
     ctx = reportContext(o, target);
     ctx.FloatNodes = quantizer::floatFallbacks(*graph);
     tuner.annotate(r, o.Verbose);
-    if (L->Object && wantsCycleEstimate(o, target, kind)) {
-      estimateLibraryCycles(o, program, target, *L->Object, headerOf(*L), r);
+    if ((L->Object || L->Objects) && wantsCycleEstimate(o, target, kind)) {
+      std::vector<std::string> kernelNames;
+      for (const kir::Kernel &k : program.Kernels)
+        kernelNames.push_back(k.Name);
+      if (L->Objects)
+        estimateLibraryCycles(o, program, target, L->Objects->Members,
+                              L->Objects->KernelSymbols, headerOf(*L), r);
+      else
+        estimateLibraryCycles(o, program, target, {{L->Name + ".o", *L->Object}}, kernelNames,
+                              headerOf(*L), r);
     }
     if (o.Verbose)
       std::fputs(output::reportText(r, ctx).c_str(), stderr);

@@ -16,7 +16,8 @@ The keyword arguments are the command line's options by name (mlcc --help):
 ``calibration_method``, ``quantize_io``, ``reduce_range``, ``keep_float``,
 ``target``, ``cpu``, ``features``, ``backend``, ``opt_level``, ``size_opt``,
 ``max_arena``/``max_weights``/``max_code``/``max_tensor`` (bytes or "64k"),
-``tune``, ``tune_db``, ``tune_budget``, ``name``, ``emit``, ``verbose``.
+``tune``, ``tune_db``, ``tune_budget``, ``cache_dir``, ``cache_max``, ``jobs``,
+``cycles``, ``clock_mhz``, ``wait_states``, ``name``, ``emit``, ``verbose``.
 Every problem raises mlcc.Error with the compiler's one-line message, its
 ``kind`` ("invalid", "unsupported", "usage", ...) and the command line's
 ``exit_status``.

@@ -66,6 +66,12 @@ const std::map<std::string, Setter> &setters() {
       {"tune", field(&O::Tune)},
       {"tune_db", field(&O::TuneDb)},
       {"tune_budget", field(&O::TuneBudget)},
+      {"cache_dir", field(&O::CacheDir)},
+      {"cache_max", field(&O::CacheMax)},
+      {"jobs", field(&O::Jobs)},
+      {"cycles", field(&O::Cycles)},
+      {"clock_mhz", field(&O::ClockMHz)},
+      {"wait_states", field(&O::WaitStates)},
   };
   return s;
 }

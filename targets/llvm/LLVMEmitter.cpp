@@ -80,7 +80,13 @@ std::vector<llvm::GlobalVariable *> emitConstants(ModuleEmitter &me, const Progr
     bytes.resize(n * dtypeSize(c.Type), '\0');
     MLCC_CHECK(et->isFloatTy() || et->isDoubleTy() || et->isIntegerTy(),
                "constant of type " << dtypeName(c.Type));
-    llvm::Constant *init = llvm::ConstantDataArray::getRaw(bytes, n, et);
+    // Little-endian targets get the bytes as they are, an i8 array: the
+    // object writer copies them in one piece (a float array is written
+    // element by element, seconds for a model's weights).
+    llvm::Constant *init =
+        me.DL.isLittleEndian()
+            ? llvm::ConstantDataArray::getRaw(bytes, bytes.size(), llvm::Type::getInt8Ty(me.Ctx))
+            : llvm::ConstantDataArray::getRaw(bytes, n, et);
     auto *g = new llvm::GlobalVariable(me.M, init->getType(), true,
                                        llvm::GlobalValue::InternalLinkage, init, c.Name);
     g->setAlignment(llvm::Align(64));
@@ -90,14 +96,16 @@ std::vector<llvm::GlobalVariable *> emitConstants(ModuleEmitter &me, const Progr
   return consts;
 }
 
-/// The internal function of kernel `k`: its parameters, then the run
-/// options.
-llvm::Function *emitKernel(ModuleEmitter &me, const Kernel &k) {
+/// The function of kernel `k`, named `name`: its parameters, then the run
+/// options. Its body only where `linkage` is not external (a declaration
+/// of a kernel defined in a module of its own).
+llvm::Function *emitKernel(ModuleEmitter &me, const Kernel &k, const std::string &name,
+                           llvm::GlobalValue::LinkageTypes linkage) {
   llvm::LLVMContext &ctx = me.Ctx;
   llvm::Type *ptr = me.PtrTy;
   std::vector<llvm::Type *> params(k.Params.size() + 1, ptr); // + options
   auto *fty = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), params, false);
-  auto *f = llvm::Function::Create(fty, llvm::GlobalValue::InternalLinkage, k.Name, me.M);
+  auto *f = llvm::Function::Create(fty, linkage, name, me.M);
   f->addFnAttr(llvm::Attribute::NoUnwind);
   f->addFnAttr(llvm::Attribute::NoInline);
   for (size_t i = 0; i < k.Params.size(); ++i) {
@@ -105,6 +113,11 @@ llvm::Function *emitKernel(ModuleEmitter &me, const Kernel &k) {
       f->addParamAttr((unsigned)i, llvm::Attribute::NoAlias);
     f->addParamAttr((unsigned)i, llvm::Attribute::NoCapture);
     f->getArg((unsigned)i)->setName(k.Params[i]->Name);
+  }
+  if (linkage == llvm::GlobalValue::ExternalLinkage) {
+    f->setVisibility(llvm::GlobalValue::HiddenVisibility);
+    f->setDSOLocal(true);
+    return f;
   }
   auto *entry = llvm::BasicBlock::Create(ctx, "entry", f);
   auto *start = llvm::BasicBlock::Create(ctx, "start", f);
@@ -135,27 +148,58 @@ InputsLayout inputsLayout(ModuleEmitter &me, const Program &p) {
   return {inputsTy, inputFields};
 }
 
+namespace {
+
+std::unique_ptr<llvm::Module> newModule(const std::string &name, llvm::LLVMContext &ctx,
+                                        const std::string &triple,
+                                        const llvm::DataLayout &layout) {
+  auto mod = std::make_unique<llvm::Module>(name, ctx);
+  mod->setTargetTriple(triple);
+  mod->setDataLayout(layout);
+  return mod;
+}
+
+void verified(const llvm::Module &m) {
+  std::string err;
+  llvm::raw_string_ostream es(err);
+  if (llvm::verifyModule(m, &es))
+    fail(ErrorKind::Internal) << "internal error: invalid LLVM module: " << es.str().substr(0, 1000);
+}
+
+} // namespace
+
 std::unique_ptr<llvm::Module> emitModule(const Program &p, llvm::LLVMContext &ctx,
                                          const std::string &triple,
                                          const llvm::DataLayout &layout,
-                                         const EmitFeatures &features) {
-  auto mod = std::make_unique<llvm::Module>(p.Name, ctx);
-  mod->setTargetTriple(triple);
-  mod->setDataLayout(layout);
+                                         const EmitFeatures &features,
+                                         const std::vector<std::string> *kernelSymbols) {
+  auto mod = newModule(p.Name, ctx, triple, layout);
   ModuleEmitter me(ctx, *mod, layout, features);
   std::vector<llvm::GlobalVariable *> constants = emitConstants(me, p);
   std::vector<llvm::Function *> kernels;
-  for (const Kernel &k : p.Kernels)
-    kernels.push_back(emitKernel(me, k));
+  for (size_t i = 0; i < p.Kernels.size(); ++i)
+    kernels.push_back(kernelSymbols ? emitKernel(me, p.Kernels[i], (*kernelSymbols)[i],
+                                                 llvm::GlobalValue::ExternalLinkage)
+                                    : emitKernel(me, p.Kernels[i], p.Kernels[i].Name,
+                                                 llvm::GlobalValue::InternalLinkage));
   const InputsLayout inputs = inputsLayout(me, p);
   llvm::Function *runWith = emitRunWith(me, p, inputs, constants, kernels);
   emitRunWrappers(me, p, inputs, runWith);
   emitModelInfo(me, p);
+  verified(*mod);
+  return mod;
+}
 
-  std::string err;
-  llvm::raw_string_ostream es(err);
-  if (llvm::verifyModule(*mod, &es))
-    fail(ErrorKind::Internal) << "internal error: invalid LLVM module: " << es.str().substr(0, 1000);
+std::unique_ptr<llvm::Module> emitKernelModule(const Kernel &k, const std::string &symbol,
+                                               llvm::LLVMContext &ctx, const std::string &triple,
+                                               const llvm::DataLayout &layout,
+                                               const EmitFeatures &features) {
+  auto mod = newModule(symbol, ctx, triple, layout);
+  ModuleEmitter me(ctx, *mod, layout, features);
+  llvm::Function *f = emitKernel(me, k, symbol, llvm::GlobalValue::WeakODRLinkage);
+  f->setVisibility(llvm::GlobalValue::HiddenVisibility);
+  f->setDSOLocal(true);
+  verified(*mod);
   return mod;
 }
 

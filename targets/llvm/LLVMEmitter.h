@@ -55,11 +55,24 @@ struct EmitFeatures {
 
 /// Builds the module for `p`. `triple` and `layout` come from the target
 /// machine so that struct layouts (the model info) match the target's C ABI.
+/// With `kernelSymbols`, the kernels are not in the module: kernel i is a
+/// hidden external function of that name (emitKernelModule's), which the
+/// run function calls; without, they are internal functions of the module.
 std::unique_ptr<llvm::Module> emitModule(const kir::Program &p,
                                          llvm::LLVMContext &ctx,
                                          const std::string &triple,
                                          const llvm::DataLayout &layout,
-                                         const EmitFeatures &features = {});
+                                         const EmitFeatures &features = {},
+                                         const std::vector<std::string> *kernelSymbols = nullptr);
+
+/// A module of kernel `k` alone: its function `symbol` (hidden, weak_odr:
+/// two libraries in one program may define the same kernel) and what it
+/// needs (its outlined tasks, conversion helpers, libm declarations).
+std::unique_ptr<llvm::Module> emitKernelModule(const kir::Kernel &k, const std::string &symbol,
+                                               llvm::LLVMContext &ctx,
+                                               const std::string &triple,
+                                               const llvm::DataLayout &layout,
+                                               const EmitFeatures &features = {});
 
 /// Rewrites the vector float-to-integer conversions toward zero that RISC-V
 /// selects as vfcvt.rtz.* (fptosi, fptoui, their saturating forms,

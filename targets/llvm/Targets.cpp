@@ -17,6 +17,8 @@
 #include <llvm/Pass.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Config/llvm-config.h>
+#include <llvm/Support/BLAKE3.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
@@ -26,6 +28,11 @@
 #include <llvm/TargetParser/Triple.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <exception>
+#include <sstream>
+#include <thread>
 #include <cstdlib>
 #include <mutex>
 #include <map>
@@ -443,13 +450,14 @@ std::string emitFile(llvm::Module &m, llvm::TargetMachine &tm, const TargetSpec 
 
 } // namespace
 
-std::string compileProgram(const kir::Program &p, const TargetSpec &t,
-                           const CodegenOptions &o, OutputKind kind) {
-  std::unique_ptr<llvm::TargetMachine> tm = makeMachine(t, o);
-  llvm::LLVMContext ctx;
-  const llvm::MCSubtargetInfo *sti = tm->getMCSubtargetInfo();
+namespace {
+
+/// The instructions the emitter calls directly, from the machine's features.
+EmitFeatures emitFeatures(const llvm::TargetMachine &tm, const TargetSpec &t) {
+  const llvm::MCSubtargetInfo *sti = tm.getMCSubtargetInfo();
+  llvm::Triple triple(t.Triple);
   EmitFeatures features;
-  if (llvm::Triple(t.Triple).isX86()) {
+  if (triple.isX86()) {
     features.Vnni512 = sti->checkFeatures("+avx512vnni");
     features.Vnni256 = (features.Vnni512 && sti->checkFeatures("+avx512vl")) ||
                        sti->checkFeatures("+avxvnni");
@@ -458,25 +466,28 @@ std::string compileProgram(const kir::Program &p, const TargetSpec &t,
     features.Madd512 = sti->checkFeatures("+avx512bw");
     features.HalfConversions = sti->checkFeatures("+f16c");
   }
-  if (llvm::Triple(t.Triple).isAArch64()) {
+  if (triple.isAArch64()) {
     features.ArmDot = sti->checkFeatures("+dotprod");
     features.ArmI8mm = sti->checkFeatures("+i8mm");
     features.ArmMull = sti->checkFeatures("+neon");
     features.FloatMinMax = sti->checkFeatures("+fp-armv8");
     features.HalfConversions = sti->checkFeatures("+fp-armv8");
   }
-  if (llvm::Triple(t.Triple).isARM() || llvm::Triple(t.Triple).isThumb()) {
+  if (triple.isARM() || triple.isThumb()) {
     features.Smlad = sti->checkFeatures("+dsp");
     features.Helium = sti->checkFeatures("+mve");
     // vcvtb.f32.f16 / vcvtb.f16.f32 (VFPv4 and later: Cortex-M4F, M7, M55).
     features.HalfConversions = sti->checkFeatures("+fp16");
   }
-  std::unique_ptr<llvm::Module> m =
-      emitModule(p, ctx, t.Triple, tm->createDataLayout(), features);
+  return features;
+}
+
+/// The target's attributes on every function of `m` and its ABI flag.
+void targetAttributes(llvm::Module &m, const TargetSpec &t, const CodegenOptions &o) {
   if (!t.Abi.empty())
-    m->addModuleFlag(llvm::Module::Error, "target-abi", llvm::MDString::get(ctx, t.Abi));
-  // Every function gets the target's CPU and features.
-  for (auto &f : *m) {
+    m.addModuleFlag(llvm::Module::Error, "target-abi",
+                    llvm::MDString::get(m.getContext(), t.Abi));
+  for (auto &f : m) {
     if (f.isDeclaration())
       continue;
     if (!t.Cpu.empty())
@@ -486,16 +497,260 @@ std::string compileProgram(const kir::Program &p, const TargetSpec &t,
     if (o.SizeOpt)
       f.addFnAttr(llvm::Attribute::OptimizeForSize);
   }
+}
+
+/// Optimizes `m` and applies what comes after the vectorizers.
+void optimizeFor(llvm::Module &m, llvm::TargetMachine &tm, const TargetSpec &t,
+                 const CodegenOptions &o) {
+  optimize(m, tm, o);
+  // After the loop vectorizer, which may have made vector conversions.
+  if (llvm::Triple(t.Triple).isRISCV() && tm.getMCSubtargetInfo()->checkFeatures("+zve32f"))
+    avoidVectorRtz(m);
+}
+
+} // namespace
+
+std::string compileProgram(const kir::Program &p, const TargetSpec &t,
+                           const CodegenOptions &o, OutputKind kind) {
+  std::unique_ptr<llvm::TargetMachine> tm = makeMachine(t, o);
+  llvm::LLVMContext ctx;
+  std::unique_ptr<llvm::Module> m =
+      emitModule(p, ctx, t.Triple, tm->createDataLayout(), emitFeatures(*tm, t));
+  targetAttributes(*m, t, o);
   if (o.OnProgress)
     o.OnProgress("optimizing", 0, 0);
-  optimize(*m, *tm, o);
-  // After the loop vectorizer, which may have made vector conversions.
-  if (llvm::Triple(t.Triple).isRISCV() && sti->checkFeatures("+zve32f"))
-    avoidVectorRtz(*m);
+  optimizeFor(*m, *tm, t, o);
   if (!o.BlockCounters.empty())
     countBlocks(*m, o.BlockCounters);
-
   return emitFile(*m, *tm, t, kind, o.OnProgress);
+}
+
+namespace {
+
+/// The name a kernel's function placeholder has until its hash names it.
+constexpr const char *kUnnamedKernel = "mlcc_kernel";
+
+/// "conv_relu" of "k12_conv_relu"; other names as they are, with
+/// characters outside [A-Za-z0-9_] as '_'.
+std::string kernelStem(const std::string &name) {
+  size_t i = 0;
+  if (name.size() > 2 && name[0] == 'k' && std::isdigit((unsigned char)name[1])) {
+    i = 1;
+    while (i < name.size() && std::isdigit((unsigned char)name[i]))
+      ++i;
+    i = i < name.size() && name[i] == '_' ? i + 1 : 0;
+  }
+  std::string stem = name.substr(i);
+  for (char &c : stem)
+    if (!std::isalnum((unsigned char)c) && c != '_')
+      c = '_';
+  return stem.substr(0, 48);
+}
+
+std::string hex(const uint8_t *b, size_t n) {
+  static const char digits[] = "0123456789abcdef";
+  std::string s;
+  for (size_t i = 0; i < n; ++i)
+    s += digits[b[i] >> 4], s += digits[b[i] & 15];
+  return s;
+}
+
+/// One kernel's module, from its emission to its object.
+struct KernelPart {
+  std::unique_ptr<llvm::LLVMContext> Ctx;
+  std::unique_ptr<llvm::Module> M;
+  std::string Key;    ///< 32 hex digits
+  std::string Symbol;
+  std::string Object;
+  bool Hit = false;
+};
+
+/// Everything a kernel's code depends on besides its module: the machine
+/// and the code generator.
+std::string machineKey(const TargetSpec &t, const CodegenOptions &o) {
+  std::ostringstream s;
+  s << "mlcc kernel object 1\nLLVM " << LLVM_VERSION_STRING << "\ntriple " << t.Triple
+    << "\ncpu " << t.Cpu << "\nfeatures " << t.Features << "\nabi " << t.Abi << "\nhard-float "
+    << t.HardFloat << "\npic " << t.Pic << "\nopt " << o.OptLevel << "\nsize " << o.SizeOpt
+    << "\n";
+  return s.str();
+}
+
+/// Emits kernel `k`'s module and names it by its hash.
+void emitPart(KernelPart &part, const kir::Kernel &k, const TargetSpec &t,
+              const llvm::DataLayout &layout, const EmitFeatures &features,
+              const std::string &machine) {
+  part.Ctx = std::make_unique<llvm::LLVMContext>();
+  part.M = emitKernelModule(k, kUnnamedKernel, *part.Ctx, t.Triple, layout, features);
+  std::string text = machine;
+  llvm::raw_string_ostream os(text);
+  part.M->print(os, nullptr);
+  os.flush();
+  auto h = llvm::BLAKE3::hash<16>(
+      llvm::ArrayRef<uint8_t>((const uint8_t *)text.data(), text.size()));
+  part.Key = hex(h.data(), h.size());
+  part.Symbol = "mlcc_" + kernelStem(k.Name) + "_" + part.Key.substr(0, 16);
+  // The kernel's function and what was named after it (its tasks).
+  const std::string prefix = kUnnamedKernel;
+  for (llvm::Function &f : *part.M)
+    if (f.getName().starts_with(prefix))
+      f.setName(part.Symbol + f.getName().substr(prefix.size()).str());
+  part.M->setModuleIdentifier(part.Symbol);
+  part.M->setSourceFileName(part.Symbol);
+  if (llvm::Triple(t.Triple).supportsCOMDAT())
+    part.M->getFunction(part.Symbol)->setComdat(part.M->getOrInsertComdat(part.Symbol));
+}
+
+/// Whether `bytes` read as an object of `t`'s architecture that defines
+/// `symbol` (a cache entry someone damaged is a miss).
+bool isObjectFor(const std::string &bytes, const TargetSpec &t, const std::string &symbol) {
+  auto obj = llvm::object::ObjectFile::createObjectFile(llvm::MemoryBufferRef(bytes, symbol));
+  if (!obj) {
+    llvm::consumeError(obj.takeError());
+    return false;
+  }
+  if ((*obj)->getArch() != llvm::Triple(t.Triple).getArch())
+    return false;
+  for (const llvm::object::SymbolRef &sym : (*obj)->symbols()) {
+    auto name = sym.getName();
+    auto flags = sym.getFlags();
+    bool ok = name && flags && *name == symbol &&
+              !(*flags & llvm::object::SymbolRef::SF_Undefined);
+    if (!name)
+      llvm::consumeError(name.takeError());
+    if (!flags)
+      llvm::consumeError(flags.takeError());
+    if (ok)
+      return true;
+  }
+  return false;
+}
+
+/// Runs `work(i)` for i < n on up to `jobs` threads; the first error is
+/// thrown here once all have stopped.
+void parallelFor(size_t n, unsigned jobs, const std::function<void(size_t)> &work) {
+  std::atomic<size_t> next{0};
+  std::exception_ptr error;
+  std::mutex errorMutex;
+  auto worker = [&] {
+    for (size_t i; (i = next++) < n;) {
+      try {
+        work(i);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(errorMutex);
+        if (!error)
+          error = std::current_exception();
+        next = n;
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (unsigned j = 1; j < jobs && j < n; ++j)
+    threads.emplace_back(worker);
+  worker();
+  for (std::thread &th : threads)
+    th.join();
+  if (error)
+    std::rethrow_exception(error);
+}
+
+} // namespace
+
+ProgramObjects compileProgramObjects(const kir::Program &p, const TargetSpec &t,
+                                     const CodegenOptions &o, ObjectCache *cache,
+                                     unsigned jobs) {
+  if (jobs == 0)
+    jobs = std::max(1u, std::thread::hardware_concurrency());
+  std::unique_ptr<llvm::TargetMachine> tm0 = makeMachine(t, o);
+  const llvm::DataLayout layout = tm0->createDataLayout();
+  const EmitFeatures features = emitFeatures(*tm0, t);
+  const std::string machine = machineKey(t, o);
+
+  // Each kernel's module and name, then its object: from the cache, or
+  // compiled (once per distinct symbol). The program's own module, which
+  // names the kernels, is compiled meanwhile as one more piece of work.
+  std::vector<KernelPart> parts(p.Kernels.size());
+  parallelFor(parts.size(), jobs, [&](size_t i) {
+    emitPart(parts[i], p.Kernels[i], t, layout, features, machine);
+    if (cache && cache->get(parts[i].Key, parts[i].Object))
+      parts[i].Hit = isObjectFor(parts[i].Object, t, parts[i].Symbol);
+  });
+  ProgramObjects out;
+  std::vector<size_t> todo; // the parts to compile, one per symbol
+  std::map<std::string, size_t> firstOf;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    out.KernelSymbols.push_back(parts[i].Symbol);
+    auto [it, fresh] = firstOf.emplace(parts[i].Symbol, i);
+    if (fresh && !parts[i].Hit)
+      todo.push_back(i);
+  }
+  std::string mainObject;
+  std::mutex progressMutex;
+  size_t done = 0, total = todo.size() + 1;
+  auto progress = [&] {
+    if (!o.OnProgress)
+      return;
+    std::lock_guard<std::mutex> lock(progressMutex);
+    o.OnProgress("code generation", done++, total);
+  };
+  progress();
+  parallelFor(todo.size() + 1, jobs, [&](size_t w) {
+    std::unique_ptr<llvm::TargetMachine> tm = makeMachine(t, o);
+    if (w == 0) { // the largest piece first
+      llvm::LLVMContext ctx;
+      std::unique_ptr<llvm::Module> m =
+          emitModule(p, ctx, t.Triple, layout, features, &out.KernelSymbols);
+      targetAttributes(*m, t, o);
+      optimizeFor(*m, *tm, t, o);
+      mainObject = emitFile(*m, *tm, t, OutputKind::Object, nullptr);
+    } else {
+      KernelPart &part = parts[todo[w - 1]];
+      targetAttributes(*part.M, t, o);
+      optimizeFor(*part.M, *tm, t, o);
+      part.Object = emitFile(*part.M, *tm, t, OutputKind::Object, nullptr);
+      if (cache)
+        cache->put(part.Key, part.Object);
+    }
+    progress();
+  });
+
+  out.Members.push_back({p.Name + ".o", mainObject});
+  out.Stats = inspectObject(mainObject);
+  std::set<std::string> defined(out.KernelSymbols.begin(), out.KernelSymbols.end());
+  std::set<std::string> undefined;
+  for (const std::string &u : out.Stats.Undefined)
+    if (!defined.count(u))
+      undefined.insert(u);
+  std::map<std::string, int64_t> functions(out.Stats.Functions.begin(),
+                                           out.Stats.Functions.end());
+  for (auto &[symbol, i] : firstOf) {
+    KernelPart &part = parts[i];
+    part.Hit ? ++out.CacheHits : ++out.CacheMisses;
+    out.Members.push_back({symbol + ".o", part.Object});
+    ObjectStats s = inspectObject(part.Object);
+    out.Stats.CodeBytes += s.CodeBytes;
+    out.Stats.DataBytes += s.DataBytes;
+    out.Stats.WritableBytes += s.WritableBytes;
+    for (const std::string &u : s.Undefined)
+      if (!defined.count(u))
+        undefined.insert(u);
+    // Under the name of every kernel that is this function.
+    for (size_t k = 0; k < parts.size(); ++k)
+      if (parts[k].Symbol == symbol) {
+        for (auto &[name, bytes] : s.Functions) {
+          if (name.rfind(symbol, 0) == 0)
+            functions[p.Kernels[k].Name + name.substr(symbol.size())] += bytes;
+          else if (k == i) // a helper of its own (a conversion)
+            functions[name] += bytes;
+        }
+      }
+  }
+  // Members in the order of their names after the program's own, so that
+  // the archive does not depend on the order the kernels came in.
+  std::sort(out.Members.begin() + 1, out.Members.end());
+  out.Stats.Undefined.assign(undefined.begin(), undefined.end());
+  out.Stats.Functions.assign(functions.begin(), functions.end());
+  return out;
 }
 
 std::string compileData(const std::string &symbol, const std::string &bytes, unsigned align,

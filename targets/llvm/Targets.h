@@ -50,6 +50,8 @@ TargetDesc describeTarget(const TargetSpec &t);
 
 enum class OutputKind { Object, Assembly, LlvmIr };
 
+using ObjectStats = output::ObjectStats;
+
 using ProgressFn = std::function<void(const char *what, size_t done, size_t total)>;
 
 struct CodegenOptions {
@@ -66,9 +68,45 @@ struct CodegenOptions {
   ProgressFn OnProgress;
 };
 
-/// Compiles a program to an object file, assembly text or LLVM IR text.
+/// Compiles a program to an object file, assembly text or LLVM IR text:
+/// one module, its kernels internal functions.
 std::string compileProgram(const kir::Program &p, const TargetSpec &t,
                            const CodegenOptions &o, OutputKind kind);
+
+/// Object code by key (compiler/driver/KernelCache.h keeps it in a
+/// folder). Both calls may come from several threads at once.
+class ObjectCache {
+public:
+  virtual ~ObjectCache() = default;
+  /// The object stored under `key` (32 hex digits), or false.
+  virtual bool get(const std::string &key, std::string &object) = 0;
+  virtual void put(const std::string &key, const std::string &object) = 0;
+};
+
+/// A program as the objects of a library: the program's own (its
+/// constants, run functions and model info; named NAME.o) and one per
+/// distinct kernel, named by its symbol.
+struct ProgramObjects {
+  std::vector<std::pair<std::string, std::string>> Members; ///< file name, object
+  /// The function of kernel i: "mlcc_" + its name without the "kN_" of its
+  /// position + "_" + 16 hex digits of its content's hash (the LLVM IR of
+  /// its module, the target, the code generator's options, the compiler's
+  /// build), so that two libraries defining the same kernel share one copy
+  /// (weak_odr, hidden) and a cache finds it from another model.
+  std::vector<std::string> KernelSymbols;
+  size_t CacheHits = 0, CacheMisses = 0;
+  /// What the objects contain in all, function bytes under the names of
+  /// the kernels (not their symbols) as compileProgram's object has them.
+  ObjectStats Stats;
+};
+
+/// Compiles `p` as ProgramObjects: the kernels' modules on `jobs` threads
+/// (0: one per core), each kernel's object from `cache` when it holds it
+/// (and into it when not; null: no cache). The bytes do not depend on the
+/// threads or the cache.
+ProgramObjects compileProgramObjects(const kir::Program &p, const TargetSpec &t,
+                                     const CodegenOptions &o, ObjectCache *cache = nullptr,
+                                     unsigned jobs = 0);
 
 /// An object file for target `t` that defines one constant array of bytes,
 /// `symbol` (C linkage, `align`ed): data that does not belong in a source
@@ -80,7 +118,6 @@ std::string compileData(const std::string &symbol, const std::string &bytes, uns
 std::string makeArchive(const std::vector<std::pair<std::string, std::string>> &members);
 
 /// What an object file contains, for the report.
-using ObjectStats = output::ObjectStats;
 ObjectStats inspectObject(const std::string &objectBytes);
 
 } // namespace mlcc::llvmgen

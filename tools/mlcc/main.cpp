@@ -168,6 +168,18 @@ int main(int argc, char **argv) {
   app.add_option("--tune-budget", o.TuneBudget,
                  "Limit --tune: seconds (60s) or candidates measured per kernel (8); "
                  "default: every candidate");
+  app.add_option("--cache-dir", o.CacheDir,
+                 "Keep each kernel's object code in this folder, and take it from there when "
+                 "a later compile (this model or another, the same target and compiler "
+                 "build) has the same kernel; the output is the same bytes (library "
+                 "outputs; default: $MLCC_CACHE_DIR, none where unset)");
+  app.add_option("--cache-max", o.CacheMax,
+                 "The kernel cache's bound (default 512M): the least recently used "
+                 "objects go past it");
+  app.add_option("-j,--jobs", o.Jobs,
+                 "Threads of code generation (default: one per core); the output does not "
+                 "depend on them")
+      ->check(CLI::Range(0, 1024));
   app.add_option("--max-arena", o.MaxArena,
                  "Fail (exit 5) when the arena exceeds BYTES (k, M, G: 1024, "
                  "1024^2, 1024^3)");

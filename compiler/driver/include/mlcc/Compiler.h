@@ -76,6 +76,14 @@ struct CompileOptions {
   std::string Cycles = "auto";
   double ClockMHz = 0;  ///< --clock-mhz; 0: the core's reference board's
   int WaitStates = -1;  ///< --wait-states (flash); -1: the reference board's
+  /// --cache-dir DIR: each kernel's object code kept in DIR and taken from
+  /// it by later compiles of the same kernel for the same target (this
+  /// model or another) with the same compiler build; empty:
+  /// $MLCC_CACHE_DIR, and no cache where that is unset too. The output is
+  /// the same bytes with and without it.
+  std::string CacheDir;
+  std::string CacheMax; ///< --cache-max SIZE ("512M"): the folder's bound; empty: 512 MiB
+  int Jobs = 0;         ///< -j/--jobs: threads of code generation; 0: one per core
   bool Tune = false;       ///< --tune: measure the candidate plans
   std::string TuneDb;      ///< --tune-db FILE.jsonl
   std::string TuneBudget;  ///< --tune-budget 60s | 8 (trials)
