@@ -114,7 +114,14 @@ void foldNode(ir::Node &n, const ops::OpSchema &schema,
     for (size_t p = 0; p < k.Params.size(); ++p) {
       const ops::ParamBinding &pb = ctx.bindings()[p];
       if (pb.K == ops::ParamBinding::Input) {
-        inputBytes.push_back(n.Inputs[pb.Index]->Const->denseBytes());
+        // A dense constant is read where it is (the kernel only reads its
+        // inputs); a splat is expanded.
+        const Tensor &c = *n.Inputs[pb.Index]->Const;
+        if (!c.isSplat() && !c.bytes().empty() && !(p < k.Written.size() && k.Written[p])) {
+          args.push_back(const_cast<uint8_t *>(c.bytes().data()));
+          continue;
+        }
+        inputBytes.push_back(c.denseBytes());
         if (inputBytes.back().empty())
           inputBytes.back().resize(16);
         args.push_back(inputBytes.back().data());
@@ -130,7 +137,7 @@ void foldNode(ir::Node &n, const ops::OpSchema &schema,
       }
     }
     try {
-      kir::interpret(k, args, budget);
+      kir::evaluate(k, args, budget);
     } catch (const kir::BudgetExceeded &) {
       return; // too much work for compile time: compute at run time
     }

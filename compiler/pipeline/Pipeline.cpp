@@ -60,10 +60,12 @@ public:
   /// `resumed`: the graph passes ran before (lowerGraph); the progress
   /// line goes on counting after them.
   PassRunner(ir::Graph &g, const PipelineOptions &o, bool resumed = false) : G(g), Opts(o) {
-    Last = ir::printGraph(G);
     if (resumed)
       Announced = countSteps(Opts, false) - countSteps(Opts, true);
-    else
+    if (Opts.DumpIr.empty()) // the text is for --dump-ir only (a hash of every constant)
+      return;
+    Last = ir::printGraph(G);
+    if (!resumed)
       dump("000_input", Last, true);
   }
 

@@ -20,6 +20,20 @@ std::string readFile(const std::string &path, const char *what) {
   if (!in)
     fail(ErrorKind::Io) << "cannot open " << what << " '" << path
                         << "': " << std::strerror(errno);
+  // In one read where the size is known (a model of many megabytes),
+  // in pieces where it is not (a pipe).
+  std::string bytes;
+  in.seekg(0, std::ios::end);
+  std::streamoff size = in.tellg();
+  in.seekg(0, std::ios::beg);
+  if (size > 0 && in) {
+    bytes.resize((size_t)size);
+    in.read(bytes.data(), size);
+    if (in.gcount() != size)
+      fail(ErrorKind::Io) << "cannot read " << what << " '" << path << "'";
+    return bytes;
+  }
+  in.clear();
   std::ostringstream ss;
   ss << in.rdbuf();
   if (in.bad())

@@ -76,8 +76,14 @@ std::vector<llvm::GlobalVariable *> emitConstants(ModuleEmitter &me, const Progr
   for (auto &c : p.Constants) {
     llvm::Type *et = me.memoryType(c.Type);
     size_t n = std::max<size_t>((size_t)c.Count, 1);
-    std::string bytes(c.Bytes.begin(), c.Bytes.end());
-    bytes.resize(n * dtypeSize(c.Type), '\0');
+    const size_t size = n * dtypeSize(c.Type);
+    std::string padded;
+    llvm::StringRef bytes((const char *)c.Bytes.data(), c.Bytes.size());
+    if (bytes.size() != size) {
+      padded.assign(c.Bytes.begin(), c.Bytes.end());
+      padded.resize(size, '\0');
+      bytes = padded;
+    }
     MLCC_CHECK(et->isFloatTy() || et->isDoubleTy() || et->isIntegerTy(),
                "constant of type " << dtypeName(c.Type));
     // Little-endian targets get the bytes as they are, an i8 array: the
@@ -85,7 +91,7 @@ std::vector<llvm::GlobalVariable *> emitConstants(ModuleEmitter &me, const Progr
     // element by element, seconds for a model's weights).
     llvm::Constant *init =
         me.DL.isLittleEndian()
-            ? llvm::ConstantDataArray::getRaw(bytes, bytes.size(), llvm::Type::getInt8Ty(me.Ctx))
+            ? llvm::ConstantDataArray::getRaw(bytes, size, llvm::Type::getInt8Ty(me.Ctx))
             : llvm::ConstantDataArray::getRaw(bytes, n, et);
     auto *g = new llvm::GlobalVariable(me.M, init->getType(), true,
                                        llvm::GlobalValue::InternalLinkage, init, c.Name);

@@ -429,7 +429,14 @@ std::string emitFile(llvm::Module &m, llvm::TargetMachine &tm, const TargetSpec 
     os.flush();
     return out;
   }
+  // About the size of the object: its constants, and room for code (the
+  // buffer does not grow, copying, as the object writer fills it).
   llvm::SmallVector<char, 0> buffer;
+  size_t constantBytes = 0;
+  for (const llvm::GlobalVariable &g : m.globals())
+    if (g.hasInitializer())
+      constantBytes += (size_t)m.getDataLayout().getTypeAllocSize(g.getValueType());
+  buffer.reserve(constantBytes + constantBytes / 16 + (64 << 10));
   llvm::raw_svector_ostream bos(buffer);
   llvm::legacy::PassManager pm;
   auto fileType = kind == OutputKind::Object ? llvm::CodeGenFileType::ObjectFile
@@ -753,6 +760,30 @@ ProgramObjects compileProgramObjects(const kir::Program &p, const TargetSpec &t,
   return out;
 }
 
+std::string compileKernelEntry(const kir::Kernel &k, const std::string &entry,
+                               const TargetSpec &t, const CodegenOptions &o) {
+  std::unique_ptr<llvm::TargetMachine> tm = makeMachine(t, o);
+  llvm::LLVMContext ctx;
+  const std::string symbol = entry + "_kernel";
+  std::unique_ptr<llvm::Module> m = emitKernelModule(k, symbol, ctx, t.Triple,
+                                                     tm->createDataLayout(), emitFeatures(*tm, t));
+  llvm::Function *kernel = m->getFunction(symbol);
+  llvm::Type *ptr = llvm::PointerType::get(ctx, 0);
+  auto *fn = llvm::Function::Create(
+      llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptr, ptr}, false),
+      llvm::GlobalValue::ExternalLinkage, entry, *m);
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", fn));
+  std::vector<llvm::Value *> args;
+  for (size_t i = 0; i < k.Params.size(); ++i)
+    args.push_back(b.CreateLoad(ptr, b.CreateConstGEP1_64(ptr, fn->getArg(0), i)));
+  args.push_back(fn->getArg(1));
+  b.CreateCall(kernel, args);
+  b.CreateRetVoid();
+  targetAttributes(*m, t, o);
+  optimizeFor(*m, *tm, t, o);
+  return emitFile(*m, *tm, t, OutputKind::Object, nullptr);
+}
+
 std::string compileData(const std::string &symbol, const std::string &bytes, unsigned align,
                         const TargetSpec &t) {
   std::unique_ptr<llvm::TargetMachine> tm = makeMachine(t, CodegenOptions{});
@@ -778,13 +809,19 @@ std::string makeArchive(const std::vector<std::pair<std::string, std::string>> &
     llvm::NewArchiveMember m(llvm::MemoryBufferRef(bytes, name));
     ms.push_back(std::move(m));
   }
-  auto result = llvm::writeArchiveToBuffer(ms, llvm::SymtabWritingMode::NormalSymtab,
-                                           llvm::object::Archive::K_GNU,
-                                           /*Deterministic=*/true, /*Thin=*/false);
-  if (!result)
+  std::string out;
+  size_t bytes = 0;
+  for (auto &member : members)
+    bytes += member.second.size() + 128;
+  out.reserve(bytes + (64 << 10));
+  llvm::raw_string_ostream os(out);
+  if (llvm::Error e = llvm::writeArchiveToStream(os, ms, llvm::SymtabWritingMode::NormalSymtab,
+                                                 llvm::object::Archive::K_GNU,
+                                                 /*Deterministic=*/true, /*Thin=*/false))
     fail(ErrorKind::Internal) << "internal error: cannot write the archive: "
-                              << llvm::toString(result.takeError());
-  return std::string((*result)->getBuffer());
+                              << llvm::toString(std::move(e));
+  os.flush();
+  return out;
 }
 
 ObjectStats inspectObject(const std::string &bytes) {

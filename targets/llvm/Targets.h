@@ -108,6 +108,13 @@ ProgramObjects compileProgramObjects(const kir::Program &p, const TargetSpec &t,
                                      const CodegenOptions &o, ObjectCache *cache = nullptr,
                                      unsigned jobs = 0);
 
+/// An object for `t` with kernel `k` alone and its entry `entry`:
+/// `void entry(void *const *args, const mlcc_run_options *options)` calls
+/// the kernel with args[i] for its parameter i (constant folding runs it on
+/// the host: kir::evaluate).
+std::string compileKernelEntry(const kir::Kernel &k, const std::string &entry,
+                               const TargetSpec &t, const CodegenOptions &o);
+
 /// An object file for target `t` that defines one constant array of bytes,
 /// `symbol` (C linkage, `align`ed): data that does not belong in a source
 /// file (the CUDA target's weights).
