@@ -89,9 +89,15 @@ private:
   }
 };
 
-/// Installed when this file is linked (every program that compiles).
-const bool kFoldJitInstalled = (kir::setCompiledRun(&FoldJit::run), true);
+} // namespace
 
+void runCompiledKernel(const kir::Kernel &k, const std::vector<void *> &args) {
+  FoldJit::run(k, args);
+}
+
+namespace {
+/// Installed when this file is linked (every program that compiles).
+const bool kFoldJitInstalled = (kir::setCompiledRun(&runCompiledKernel), true);
 } // namespace
 
 HostModel::HostModel(const kir::Program &p)

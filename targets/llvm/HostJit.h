@@ -17,6 +17,11 @@
 
 namespace mlcc::llvmgen {
 
+/// Runs kernel `k` (args[i] its parameter i) as code compiled for this
+/// machine without optimization: kir::evaluate's compiled run, which this
+/// library installs (kir::setCompiledRun) when it is linked.
+void runCompiledKernel(const kir::Kernel &k, const std::vector<void *> &args);
+
 class HostModel {
 public:
   /// Compiles `p` for this CPU and links it into the process.
