@@ -152,6 +152,47 @@ class GruKeywords(nn.Module):
         return self.out(y[:, -1])
 
 
+class UNet(nn.Module):
+    """A U-Net for segmentation at 1024x1024 (compile-time benchmark: the
+    size of a background-removal or medical-imaging network): four levels of
+    two 3x3 Conv + BatchNorm + ReLU (32, 64, 128, 256 channels, 512 at the
+    bottom), max pooling down, ConvTranspose(2, stride 2) up, the skip
+    connections concatenated, a 1x1 Conv to 2 classes."""
+
+    def __init__(self, base=32, levels=4):
+        super().__init__()
+
+        def block(a, b):
+            return nn.Sequential(nn.Conv2d(a, b, 3, padding=1), nn.BatchNorm2d(b), nn.ReLU(),
+                                 nn.Conv2d(b, b, 3, padding=1), nn.BatchNorm2d(b), nn.ReLU())
+        chans = [base * 2 ** i for i in range(levels + 1)]
+        self.down = nn.ModuleList(block(a, b) for a, b in zip([3] + chans[:-2], chans[:-1]))
+        self.bottom = block(chans[-2], chans[-1])
+        self.up = nn.ModuleList(nn.ConvTranspose2d(b, a, 2, stride=2)
+                                for a, b in zip(chans[:-1], chans[1:]))
+        self.merge = nn.ModuleList(block(2 * a, a) for a in chans[:-1])
+        self.head = nn.Conv2d(base, 2, 1)
+
+    def forward(self, x):
+        skips = []
+        for d in self.down:
+            x = d(x)
+            skips.append(x)
+            x = torch.max_pool2d(x, 2)
+        x = self.bottom(x)
+        for up, merge, skip in reversed(list(zip(self.up, self.merge, skips))):
+            x = merge(torch.cat([up(x), skip], 1))
+        return self.head(x)
+
+
+def unet(size):
+    def make(gen):
+        model = UNet()
+        randomize_batchnorm(model, gen)
+        return model, torch.randn(1, 3, size, size, generator=gen)
+    return make
+
+
 class OnnxModel:
     """A model written directly as ONNX (ops PyTorch's exporter lacks), with
     the multiply-accumulates of its Conv/Gemm/MatMul nodes."""
@@ -231,6 +272,8 @@ MODELS = {
     "vad": (14, audio(VoiceActivity, (1, 512))),
     "gru_kws": (15, audio(lambda gen: GruKeywords(), (1, 49, 40))),
     "wakeword_stft": (16, wakeword_stft),
+    "unet_1024": (17, unet(1024)),
+    "mobilenet_v3_large": (18, vision(torchvision.models.mobilenet_v3_large)),
 }
 # Transformers (benchmarks/transformers): tests/models/transformers.py.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
