@@ -61,6 +61,12 @@ bool eliminateCommonSubexpressions(ir::Graph &g);
 /// evaluates).
 void foldBatchNorm(ir::Graph &g);
 
+/// scale-into-weights: Conv(Mul(x, s), W) with s a per-channel scale known
+/// at run time (squeeze-and-excitation) and a pointwise convolution that
+/// reads its weights in place becomes Conv(x, Mul(W, s)): M x C products
+/// instead of a pass over the tensor. True when it rewrote something.
+bool scaleIntoWeights(ir::Graph &g);
+
 /// fuse-qdq: DequantizeLinear -> op -> QuantizeLinear patterns (QDQ models)
 /// become the integer op that computes them (QLinearConv, QLinearMatMul,
 /// the com.microsoft QLinear ops, or the op itself on 8-bit data); the

@@ -275,6 +275,12 @@ const std::vector<Step> &steps() {
       {"fixed-point-requant", Step::Graph, Step::Pass,
        [](StepContext &c) { passes::fixedPointRequant(c.G); }},
       {"pack-weights", Step::Graph, Step::Rewrite, packWeightsStep},
+      {"scale-into-weights", Step::Graph, Step::Rewrite,
+       [](StepContext &c) {
+         if (passes::scaleIntoWeights(c.G))
+           c.cleanUp(c.Opts.Fold);
+       },
+       [](const PipelineOptions &o) { return !o.Target.gpu(); }},
       {"dispatch-library", Step::Graph, Step::Rewrite, dispatchLibraryStep},
       {"fuse-ops", Step::Graph, Step::Pass, [](StepContext &c) { passes::fuseOps(c.G); },
        nullptr, [](const PipelineOptions &o) { return o.GraphOnly; }},

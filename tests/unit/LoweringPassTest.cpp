@@ -546,3 +546,63 @@ TEST_CASE("lower-to-kernels: a view makes no kernel; an output that is an input'
   CHECK(p.ArenaBuffers.empty());
   CHECK(p.Constants.empty()); // the Reshape's shape is not read at run time
 }
+
+// --- scale-into-weights -------------------------------------------------------
+
+namespace {
+
+/// Conv(Mul(x, s), W) with W [4, 8, 1, 1], planned as pixel columns; `scale`
+/// the shape of s; with `twice`, the Mul's result is also a graph output.
+struct ScaledPointwise {
+  Builder B;
+  ScaledPointwise(Shape scale, bool twice = false) {
+    ir::Value *x = B.input("x", DType::F32, {1, 8, 6, 6});
+    ir::Value *s = B.input("s", DType::F32, scale);
+    ir::Value *m = B.node("Mul", {x, s}, "m", {DType::F32, {1, 8, 6, 6}});
+    std::vector<double> w(32);
+    for (size_t i = 0; i < w.size(); ++i)
+      w[i] = 0.25 * (double)i - 3;
+    ir::Value *wt = B.constant("w", DType::F32, {4, 8, 1, 1}, w);
+    ir::Value *y = B.node("Conv", {m, wt}, "y", {DType::F32, {1, 4, 6, 6}});
+    y->Producer->Plan.Register = ir::KernelPlan::Tile{};
+    y->Producer->Plan.PixelColumns = true;
+    B.G.Outputs = {y};
+    if (twice)
+      B.G.Outputs.push_back(m);
+  }
+  bool run() {
+    bool changed = passes::scaleIntoWeights(B.G);
+    passes::inferAndFold(B.G);
+    passes::eliminateDeadCode(B.G);
+    return changed;
+  }
+};
+
+} // namespace
+
+TEST_CASE("scale-into-weights: a per-channel scale before a pointwise convolution scales "
+          "its weights",
+          "[passes]") {
+  for (Shape scale : {Shape{1, 8, 1, 1}, Shape{8, 1, 1}}) {
+    ScaledPointwise p(scale);
+    CHECK(p.run());
+    CHECK(structure(p.B.G) ==
+          std::vector<std::string>{"Mul(const f32[4,8,1,1], s) -> %0", "Conv(x, %0) -> y"});
+  }
+}
+
+TEST_CASE("scale-into-weights: other scales, a Mul read elsewhere and planned weights stay",
+          "[passes]") {
+  const std::vector<std::string> same = {"Mul(x, s) -> %0", "Conv(%0, const f32[4,8,1,1]) -> y"};
+  ScaledPointwise perPixel(Shape{1, 1, 6, 6});
+  CHECK_FALSE(perPixel.run());
+  CHECK(structure(perPixel.B.G) == same);
+  ScaledPointwise read(Shape{1, 8, 1, 1}, /*twice=*/true);
+  CHECK_FALSE(read.run());
+  CHECK(structure(read.B.G) ==
+        std::vector<std::string>{"Mul(x, s) -> m", "Conv(m, const f32[4,8,1,1]) -> y"});
+  ScaledPointwise packed(Shape{1, 8, 1, 1});
+  packed.B.G.Outputs[0]->Producer->Plan.PixelColumns = false; // packed panels, rows of pixels
+  CHECK_FALSE(packed.run());
+  CHECK(structure(packed.B.G) == same);
+}
