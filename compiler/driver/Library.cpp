@@ -253,7 +253,7 @@ void emitOutputs(Library::Impl &L, const std::string &kind, const std::string &p
           cache->trim();
         return objects;
       });
-      if (o.TimePasses && (L.Objects->CacheHits || L.Objects->CacheMisses))
+      if (o.TimePasses && kernelCache(o))
         std::fprintf(stderr, "mlcc: kernel cache: %zu of %zu kernels found\n",
                      L.Objects->CacheHits, L.Objects->CacheHits + L.Objects->CacheMisses);
       if (L.Report && !L.Report->HasObject)

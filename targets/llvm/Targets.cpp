@@ -633,16 +633,16 @@ bool isObjectFor(const std::string &bytes, const TargetSpec &t, const std::strin
   return false;
 }
 
-/// Runs `work(i)` for i < n on up to `jobs` threads; the first error is
-/// thrown here once all have stopped.
-void parallelFor(size_t n, unsigned jobs, const std::function<void(size_t)> &work) {
+/// Runs `work(i, thread)` for i < n on up to `jobs` threads (thread <
+/// jobs); the first error is thrown here once all have stopped.
+void parallelFor(size_t n, unsigned jobs, const std::function<void(size_t, unsigned)> &work) {
   std::atomic<size_t> next{0};
   std::exception_ptr error;
   std::mutex errorMutex;
-  auto worker = [&] {
+  auto worker = [&](unsigned thread) {
     for (size_t i; (i = next++) < n;) {
       try {
-        work(i);
+        work(i, thread);
       } catch (...) {
         std::lock_guard<std::mutex> lock(errorMutex);
         if (!error)
@@ -653,8 +653,8 @@ void parallelFor(size_t n, unsigned jobs, const std::function<void(size_t)> &wor
   };
   std::vector<std::thread> threads;
   for (unsigned j = 1; j < jobs && j < n; ++j)
-    threads.emplace_back(worker);
-  worker();
+    threads.emplace_back(worker, j);
+  worker(0);
   for (std::thread &th : threads)
     th.join();
   if (error)
@@ -677,7 +677,7 @@ ProgramObjects compileProgramObjects(const kir::Program &p, const TargetSpec &t,
   // compiled (once per distinct symbol). The program's own module, which
   // names the kernels, is compiled meanwhile as one more piece of work.
   std::vector<KernelPart> parts(p.Kernels.size());
-  parallelFor(parts.size(), jobs, [&](size_t i) {
+  parallelFor(parts.size(), jobs, [&](size_t i, unsigned) {
     emitPart(parts[i], p.Kernels[i], t, layout, features, machine);
     if (cache && cache->get(parts[i].Key, parts[i].Object))
       parts[i].Hit = isObjectFor(parts[i].Object, t, parts[i].Symbol);
@@ -701,8 +701,13 @@ ProgramObjects compileProgramObjects(const kir::Program &p, const TargetSpec &t,
     o.OnProgress("code generation", done++, total);
   };
   progress();
-  parallelFor(todo.size() + 1, jobs, [&](size_t w) {
-    std::unique_ptr<llvm::TargetMachine> tm = makeMachine(t, o);
+  // One machine per thread (a machine makes its subtarget once; the
+  // modules it compiles in turn reuse it).
+  std::vector<std::unique_ptr<llvm::TargetMachine>> machines(jobs);
+  parallelFor(todo.size() + 1, jobs, [&](size_t w, unsigned thread) {
+    if (!machines[thread])
+      machines[thread] = makeMachine(t, o);
+    llvm::TargetMachine *tm = machines[thread].get();
     if (w == 0) { // the largest piece first
       llvm::LLVMContext ctx;
       std::unique_ptr<llvm::Module> m =
