@@ -70,9 +70,26 @@ llvm::FunctionCallee ModuleEmitter::libm(const std::string &name, llvm::Type *t,
 
 namespace {
 
-/// The program's constant data as internal globals, one per constant.
-std::vector<llvm::GlobalVariable *> emitConstants(ModuleEmitter &me, const Program &p) {
+/// The program's constant data as internal globals, one per constant; with
+/// `symbols`, declarations of hidden globals of those names (defined in
+/// another object: constantsObject).
+std::vector<llvm::GlobalVariable *> emitConstants(ModuleEmitter &me, const Program &p,
+                                                  const std::vector<std::string> *symbols) {
   std::vector<llvm::GlobalVariable *> consts;
+  if (symbols) {
+    for (size_t i = 0; i < p.Constants.size(); ++i) {
+      const ConstantData &c = p.Constants[i];
+      size_t size = std::max<size_t>((size_t)c.Count, 1) * dtypeSize(c.Type);
+      auto *ty = llvm::ArrayType::get(llvm::Type::getInt8Ty(me.Ctx), size);
+      auto *g = new llvm::GlobalVariable(me.M, ty, true, llvm::GlobalValue::ExternalLinkage,
+                                         nullptr, (*symbols)[i]);
+      g->setVisibility(llvm::GlobalValue::HiddenVisibility);
+      g->setDSOLocal(true);
+      g->setAlignment(llvm::Align(64));
+      consts.push_back(g);
+    }
+    return consts;
+  }
   for (auto &c : p.Constants) {
     llvm::Type *et = me.memoryType(c.Type);
     size_t n = std::max<size_t>((size_t)c.Count, 1);
@@ -178,10 +195,11 @@ std::unique_ptr<llvm::Module> emitModule(const Program &p, llvm::LLVMContext &ct
                                          const std::string &triple,
                                          const llvm::DataLayout &layout,
                                          const EmitFeatures &features,
-                                         const std::vector<std::string> *kernelSymbols) {
+                                         const std::vector<std::string> *kernelSymbols,
+                                         const std::vector<std::string> *constantSymbols) {
   auto mod = newModule(p.Name, ctx, triple, layout);
   ModuleEmitter me(ctx, *mod, layout, features);
-  std::vector<llvm::GlobalVariable *> constants = emitConstants(me, p);
+  std::vector<llvm::GlobalVariable *> constants = emitConstants(me, p, constantSymbols);
   std::vector<llvm::Function *> kernels;
   for (size_t i = 0; i < p.Kernels.size(); ++i)
     kernels.push_back(kernelSymbols ? emitKernel(me, p.Kernels[i], (*kernelSymbols)[i],

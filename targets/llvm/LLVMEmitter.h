@@ -58,12 +58,15 @@ struct EmitFeatures {
 /// With `kernelSymbols`, the kernels are not in the module: kernel i is a
 /// hidden external function of that name (emitKernelModule's), which the
 /// run function calls; without, they are internal functions of the module.
+/// With `constantSymbols`, so are the constants: constant i is the hidden
+/// global of that name, 64-byte aligned, defined in another object.
 std::unique_ptr<llvm::Module> emitModule(const kir::Program &p,
                                          llvm::LLVMContext &ctx,
                                          const std::string &triple,
                                          const llvm::DataLayout &layout,
                                          const EmitFeatures &features = {},
-                                         const std::vector<std::string> *kernelSymbols = nullptr);
+                                         const std::vector<std::string> *kernelSymbols = nullptr,
+                                         const std::vector<std::string> *constantSymbols = nullptr);
 
 /// A module of kernel `k` alone: its function `symbol` (hidden, weak_odr:
 /// two libraries in one program may define the same kernel) and what it

@@ -676,6 +676,13 @@ ProgramObjects compileProgramObjects(const kir::Program &p, const TargetSpec &t,
   // Each kernel's module and name, then its object: from the cache, or
   // compiled (once per distinct symbol). The program's own module, which
   // names the kernels, is compiled meanwhile as one more piece of work.
+  // On little-endian ELF targets the weights are an object of their own,
+  // written directly (dataObject); the program's module declares them.
+  const bool weightsApart = llvm::Triple(t.Triple).isOSBinFormatELF() &&
+                            layout.isLittleEndian() && !p.Constants.empty();
+  std::vector<std::string> constantSymbols;
+  for (size_t i = 0; weightsApart && i < p.Constants.size(); ++i)
+    constantSymbols.push_back(p.Name + "_mlcc_w" + std::to_string(i));
   std::vector<KernelPart> parts(p.Kernels.size());
   parallelFor(parts.size(), jobs, [&](size_t i, unsigned) {
     emitPart(parts[i], p.Kernels[i], t, layout, features, machine);
@@ -711,7 +718,8 @@ ProgramObjects compileProgramObjects(const kir::Program &p, const TargetSpec &t,
     if (w == 0) { // the largest piece first
       llvm::LLVMContext ctx;
       std::unique_ptr<llvm::Module> m =
-          emitModule(p, ctx, t.Triple, layout, features, &out.KernelSymbols);
+          emitModule(p, ctx, t.Triple, layout, features, &out.KernelSymbols,
+                     weightsApart ? &constantSymbols : nullptr);
       targetAttributes(*m, t, o);
       optimizeFor(*m, *tm, t, o);
       mainObject = emitFile(*m, *tm, t, OutputKind::Object, nullptr);
@@ -729,6 +737,7 @@ ProgramObjects compileProgramObjects(const kir::Program &p, const TargetSpec &t,
   out.Members.push_back({p.Name + ".o", mainObject});
   out.Stats = inspectObject(mainObject);
   std::set<std::string> defined(out.KernelSymbols.begin(), out.KernelSymbols.end());
+  defined.insert(constantSymbols.begin(), constantSymbols.end());
   std::set<std::string> undefined;
   for (const std::string &u : out.Stats.Undefined)
     if (!defined.count(u))
@@ -760,6 +769,28 @@ ProgramObjects compileProgramObjects(const kir::Program &p, const TargetSpec &t,
   // Members in the order of their names after the program's own, so that
   // the archive does not depend on the order the kernels came in.
   std::sort(out.Members.begin() + 1, out.Members.end());
+  if (weightsApart) {
+    MLCC_CHECK(canWriteDataObject(mainObject), "the program's object is not little-endian ELF");
+    std::vector<std::pair<std::string, std::string_view>> data;
+    std::vector<std::string> padded(p.Constants.size());
+    for (size_t i = 0; i < p.Constants.size(); ++i) {
+      const kir::ConstantData &c = p.Constants[i];
+      size_t size = std::max<size_t>((size_t)c.Count, 1) * dtypeSize(c.Type);
+      std::string_view bytes((const char *)c.Bytes.data(), c.Bytes.size());
+      if (bytes.size() != size) { // a constant of no elements, or a splat's tail
+        padded[i].assign(c.Bytes.begin(), c.Bytes.end());
+        padded[i].resize(size, '\0');
+        bytes = padded[i];
+      }
+      data.push_back({constantSymbols[i], bytes});
+    }
+    std::string weights = dataObject(mainObject, data);
+    ObjectStats s = inspectObject(weights);
+    out.Stats.DataBytes += s.DataBytes;
+    out.Stats.CodeBytes += s.CodeBytes;
+    out.Stats.WritableBytes += s.WritableBytes;
+    out.Members.insert(out.Members.begin() + 1, {p.Name + "_weights.o", std::move(weights)});
+  }
   out.Stats.Undefined.assign(undefined.begin(), undefined.end());
   out.Stats.Functions.assign(functions.begin(), functions.end());
   return out;

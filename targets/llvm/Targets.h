@@ -14,6 +14,7 @@
 #include "compiler/output/Report.h"
 
 #include <functional>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -114,6 +115,14 @@ ProgramObjects compileProgramObjects(const kir::Program &p, const TargetSpec &t,
 /// the host: kir::evaluate).
 std::string compileKernelEntry(const kir::Kernel &k, const std::string &entry,
                                const TargetSpec &t, const CodegenOptions &o);
+
+/// Whether dataObject() can follow `like` (a little-endian ELF object).
+bool canWriteDataObject(const std::string &like);
+/// A relocatable ELF object, its header like `like`'s (class, machine,
+/// flags, OS/ABI), that defines each symbol (hidden, 64-byte aligned) as
+/// its bytes in one read-only section (DataObject.cpp).
+std::string dataObject(const std::string &like,
+                       const std::vector<std::pair<std::string, std::string_view>> &symbols);
 
 /// An object file for target `t` that defines one constant array of bytes,
 /// `symbol` (C linkage, `align`ed): data that does not belong in a source
