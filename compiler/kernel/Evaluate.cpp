@@ -15,8 +15,10 @@
 #include "compiler/kernel/Interpreter.h"
 
 #include "compiler/kernel/Schedule.h"
+#include "compiler/support/Error.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <string>
 #include <limits>
@@ -26,6 +28,7 @@ namespace mlcc::kir {
 namespace {
 
 CompiledRun gCompiledRun = nullptr;
+std::atomic<bool> gCompiledRunFailed{false};
 
 constexpr int64_t kHuge = int64_t(1) << 62;
 
@@ -242,9 +245,17 @@ void evaluate(const Kernel &k, const std::vector<void *> &args, int64_t maxItera
     CompiledFit f = compiledFit(k);
     // The compiled run costs a few milliseconds to compile: for kernels the
     // interpreter would take longer over.
-    if (f.Exact && f.Work >= kCompiledWork && (maxIterations < 0 || f.Iterations <= maxIterations)) {
-      gCompiledRun(k, args);
-      return;
+    if (f.Exact && f.Work >= kCompiledWork && (maxIterations < 0 || f.Iterations <= maxIterations) &&
+        !gCompiledRunFailed) {
+      try {
+        gCompiledRun(k, args);
+        return;
+      } catch (const CompileError &) {
+        // A process that cannot run what it compiles (no executable
+        // memory): the interpreter, now and from here on. It overwrites
+        // every output the compiled run may have begun.
+        gCompiledRunFailed = true;
+      }
     }
   }
   interpret(k, args, maxIterations);
