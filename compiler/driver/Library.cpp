@@ -530,6 +530,11 @@ Library compile(const CompileOptions &o) {
                               "default LLVM backend for --target " << o.Target;
   if (o.OptLevel < 0 || o.OptLevel > 3)
     fail(ErrorKind::Usage) << "-O" << o.OptLevel << " is not an optimization level (0-3)";
+  if (o.Jobs < 0 || o.Jobs > 1024)
+    fail(ErrorKind::Usage) << "--jobs " << o.Jobs << " is not a thread count (0: one per core, "
+                           << "up to 1024)";
+  if (!o.CacheMax.empty())
+    output::parseByteSize(o.CacheMax, "--cache-max"); // refused before the compile's work
   if (!o.ReportHtml.empty())
     output::OutputFiles::checkWritable(o.ReportHtml);
   applyMaxTensor(o);

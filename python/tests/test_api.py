@@ -93,6 +93,21 @@ def test_cross_target_writes_but_does_not_run(tmp_path):
     assert e.value.kind == "usage" and e.value.exit_status == 2
 
 
+def test_kernel_cache_and_jobs_keep_the_library(tmp_path):
+    model = os.path.join(DIGITS, "digits.onnx")
+    libs = []
+    for i, options in enumerate([{}, {"jobs": 1}, {"cache_dir": str(tmp_path / "cache")},
+                                 {"cache_dir": str(tmp_path / "cache"), "jobs": 2}]):
+        (tmp_path / f"{i}").mkdir()
+        mlcc.compile(model, name="digits", **options).write(tmp_path / f"{i}" / "libdigits.a")
+        libs.append((tmp_path / f"{i}" / "libdigits.a").read_bytes())
+    assert all(lib == libs[0] for lib in libs)
+    assert any(f.suffix == ".o" for f in (tmp_path / "cache").rglob("*"))
+    with pytest.raises(mlcc.Error) as e:
+        mlcc.compile(model, jobs=-1)
+    assert e.value.kind == "usage" and "--jobs" in str(e.value)
+
+
 def test_bad_model_raises_the_cli_message(tmp_path):
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
