@@ -15,7 +15,9 @@
 //    costs nothing when its output gets an arena buffer and each input is
 //    an arena value of its own: the inputs' buffers become parts of the
 //    output's (kir::ArenaBuffer::AliasOf), so their producers write into the
-//    output directly, and the op makes no kernel.
+//    output directly, and the op makes no kernel. A later such op whose
+//    inputs are already parts of one buffer, side by side in its order
+//    (DenseNet's growing concatenations), is a view of that buffer.
 //  - Values whose axes follow bounded dimensions (--dim NAME=MIN..MAX) keep
 //    their layout at MAX. A graph input or output whose bounded axes do
 //    not lead is read and written in the caller's buffer, dense at its
@@ -356,8 +358,10 @@ private:
              in->Type.Type == n->Outputs[0]->Type.Type &&
              !isSubByte(in->Type.Type); // parts of packed bytes are not bytes
       }
-      if (!ok)
+      if (!ok) {
+        viewOfParts(*n, *offsets);
         continue;
+      }
       Storage out = storageOf(n->Outputs[0]);
       int64_t elem = (int64_t)dtypeSize(n->Outputs[0]->Type.Type);
       for (size_t i = 0; i < n->Inputs.size(); ++i) {
@@ -368,6 +372,39 @@ private:
       }
       InPlace.insert(n.get());
     }
+  }
+
+  /// A node with a Placement whose inputs are already parts of one buffer,
+  /// side by side as it would place them (a later Concat of the same
+  /// values and more: DenseNet's growing concatenations, each layer's
+  /// input the previous one's and its output): its output is the part of
+  /// that buffer they cover, a view, and the node makes no kernel.
+  void viewOfParts(const ir::Node &n, const std::vector<int64_t> &offsets) {
+    const ir::Value *out = n.Outputs[0];
+    if (ClassStorage.count(C.find(out)) || n.Inputs.empty() || isSubByte(out->Type.Type))
+      return;
+    const int64_t elem = (int64_t)dtypeSize(out->Type.Type);
+    int64_t parent = -1, start = 0;
+    for (size_t i = 0; i < n.Inputs.size(); ++i) {
+      const ir::Value *in = n.Inputs[i];
+      auto it = in && !in->Const && in->Type.Type == out->Type.Type
+                    ? ClassStorage.find(C.find(in))
+                    : ClassStorage.end();
+      if (it == ClassStorage.end() || it->second.Kind != StorageKind::Arena)
+        return;
+      const kir::ArenaBuffer &b = P.ArenaBuffers[it->second.Index];
+      if (b.AliasOf < 0 || b.Bytes != in->Type.numel() * elem)
+        return;
+      if (i == 0)
+        parent = b.AliasOf, start = b.AliasOffset - offsets[0] * elem;
+      if (b.AliasOf != parent || b.AliasOffset != start + offsets[i] * elem)
+        return;
+    }
+    if (start < 0 || start + out->Type.numel() * elem > P.ArenaBuffers[(size_t)parent].Bytes)
+      return;
+    ClassStorage[C.find(out)] = {StorageKind::Arena, P.ArenaBuffers.size()};
+    P.ArenaBuffers.push_back({out->Name, out->Type.numel() * elem, -1, parent, start});
+    InPlace.insert(&n);
   }
 
   /// Nodes with a Selection whose outputs can be parts of their input's

@@ -74,6 +74,74 @@ TEST_CASE("concatenated values are written in place, nested concatenations too",
   }
 }
 
+TEST_CASE("growing concatenations share one buffer: each is a view of the next one's start",
+          "[program]") {
+  // DenseNet's block: A = -X; F1 = relu(A); C1 = Concat(A, F1);
+  // F2 = Softmax(C1) (last axis); C2 = Concat(A, F1, F2); Y = Softmax(C2).
+  // C2 holds A, F1, F2 written in place; C1 is its first part, no copy.
+  const Shape x = {1, 2, 3, 4};
+  pb::Model m;
+  pb::Graph *g = newGraph(m, x);
+  auto node = [&](const std::string &op, std::vector<std::string> in, const std::string &out,
+                  int64_t axis) {
+    pb::Node *n = g->add_node();
+    n->set_op_type(op);
+    n->set_name(out);
+    for (auto &i : in)
+      n->add_input(i);
+    n->add_output(out);
+    if (axis != 0) {
+      pb::Attribute *a = n->add_attribute();
+      a->set_name("axis");
+      a->set_type(2);
+      a->set_i(axis);
+    }
+  };
+  node("Neg", {"X"}, "A", 0);
+  node("Relu", {"A"}, "F1", 0);
+  node("Concat", {"A", "F1"}, "C1", 1);
+  node("Softmax", {"C1"}, "F2", -1);
+  node("Concat", {"A", "F1", "F2"}, "C2", 1);
+  node("Softmax", {"C2"}, "Y", -1);
+  addFloatInfo(g->add_output(), "Y", {1, 8, 3, 4});
+  std::string text;
+  std::vector<float> in = randomValues(x, 5);
+  std::vector<float> got = compileAndRun(m.SerializeAsString(), avx512(32768, 524288), in, &text);
+  INFO(text);
+  CHECK(text.find("concat") == std::string::npos); // no copy kernel for either
+  CHECK(text.find("C1: 192 bytes at 0 (part of buffer") != std::string::npos);
+  // The definition.
+  std::vector<float> a, f1, c1, f2;
+  for (float v : in)
+    a.push_back(-v);
+  for (float v : a)
+    f1.push_back(std::max(v, 0.0f));
+  auto softmaxRows = [](const std::vector<float> &v) {
+    std::vector<float> r;
+    for (size_t row = 0; row < v.size() / 4; ++row) {
+      double mx = -1e30, sum = 0;
+      for (size_t j = 0; j < 4; ++j)
+        mx = std::max(mx, (double)v[row * 4 + j]);
+      for (size_t j = 0; j < 4; ++j)
+        sum += std::exp(v[row * 4 + j] - mx);
+      for (size_t j = 0; j < 4; ++j)
+        r.push_back((float)(std::exp(v[row * 4 + j] - mx) / sum));
+    }
+    return r;
+  };
+  c1 = a;
+  c1.insert(c1.end(), f1.begin(), f1.end());
+  f2 = softmaxRows(c1);
+  std::vector<float> c2 = c1;
+  c2.insert(c2.end(), f2.begin(), f2.end());
+  std::vector<float> y = softmaxRows(c2);
+  REQUIRE(got.size() == y.size());
+  for (size_t i = 0; i < y.size(); ++i) {
+    INFO("element " << i);
+    CHECK(std::fabs(got[i] - y[i]) < 1e-6);
+  }
+}
+
 TEST_CASE("Split, Slice, Gather and unit-axis Transpose of an arena value are views, not copies",
           "[program]") {
   // A = relu(X) [1, 6, 4]; Split(A, axis 1, [2, 4]) -> S1 [1, 2, 4], S2
