@@ -16,6 +16,19 @@
 using namespace mlcc;
 using namespace mlcc::testsupport;
 
+namespace {
+
+/// Sets the integer attribute `name` of `n` to `v`.
+pb::Node *intAttr(pb::Node *n, const char *name, int64_t v) {
+  pb::Attribute *a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(2);
+  a->set_i(v);
+  return n;
+}
+
+} // namespace
+
 TEST_CASE("concatenated values are written in place, nested concatenations too",
           "[program]") {
   // A = relu(X), B = -X, E = X * X; C = Concat(A, B); D = Concat(C, E)
@@ -82,27 +95,12 @@ TEST_CASE("growing concatenations share one buffer: each is a view of the next o
   const Shape x = {1, 2, 3, 4};
   pb::Model m;
   pb::Graph *g = newGraph(m, x);
-  auto node = [&](const std::string &op, std::vector<std::string> in, const std::string &out,
-                  int64_t axis) {
-    pb::Node *n = g->add_node();
-    n->set_op_type(op);
-    n->set_name(out);
-    for (auto &i : in)
-      n->add_input(i);
-    n->add_output(out);
-    if (axis != 0) {
-      pb::Attribute *a = n->add_attribute();
-      a->set_name("axis");
-      a->set_type(2);
-      a->set_i(axis);
-    }
-  };
-  node("Neg", {"X"}, "A", 0);
-  node("Relu", {"A"}, "F1", 0);
-  node("Concat", {"A", "F1"}, "C1", 1);
-  node("Softmax", {"C1"}, "F2", -1);
-  node("Concat", {"A", "F1", "F2"}, "C2", 1);
-  node("Softmax", {"C2"}, "Y", -1);
+  addNode(g, "Neg", {"X"}, "A");
+  addNode(g, "Relu", {"A"}, "F1");
+  intAttr(addNode(g, "Concat", {"A", "F1"}, "C1"), "axis", 1);
+  intAttr(addNode(g, "Softmax", {"C1"}, "F2"), "axis", -1);
+  intAttr(addNode(g, "Concat", {"A", "F1", "F2"}, "C2"), "axis", 1);
+  intAttr(addNode(g, "Softmax", {"C2"}, "Y"), "axis", -1);
   addFloatInfo(g->add_output(), "Y", {1, 8, 3, 4});
   std::string text;
   std::vector<float> in = randomValues(x, 5);
@@ -160,12 +158,6 @@ TEST_CASE("Split, Slice, Gather and unit-axis Transpose of an arena value are vi
       t->add_dims(d);
     for (int64_t e : v)
       t->add_int64_data(e);
-  };
-  auto intAttr = [](pb::Node *n, const char *name, int64_t v) {
-    pb::Attribute *a = n->add_attribute();
-    a->set_name(name);
-    a->set_type(2);
-    a->set_i(v);
   };
   ints("split", {2}, {2, 4});
   ints("three", {}, {3});
