@@ -77,6 +77,21 @@ else
   echo "ok   --cache-max lots refused: $(head -1 bad.log)"
 fi
 
+# A cache folder that cannot be one: exit 1, the folder named, no output.
+touch not-a-folder
+if "$mlcc" "$m" -o nofolder.a --cache-dir not-a-folder 2>nofolder.log; then
+  fail "--cache-dir naming a file was accepted"
+elif ! grep -q "kernel cache folder 'not-a-folder'" nofolder.log || [ -e nofolder.a ]; then
+  fail "--cache-dir naming a file: $(cat nofolder.log), output left: $(ls nofolder.* | tr '\n' ' ')"
+else
+  echo "ok   --cache-dir naming a file refused: $(head -1 nofolder.log)"
+fi
+if "$mlcc" "$m" -o x.a -j -1 2>jobs.log || ! grep -q -- "-j" jobs.log; then
+  fail "-j -1: $(cat jobs.log)"
+else
+  echo "ok   -j -1 refused: $(head -1 jobs.log)"
+fi
+
 # The objects apart link and run, from the cache: digits' test set on the host.
 mkdir -p run
 "$mlcc" "${models[0]}" -o run/libdigits.a --cache-dir digits/cache
