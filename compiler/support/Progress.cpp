@@ -1,21 +1,28 @@
 #include "compiler/support/Progress.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <unistd.h>
 
 namespace mlcc {
 
 namespace {
-// A compile shorter than this shows nothing; a redraw at most this often.
-constexpr auto Delay = std::chrono::seconds(1);
+// A compile shorter than Delay shows nothing ($MLCC_PROGRESS_DELAY_MS, 1000
+// by default: tests of the status line set 0); a redraw at most this often.
 constexpr auto Redraw = std::chrono::milliseconds(50);
+
+std::chrono::milliseconds delay() {
+  const char *ms = std::getenv("MLCC_PROGRESS_DELAY_MS");
+  char *end = nullptr;
+  long v = ms && *ms ? std::strtol(ms, &end, 10) : -1;
+  return std::chrono::milliseconds(v >= 0 && end && !*end ? v : 1000);
+}
 } // namespace
 
 Progress::Progress(Mode mode) : Start(std::chrono::steady_clock::now()) {
   Terminal = isatty(STDERR_FILENO) == 1;
   Enabled = mode == Mode::Always || (mode == Mode::Auto && Terminal);
-  if (mode == Mode::Always)
-    Start -= Delay;
+  Delay = mode == Mode::Always ? std::chrono::milliseconds(0) : delay();
 }
 
 Progress::~Progress() { finish(); }

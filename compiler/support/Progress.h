@@ -32,6 +32,7 @@ public:
 private:
   bool Enabled = false, Terminal = false, Shown = false;
   std::chrono::steady_clock::time_point Start, LastDraw;
+  std::chrono::milliseconds Delay{1000};
   std::string Last;
 };
 

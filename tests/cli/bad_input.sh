@@ -54,6 +54,10 @@ expect unbound-dim   1 "unbound symbolic dimension(s): batch (graph input 'x' ax
                        -- "$data/symbolic_dim.onnx" -o "$work/out/libm.a"
 expect unnamed-dim   1 "graph input 'x' axis 1 has neither a size nor a name; give the input's shape with --shape x=2xNx4" \
                        -- "$data/unnamed_dim.onnx" -o "$work/out/libm.a"
+expect option-value  2 "mlcc: error: --progress: bogus not in {auto,always,never}" \
+  -- "$digits" -o "$work/out/libm.a" --progress bogus
+expect option-range  2 "mlcc: error: --jobs: Value -1 not in range 0 to 1024" \
+  -- "$digits" -o "$work/out/libm.a" -j -1
 expect shape-rank    2 "--shape x: 2 dimensions, but the model declares 3" \
                        -- "$data/unnamed_dim.onnx" --shape x=5x4 -o "$work/out/libm.a"
 expect shape-fixed   2 "--shape x: axis 0 is 2 in the model, not 3" \

@@ -75,7 +75,7 @@ int checkMain(int argc, char **argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
-    return app.exit(e) == 0 ? 0 : 2; // --help, or bad usage
+    return parseErrorStatus(app, e);
   }
   try {
     for (const std::string *path : {&json, &html})

@@ -35,7 +35,7 @@ int cyclesMain(int argc, char **argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
-    return app.exit(e);
+    return parseErrorStatus(app, e);
   }
   try {
     std::fputs(estimateFirmwareCycles(o).text().c_str(), stdout);

@@ -11,6 +11,11 @@ namespace mlcc {
 /// `mlcc check` share them.
 void addCompileOptions(CLI::App &app, CompileOptions &o);
 
+/// The exit status of a command line CLI11 refused: --help and --version
+/// print and give 0; anything else is bad usage, one line on stderr
+/// ("mlcc: error: ..."), 2.
+int parseErrorStatus(CLI::App &app, const CLI::ParseError &e);
+
 /// `mlcc check ARGS` (argv[0] is "check"): returns the exit status.
 int checkMain(int argc, char **argv);
 

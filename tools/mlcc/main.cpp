@@ -21,6 +21,13 @@
 
 namespace mlcc {
 
+int parseErrorStatus(CLI::App &app, const CLI::ParseError &e) {
+  if (e.get_exit_code() == 0)
+    return app.exit(e); // --help, --version
+  std::fprintf(stderr, "mlcc: error: %s\n", e.what());
+  return 2;
+}
+
 void addCompileOptions(CLI::App &app, CompileOptions &o) {
   app.add_option("--dim", o.Dims,
                  "Bind a symbolic input dimension: NAME=VALUE (repeatable)");
@@ -213,7 +220,7 @@ int main(int argc, char **argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
-    return app.exit(e);
+    return mlcc::parseErrorStatus(app, e);
   }
 
   try {
