@@ -52,8 +52,6 @@ int64_t saturatingMul(int64_t a, int64_t b) {
   return a * b;
 }
 
-bool isIntegral(DType t) { return isInteger(t); }
-
 /// Walks a kernel: the interval of every index, the operations it uses,
 /// its loop iterations (as interpret() counts them, at most) and the
 /// expression nodes it evaluates.
@@ -124,7 +122,7 @@ public:
         return refuse();
       // Integer division only by a positive constant: the interpreter's
       // x / 0 = 0 and INT_MIN / -1 are traps in compiled code.
-      if ((e->Bin == BinOp::Div || e->Bin == BinOp::Rem) && isIntegral(e->A->Type) &&
+      if ((e->Bin == BinOp::Div || e->Bin == BinOp::Rem) && isInteger(e->A->Type) &&
           !(e->B->isConst() && e->B->Lanes == 1 && e->B->IntValue > 0))
         return refuse();
       break;
@@ -155,7 +153,7 @@ private:
   }
 
   Range range(const Expr &e) {
-    if (!e || e->Lanes != 1 || !isIntegral(e->Type))
+    if (!e || e->Lanes != 1 || !isInteger(e->Type))
       return {};
     switch (e->Kind) {
     case ExprKind::Const:

@@ -27,6 +27,21 @@ pb::Node *intAttr(pb::Node *n, const char *name, int64_t v) {
   return n;
 }
 
+/// Softmax over each row of 4 of `v` (the last axis of the tests' shapes).
+std::vector<float> softmaxRows(const std::vector<float> &v) {
+  std::vector<float> r;
+  for (size_t row = 0; row < v.size() / 4; ++row) {
+    double mx = -1e30, sum = 0;
+    for (size_t j = 0; j < 4; ++j)
+      mx = std::max(mx, (double)v[row * 4 + j]);
+    for (size_t j = 0; j < 4; ++j)
+      sum += std::exp(v[row * 4 + j] - mx);
+    for (size_t j = 0; j < 4; ++j)
+      r.push_back((float)(std::exp(v[row * 4 + j] - mx) / sum));
+  }
+  return r;
+}
+
 } // namespace
 
 TEST_CASE("concatenated values are written in place, nested concatenations too",
@@ -72,18 +87,11 @@ TEST_CASE("concatenated values are written in place, nested concatenations too",
     d.push_back(-v);
   for (float v : in)
     d.push_back(v * v);
-  REQUIRE(got.size() == d.size());
-  for (size_t row = 0; row < d.size() / 4; ++row) {
-    double mx = -1e30, sum = 0;
-    for (size_t j = 0; j < 4; ++j)
-      mx = std::max(mx, (double)d[row * 4 + j]);
-    for (size_t j = 0; j < 4; ++j)
-      sum += std::exp(d[row * 4 + j] - mx);
-    for (size_t j = 0; j < 4; ++j) {
-      double want = std::exp(d[row * 4 + j] - mx) / sum;
-      INFO("row " << row << " column " << j);
-      CHECK(std::fabs(got[row * 4 + j] - want) < 1e-6);
-    }
+  std::vector<float> want = softmaxRows(d);
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    INFO("row " << i / 4 << " column " << i % 4);
+    CHECK(std::fabs(got[i] - want[i]) < 1e-6);
   }
 }
 
@@ -114,19 +122,6 @@ TEST_CASE("growing concatenations share one buffer: each is a view of the next o
     a.push_back(-v);
   for (float v : a)
     f1.push_back(std::max(v, 0.0f));
-  auto softmaxRows = [](const std::vector<float> &v) {
-    std::vector<float> r;
-    for (size_t row = 0; row < v.size() / 4; ++row) {
-      double mx = -1e30, sum = 0;
-      for (size_t j = 0; j < 4; ++j)
-        mx = std::max(mx, (double)v[row * 4 + j]);
-      for (size_t j = 0; j < 4; ++j)
-        sum += std::exp(v[row * 4 + j] - mx);
-      for (size_t j = 0; j < 4; ++j)
-        r.push_back((float)(std::exp(v[row * 4 + j] - mx) / sum));
-    }
-    return r;
-  };
   c1 = a;
   c1.insert(c1.end(), f1.begin(), f1.end());
   f2 = softmaxRows(c1);
