@@ -182,11 +182,18 @@ CompiledModel compileModel(const CompileOptions &o, const llvmgen::TargetSpec &t
     qo.QuantizeIo = o.QuantizeIo;
     po.IntegerRequant = o.QuantizeIo; // no float instruction where none is needed
     qo.WeightMax = o.ReduceRange ? 63 : 127;
+    if (o.WeightBits != 8 && o.WeightBits != 4)
+      fail(ErrorKind::Usage) << "--weight-bits takes 8 or 4, not " << o.WeightBits;
+    if (o.WeightBits == 4 && o.ReduceRange)
+      fail(ErrorKind::Usage) << "--reduce-range narrows 8-bit weights; --weight-bits 4 "
+                                "weights fit already: give one";
+    qo.WeightBits = o.WeightBits;
     qo.KeepFloat.insert(o.KeepFloat.begin(), o.KeepFloat.end());
   } else if (!o.Calibrate.empty() || !o.CalibrationMethod.empty() || o.QuantizeIo ||
-             o.ReduceRange || !o.KeepFloat.empty()) {
+             o.ReduceRange || !o.KeepFloat.empty() || o.WeightBits != 8) {
     fail(ErrorKind::Usage) << "--calibrate, --calibration-method, --quantize-io, "
-                              "--reduce-range and --keep-float need --quantize int8";
+                              "--reduce-range, --weight-bits and --keep-float need "
+                              "--quantize int8";
   }
   if (!o.Precision.empty() && o.Precision != "float32") {
     if (o.Precision != "float16" && o.Precision != "bfloat16")

@@ -113,6 +113,14 @@ public:
   /// in [first, second] (--input-range); NAME_run checks it. A Loop whose
   /// trip count it is unrolls to the most it allows.
   std::optional<std::pair<int64_t, int64_t>> Range;
+  /// A constant of 4-bit weights in 8-bit form: int8 weights that are the
+  /// 4-bit codes times 16 (fuse-qdq; the integer kernels compute them
+  /// unchanged, at a scale 16 times smaller), or a layout of such weights
+  /// (pack-weights): the axis of its output channels, along which
+  /// lower-to-program pairs elements to store two in one (the high nibbles
+  /// of each byte pair; see ops::nibblePairBytes); -1 otherwise. A hint: the
+  /// constant's data decides whether it is so stored.
+  int FourBitAxis = -1;
 
   bool isConstant() const { return Const != nullptr; }
 };

@@ -185,7 +185,97 @@ Expr TensorRef::offset(const std::vector<Expr> &idx) const {
   return off;
 }
 
+const kir::Buffer &TensorRef::buffer() const {
+  if (NibbleAxis >= 0 && Ctx)
+    Ctx->NibbleRead = true;
+  return Buf;
+}
+
+namespace {
+
+/// An index expression halved: `Half` = floor(e / 2), and the parity of e
+/// when it is known at compile time (0 or 1; -1 otherwise). Sums, multiples
+/// and min/max of known parity (a tile's first row, min(t * 2, M - 2), plus
+/// a constant row) halve without a division, so that the unpacking of a
+/// tile's rows is decided at compile time.
+struct Halved {
+  Expr Half;
+  int Parity = -1;
+};
+
+Halved halve(const Expr &e) {
+  if (e->isConst() && e->IntValue >= 0)
+    return {indexConst(e->IntValue >> 1), (int)(e->IntValue & 1)};
+  if (e->Kind == ExprKind::Binary && e->Lanes == 1) {
+    const Expr &a = e->A, &b = e->B;
+    switch (e->Bin) {
+    case BinOp::Add: {
+      Halved x = halve(a), y = halve(b);
+      if (x.Parity >= 0 && y.Parity >= 0)
+        return {x.Half + y.Half + (int64_t)(x.Parity & y.Parity), x.Parity ^ y.Parity};
+      break;
+    }
+    case BinOp::Mul:
+      for (const auto &[k, x] : {std::pair{b, a}, std::pair{a, b}})
+        if (k->isConst() && k->IntValue >= 0 && k->IntValue % 2 == 0)
+          return {x * (k->IntValue / 2), 0};
+      break;
+    case BinOp::Min:
+    case BinOp::Max: {
+      // floor((2u + p) / 2) = u: min and max of equal parity halve inside.
+      Halved x = halve(a), y = halve(b);
+      if (x.Parity >= 0 && x.Parity == y.Parity)
+        return {e->Bin == BinOp::Min ? min(x.Half, y.Half) : max(x.Half, y.Half), x.Parity};
+      break;
+    }
+    default:
+      break;
+    }
+  }
+  return {e / 2, -1};
+}
+
+} // namespace
+
+Expr TensorRef::loadNibbles(const std::vector<Expr> &idx) const {
+  const size_t axis = (size_t)NibbleAxis;
+  Shape phys = Type.Dims;
+  phys[axis] = (phys[axis] + 1) / 2;
+  Halved h = halve(idx[axis]);
+  Expr off = indexConst(0);
+  int64_t stride = 1;
+  for (size_t d = idx.size(); d-- > 0;) {
+    off = off + (d == axis ? h.Half : idx[d]) * stride;
+    stride *= phys[d];
+  }
+  const DType i32 = DType::I32;
+  Expr w = cast(i32, kir::load(Buf, off)); // int8: sign-extended
+  Expr lo, hi;
+  if (Type.Type == DType::I8) {
+    lo = binary(BinOp::Shr, binary(BinOp::Shl, w, constantInt(i32, 28)), constantInt(i32, 24));
+    hi = binary(BinOp::BitAnd, w, constantInt(i32, -16));
+  } else { // int32: four bytes, each its high nibble
+    Expr mask = constantInt(i32, (int32_t)0xF0F0F0F0u);
+    lo = binary(BinOp::BitAnd, binary(BinOp::Shl, w, constantInt(i32, 4)), mask);
+    hi = binary(BinOp::BitAnd, w, mask);
+  }
+  Expr v = h.Parity == 0   ? lo
+           : h.Parity == 1 ? hi
+                           : select(eq(idx[axis] % 2, indexConst(1)), hi, lo);
+  return cast(computeType(), cast(Type.Type, v));
+}
+
 Expr TensorRef::loadFlat(const Expr &off) const {
+  if (NibbleAxis >= 0 && Buf && !Epi) {
+    // The multi-index of the flat offset (row-major at the logical shape).
+    std::vector<Expr> idx(rank());
+    int64_t stride = 1;
+    for (size_t d = rank(); d-- > 0;) {
+      idx[d] = d == 0 ? off / stride : (off / stride) % Type.Dims[d];
+      stride *= Type.Dims[d];
+    }
+    return loadNibbles(idx);
+  }
   if (Epi) { // write-only: remember the misuse, LowerCtx reports it
     Epi->Read = true;
     return kir::constant(computeType(), 0);
@@ -205,6 +295,11 @@ Expr TensorRef::loadFlat(const Expr &off) const {
 Expr TensorRef::load(const std::vector<Expr> &idx) const {
   if (!Buf)
     return loadFlat(indexConst(0));
+  if (NibbleAxis >= 0) {
+    MLCC_CHECK(idx.size() == rank(), "index of rank " << idx.size() << " for a rank-"
+                                                      << rank() << " tensor");
+    return loadNibbles(idx);
+  }
   return loadFlat(offset(idx));
 }
 
@@ -282,11 +377,21 @@ TensorRef LowerCtx::operand(const ir::Value *v) {
     for (size_t i = 0; i < N.Inputs.size() && index == SIZE_MAX; ++i)
       if (N.Inputs[i] == v)
         index = i;
+    const bool nibbles = NibbleValues && NibbleValues->count(v) && v->Const &&
+                         v->FourBitAxis >= 0 && v->FourBitAxis < (int)v->Type.rank() &&
+                         v->Bounded.empty();
+    int64_t elements = std::max<int64_t>(v->Type.numel(), 1);
+    if (nibbles) {
+      const int64_t along = v->Type.Dims[(size_t)v->FourBitAxis];
+      elements = elements / along * ((along + 1) / 2);
+    }
     Buffer buf = B.param(index == SIZE_MAX ? "x" + std::to_string(Operands.size())
                                            : "in" + std::to_string(index),
-                         v->Type.Type, std::max<int64_t>(v->Type.numel(), 1));
-    Bindings.push_back({ParamBinding::Input, index, v->Type, v});
+                         v->Type.Type, elements);
+    Bindings.push_back({ParamBinding::Input, index, v->Type, v, nibbles ? v->FourBitAxis : -1});
     ref = withExtents(TensorRef(&B, buf, v->Const, v->Type), v);
+    if (nibbles)
+      ref.NibbleAxis = v->FourBitAxis;
   }
   Operands[v] = ref;
   return ref;
@@ -339,6 +444,43 @@ TensorRef LowerCtx::scratch(const std::string &name, DType type, Shape dims) {
   Buffer buf = B.param(name, type, std::max<int64_t>(t.numel(), 1));
   Bindings.push_back({ParamBinding::Scratch, 0, t, nullptr});
   return withExtents(TensorRef(&B, buf, nullptr, t), nullptr);
+}
+
+} // namespace mlcc::ops
+
+namespace mlcc::ops {
+
+bool holdsNibblePairs(const Tensor &t) {
+  if ((t.dtype() != DType::I8 && t.dtype() != DType::I32) || t.numel() < 2)
+    return false;
+  for (uint8_t byte : t.denseBytes())
+    if (byte & 0x0F)
+      return false;
+  return true;
+}
+
+std::vector<uint8_t> nibblePairBytes(const Tensor &t, int axis) {
+  MLCC_CHECK(holdsNibblePairs(t) && axis >= 0 && axis < (int)t.shape().size(),
+             "nibble pairs of a tensor that does not hold them");
+  const std::vector<uint8_t> bytes = t.denseBytes();
+  const Shape &s = t.shape();
+  const int64_t size = dtypeSize(t.dtype()), along = s[(size_t)axis];
+  int64_t inner = size, outer = 1;
+  for (size_t d = (size_t)axis + 1; d < s.size(); ++d)
+    inner *= s[d];
+  for (size_t d = 0; d < (size_t)axis; ++d)
+    outer *= s[d];
+  const int64_t half = (along + 1) / 2;
+  std::vector<uint8_t> out((size_t)(outer * half * inner), 0);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < half; ++j)
+      for (int64_t i = 0; i < inner; ++i) {
+        auto at = [&](int64_t a) { return (size_t)((o * along + a) * inner + i); };
+        uint8_t lo = bytes[at(2 * j)] >> 4;
+        uint8_t hi = 2 * j + 1 < along ? bytes[at(2 * j + 1)] & 0xF0 : 0;
+        out[(size_t)((o * half + j) * inner + i)] = (uint8_t)(lo | hi);
+      }
+  return out;
 }
 
 } // namespace mlcc::ops

@@ -80,7 +80,15 @@ public:
   bool denseAtRunTime() const { return RunTimeDense && !Bounded.empty(); }
   /// Compile-time value, if known.
   const TensorPtr &constant() const { return Const; }
-  const kir::Buffer &buffer() const { return Buf; }
+  /// The kernel buffer, for loads the lowering writes itself (vectors).
+  /// Of a constant stored as nibble pairs (nibbleAxis() >= 0) it is not the
+  /// tensor's layout: asking for it makes lower-to-program lower the node
+  /// again with that constant stored plainly.
+  const kir::Buffer &buffer() const;
+  /// The axis along which the buffer pairs elements, two in the place of
+  /// one (see nibblePairBytes); -1 for a plain buffer. load() and
+  /// loadFlat() unpack.
+  int nibbleAxis() const { return NibbleAxis; }
 
   /// Flat element offset of a full multi-index.
   Expr offset(const std::vector<Expr> &idx) const;
@@ -99,6 +107,9 @@ public:
 
 private:
   friend class LowerCtx;
+  /// load() of a buffer of nibble pairs.
+  Expr loadNibbles(const std::vector<Expr> &idx) const;
+  int NibbleAxis = -1;
   kir::KernelBuilder *B = nullptr;
   LowerCtx *Ctx = nullptr; ///< for the dims parameter of bounded extents
   std::vector<ir::AxisExtent> Bounded;
@@ -117,7 +128,22 @@ struct ParamBinding {
   size_t Index = 0;       ///< node input/output index (fused operands: none)
   ir::TensorType Type;    ///< scratch buffers: their type
   const ir::Value *V = nullptr; ///< Input/Output: the graph value
+  /// Input: a constant stored as nibble pairs along this axis
+  /// (nibblePairBytes); -1: as it is.
+  int NibbleAxis = -1;
 };
+
+/// Whether constant `t` can be stored as nibble pairs: int8 or int32 data
+/// whose every byte has a zero low nibble (4-bit weights in 8-bit form,
+/// ir::Value::FourBitAxis), of two elements or more.
+bool holdsNibblePairs(const Tensor &t);
+/// The bytes of `t` stored as nibble pairs along `axis`: the elements at
+/// positions 2j and 2j+1 of the axis (the others equal) share the element
+/// at position j of a tensor whose axis is half as long (rounded up),
+/// byte by byte: element 2j's byte in the low nibble, 2j+1's in the high
+/// one. Loads unpack with a shift and a mask: an int32 of four 8-bit
+/// weights each way, the layout the byte-quad kernels read.
+std::vector<uint8_t> nibblePairBytes(const Tensor &t, int axis);
 
 class LowerCtx {
 public:
@@ -160,8 +186,17 @@ public:
   /// The values laid out dense at their run-time extents (lower-to-kernels;
   /// see OpSchema::DenseOperands); none by default.
   void setDenseValues(const std::set<const ir::Value *> *values) { DenseValues = values; }
+  /// The constants to pass as nibble pairs (holdsNibblePairs, along their
+  /// FourBitAxis); none by default.
+  void setNibbleValues(const std::set<const ir::Value *> *values) { NibbleValues = values; }
+  /// True once the lowering asked for the buffer of a nibble-pair operand
+  /// (TensorRef::buffer): it must be lowered again without them.
+  bool nibbleBufferRead() const { return NibbleRead; }
 
 private:
+  friend class TensorRef;
+  const std::set<const ir::Value *> *NibbleValues = nullptr;
+  bool NibbleRead = false;
   const std::set<const ir::Value *> *DenseValues = nullptr;
   /// `ref` with the bounded axes of `v`.
   TensorRef withExtents(TensorRef ref, const ir::Value *v);

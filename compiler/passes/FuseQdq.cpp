@@ -53,6 +53,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <set>
 
 namespace mlcc::passes {
@@ -230,7 +231,7 @@ private:
   /// convolution or Gemm, from input `bias` (a DequantizeLinear of int32, or
   /// a float constant); null when it is neither.
   ir::Value *intBias(ir::Value *bias, double xs, const Tensor &ws, int64_t m,
-                     const std::string &base) {
+                     const std::string &base, int64_t wFactor = 1) {
     std::vector<double> f(m);
     std::vector<int64_t> exact;
     if (std::optional<Dq> d = asDq(bias); d && d->Data->Const &&
@@ -246,9 +247,12 @@ private:
         int64_t z = d->Zp ? d->Zp->Const->intAt(d->Zp->Type.numel() == 1 ? 0 : c) : 0;
         int64_t v = d->Data->Const->intAt(c);
         f[c] = (double)(float)((double)(v - z) * s);
-        float want = (float)xs * (float)ws.doubleAt(ws.numel() == 1 ? 0 : c);
-        same = same && z == 0 && (float)s == want;
-        exact.push_back(v);
+        // (At weights wFactor times their codes, a scale wFactor times
+        // smaller, exactly: a power of two.)
+        float want = (float)xs * (float)ws.doubleAt(ws.numel() == 1 ? 0 : c) * (float)wFactor;
+        same = same && z == 0 && (float)s == want &&
+               std::abs(v * wFactor) <= std::numeric_limits<int32_t>::max();
+        exact.push_back(v * wFactor);
       }
       if (same)
         return constant(std::make_shared<Tensor>(Tensor::fromInts(DType::I32, {m}, exact)),
@@ -267,6 +271,50 @@ private:
     }
     return constant(std::make_shared<Tensor>(Tensor::fromInts(DType::I32, {m}, q)),
                     base + "/bias");
+  }
+
+  static bool isFourBit(DType t) { return t == DType::I4 || t == DType::U4; }
+
+  /// The constant 4-bit weights of `w` (int4 or uint4, zero points per
+  /// tensor or along `axis`, the output channels) as int8 at zero point 0,
+  /// so that the 8-bit integer kernels take them: when every code minus its
+  /// zero point is in [-8, 7], 16 times that at a scale 16 times smaller
+  /// (the same products; the weights then hold zero low nibbles, and
+  /// lower-to-program stores them two a byte: FourBitAxis), else the
+  /// differences themselves (up to +-15) at the same scale. Returns the
+  /// factor (16 or 1) by which the weights' scale shrank.
+  int64_t widenFourBit(Dq &w, int64_t axis, const std::string &base) {
+    const Tensor &q = *w.Data->Const;
+    const Shape &s = q.shape();
+    int64_t inner = 1;
+    for (size_t d = (size_t)axis + 1; d < s.size(); ++d)
+      inner *= s[d];
+    const int64_t channels = s[(size_t)axis], n = q.numel();
+    std::vector<int64_t> diff(n);
+    bool fits = true;
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t z = 0;
+      if (w.Zp)
+        z = w.Zp->Const->intAt(w.Zp->Type.numel() == 1 ? 0 : (i / inner) % channels);
+      diff[i] = q.intAt(i) - z;
+      fits = fits && diff[i] >= -8 && diff[i] <= 7;
+    }
+    const int64_t factor = fits ? 16 : 1;
+    for (int64_t &d : diff)
+      d *= factor;
+    ir::Value *data = constant(std::make_shared<Tensor>(Tensor::fromInts(DType::I8, s, diff)),
+                               base + "/weights");
+    if (fits)
+      data->FourBitAxis = (int)axis;
+    const Tensor &sc = *w.Scale->Const;
+    std::vector<double> scales(sc.numel());
+    for (int64_t i = 0; i < sc.numel(); ++i)
+      scales[i] = sc.doubleAt(i) / (double)factor;
+    w.Data = data;
+    w.Scale = constant(std::make_shared<Tensor>(Tensor::fromDoubles(DType::F32, sc.shape(), scales)),
+                       base + "/weight_scale");
+    w.Zp = nullptr;
+    return factor;
   }
 
   /// Attributes copied from `from` to `to`.
@@ -328,11 +376,16 @@ private:
 
     if (t == "Conv" || t == "MatMul" || t == "Gemm") {
       std::optional<Dq> x = inputDq(0), w = inputDq(1);
+      if (!w && op.hasInput(1))
+        if (std::optional<Dq> d = asDq(op.Inputs[1]);
+            d && d->Data->Const && isFourBit(d->Data->Type.Type))
+          w = d;
       if (!x || !w || !x->PerTensor || !w->Data->Const)
         return nullptr;
       int64_t m = 0;
       const Shape &ws = w->Data->Type.Dims;
       bool transB = t == "Gemm" && op.attrInt("transB", 0);
+      int64_t wFactor = 1; // the weights' codes times 16 (4-bit weights)
       if (t == "Conv") {
         m = ws[0];
         if (!w->PerTensor && w->Axis != 0)
@@ -350,9 +403,11 @@ private:
       if (!w->PerTensor && (w->Scale->Type.numel() != m ||
                             (w->Zp && w->Zp->Type.numel() != 1 && w->Zp->Type.numel() != m)))
         return nullptr;
+      if (isFourBit(w->Data->Type.Type))
+        wFactor = widenFourBit(*w, t == "Conv" || transB ? 0 : 1, base);
       ir::Value *bias = nullptr;
       if (t != "MatMul" && op.hasInput(2)) {
-        bias = intBias(op.Inputs[2], scalarOf(x->Scale), *w->Scale->Const, m, base);
+        bias = intBias(op.Inputs[2], scalarOf(x->Scale), *w->Scale->Const, m, base, wFactor);
         if (!bias)
           return nullptr;
       }

@@ -44,6 +44,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -125,6 +126,7 @@ public:
         C.unite(n->Inputs[0], n->Outputs[0]);
       }
     chooseDenseValues();
+    chooseNibbleValues();
     assignExternalStorage();
     placeInputsInOutputs();
     viewOutputsInInputs();
@@ -474,6 +476,35 @@ private:
     return s;
   }
 
+  /// 4-bit weights in 8-bit form (ir::Value::FourBitAxis) whose data
+  /// allows it are passed to their kernels as nibble pairs, half the bytes
+  /// (ops::nibblePairBytes).
+  void chooseNibbleValues() {
+    for (auto &n : G.Nodes)
+      for (const ir::Value *v : n->Inputs)
+        if (v && v->Const && v->FourBitAxis >= 0 && v->FourBitAxis < (int)v->Type.rank() &&
+            !v->Const->isSplat() && ops::holdsNibblePairs(*v->Const))
+          NibbleValues.insert(v);
+  }
+
+  /// A constant stored as nibble pairs along `axis`: its own copy.
+  Storage nibbleStorage(const ir::Value *v, int axis) {
+    auto key = std::make_pair(v->Const.get(), axis);
+    auto it = NibbleIndex.find(key);
+    if (it != NibbleIndex.end())
+      return {StorageKind::Constant, it->second};
+    kir::ConstantData d;
+    d.Name = "w" + std::to_string(P.Constants.size()) + "_" +
+             sanitize(v->Name, "const").substr(0, 40);
+    d.Type = v->Const->dtype();
+    d.Bytes = ops::nibblePairBytes(*v->Const, axis);
+    d.Count = (int64_t)d.Bytes.size() / dtypeSize(d.Type);
+    size_t idx = P.Constants.size();
+    P.Constants.push_back(std::move(d));
+    NibbleIndex[key] = idx;
+    return {StorageKind::Constant, idx};
+  }
+
   Storage constantStorage(const ir::Value *v) {
     auto it = ConstIndex.find(v->Const.get());
     if (it != ConstIndex.end())
@@ -633,16 +664,32 @@ private:
               << " does not run to extents known only at run time in a fused kernel so far";
         probed = true;
       }
-    kir::KernelBuilder b(n.OpType);
-    ops::LowerCtx ctx(n, b);
-    ctx.setDenseValues(&DenseValues);
-    size_t fusedOut = 0;
-    if (!chain.empty()) {
-      while (!n.Outputs[fusedOut])
-        ++fusedOut;
-      ctx.fuseEpilogue(fusedOut, chain, inlined);
+    // Constants stored as nibble pairs unpack in load(); a lowering that
+    // reads a buffer itself (vector loads) is lowered again without them.
+    std::optional<kir::KernelBuilder> b;
+    std::optional<ops::LowerCtx> ctxSlot;
+    kir::Kernel k;
+    for (bool nibbles : {true, false}) {
+      if (nibbles && probed)
+        continue; // (the probes' kernels read every operand plainly)
+      if (!nibbles && ctxSlot && !ctxSlot->nibbleBufferRead())
+        break;
+      ctxSlot.reset();
+      b.emplace(n.OpType);
+      ctxSlot.emplace(n, *b);
+      ops::LowerCtx &ctx = *ctxSlot;
+      ctx.setDenseValues(&DenseValues);
+      if (nibbles)
+        ctx.setNibbleValues(&NibbleValues);
+      size_t fusedOut = 0;
+      if (!chain.empty()) {
+        while (!n.Outputs[fusedOut])
+          ++fusedOut;
+        ctx.fuseEpilogue(fusedOut, chain, inlined);
+      }
+      k = probed ? lowerProbed(n, schema, *b, ctx) : (schema.Lower(ctx), b->finish());
     }
-    kir::Kernel k = probed ? lowerProbed(n, schema, b, ctx) : (schema.Lower(ctx), b.finish());
+    ops::LowerCtx &ctx = *ctxSlot;
     if (ctx.epilogueRead())
       n.error(ErrorKind::Internal) << "internal error: the lowering reads a fused output";
     kir::Call call;
@@ -660,7 +707,8 @@ private:
     for (auto &pb : ctx.bindings()) {
       switch (pb.K) {
       case ops::ParamBinding::Input:
-        call.Args.push_back(storageOf(pb.V));
+        call.Args.push_back(pb.NibbleAxis >= 0 ? nibbleStorage(pb.V, pb.NibbleAxis)
+                                               : storageOf(pb.V));
         break;
       case ops::ParamBinding::Output:
         call.Produces.push_back({call.Args.size(), pb.V->Name, pb.V->Type.Type,
@@ -819,6 +867,9 @@ private:
   Classes C;
   std::map<const ir::Value *, Storage> ClassStorage;
   std::map<const Tensor *, size_t> ConstIndex;
+  std::map<std::pair<const Tensor *, int>, size_t> NibbleIndex;
+  /// Constants passed as nibble pairs (chooseNibbleValues).
+  std::set<const ir::Value *> NibbleValues;
   /// The kernels made so far, by structure: a node whose kernel equals an
   /// earlier one up to the names of its variables and buffers calls that one.
   std::unordered_map<kir::KernelKey, size_t> KernelByStructure;

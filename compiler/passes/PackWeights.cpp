@@ -63,6 +63,13 @@ ir::Value *addNode(ir::Graph &g, std::vector<std::unique_ptr<ir::Node>> &nodes,
   return out;
 }
 
+/// `out`, a layout of `w`, holds 4-bit weights in 8-bit form when `w` does
+/// (ir::Value::FourBitAxis), its output channels along `axis`.
+void fourBitLayout(const ir::Value *w, ir::Value *out, int axis) {
+  if (w->FourBitAxis >= 0)
+    out->FourBitAxis = axis;
+}
+
 /// The operands of the int8 dot-product path of `n` (whose weights are
 /// input `wi`): the weights packed by `packOp` (mlcc.PackQuads or
 /// mlcc.PackQuadsK, with `packAttrs`) and their int32 sums over `sumAxes`,
@@ -73,7 +80,12 @@ void addDotOperands(ir::Graph &g, std::vector<std::unique_ptr<ir::Node>> &nodes,
                     std::vector<std::pair<std::string, int64_t>> packAttrs,
                     const std::vector<int64_t> &sumAxes, size_t at) {
   ir::Value *w = n.Inputs[wi];
+  bool columns = false;
+  for (auto &[k, v] : packAttrs)
+    columns = columns || (k == "columns" && v > 0);
   ir::Value *packed = addNode(g, nodes, n.Name, packOp, "mlcc", {w}, std::move(packAttrs));
+  // Output channels: PackQuads [M, ...], PackQuadsK [kq, N] or per column [N, kq].
+  fourBitLayout(w, packed, packOp == "PackQuads" || columns ? 0 : 1);
   ir::Value *wide = addNode(g, nodes, n.Name, "Cast", "", {w}, {{"to", 6}}); // int32
   int64_t rank = (int64_t)sumAxes.size();
   ir::Value *axes = g.addValue(g.uniqueValueName(n.Name + "/sum_axes"), {DType::I64, {rank}});
@@ -133,7 +145,9 @@ bool packWeights(ir::Graph &g, bool wideHalfWeights) {
       size_t at = std::max(n->Inputs.size(), o.Appended);
       ir::Value *w = n->Inputs[o.W];
       if (!o.TransposedW) {
+        ir::Value *src = w;
         w = addNode(g, nodes, n->Name, "Transpose", "", {w}, {});
+        fourBitLayout(src, w, 0);
         ir::Attribute perm;
         perm.Kind = ir::AttrKind::Ints;
         perm.Ints = {1, 0};
@@ -155,6 +169,7 @@ bool packWeights(ir::Graph &g, bool wideHalfWeights) {
           o.Conv ? addNode(g, nodes, n->Name, "PackQuads", "mlcc", {n->Inputs[o.W]}, {{"pairs", 1}})
                  : addNode(g, nodes, n->Name, "PackQuadsK", "mlcc", {n->Inputs[o.W]},
                            {{"transposed", o.TransposedW}, {"pairs", p.PairWords ? 0 : 1}});
+      fourBitLayout(n->Inputs[o.W], packed, o.Conv ? 0 : 1);
       n->Inputs.resize(at + 1, nullptr);
       n->Inputs[at] = packed;
       p.PairsInput = (int64_t)at;
@@ -164,6 +179,7 @@ bool packWeights(ir::Graph &g, bool wideHalfWeights) {
       ops::IntegerOperands o = *ops::integerOperands(*n);
       size_t at = std::max(n->Inputs.size(), o.Appended);
       ir::Value *t = addNode(g, nodes, n->Name, "Transpose", "", {n->Inputs[o.W]}, {});
+      fourBitLayout(n->Inputs[o.W], t, 3);
       ir::Attribute perm;
       perm.Kind = ir::AttrKind::Ints;
       perm.Ints = {1, 2, 3, 0};

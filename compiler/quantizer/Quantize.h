@@ -43,6 +43,9 @@ struct QuantizeOptions {
   /// in int16: x86 kernels without VNNI (vpmaddubsw, which saturates the
   /// pair sums) then compute the realized model exactly, as mlcc does.
   int WeightMax = 127;
+  /// --weight-bits: 8, or 4 (int4 weights per output channel, symmetric,
+  /// [-7, 7]; activations stay 8-bit: w4a8). WeightMax applies to 8.
+  int WeightBits = 8;
   /// --keep-float NODE: nodes (by ONNX name) that stay float, e.g. the
   /// layers `mlcc check` shows losing the most accuracy.
   std::set<std::string> KeepFloat;

@@ -13,6 +13,9 @@
 //    per output channel (scale = max |w| / 127 of the channel, zero point
 //    0, values in [-127, 127]; 63 and [-63, 63] with --reduce-range),
 //    dequantized by a per-axis DequantizeLinear;
+//    With --weight-bits 4: int4, scale = max |w| / 7, values in [-7, 7]
+//    (fuse-qdq gives the integer kernels them as int8, 16 times the code,
+//    and lower-to-program stores them two a byte);
 //  - their bias becomes int32 at scale x_scale * w_scale of each channel
 //    (zero point 0), dequantized the same way.
 //
@@ -74,7 +77,10 @@ public:
 /// Per-channel symmetric int8 weights along `axis`: the DequantizeLinear
 /// node that gives them back as float, and the scales.
 std::unique_ptr<ir::Node> quantizeWeights(Writer &w, const ir::Value *weights, int64_t axis,
-                                          int weightMax, std::vector<float> &scales) {
+                                          int weightMax, int bits, std::vector<float> &scales) {
+  const DType type = bits == 4 ? DType::I4 : DType::I8;
+  if (bits == 4)
+    weightMax = 7;
   const Tensor &t = *weights->Const;
   const Shape &s = t.shape();
   int64_t channels = s[(size_t)axis], inner = 1;
@@ -94,13 +100,16 @@ std::unique_ptr<ir::Node> quantizeWeights(Writer &w, const ir::Value *weights, i
     q[i] = (int64_t)std::clamp(std::nearbyint(t.doubleAt(i) / scales[channelOf(i)]),
                                -(double)weightMax, (double)weightMax);
   std::vector<double> sv(scales.begin(), scales.end());
-  ir::Value *data = w.constant(Tensor::fromInts(DType::I8, s, q), weights->Name + "_int8");
+  ir::Value *data = w.constant(Tensor::fromInts(type, s, q),
+                               weights->Name + (bits == 4 ? "_int4" : "_int8"));
   ir::Value *scale =
       w.constant(Tensor::fromDoubles(DType::F32, {channels}, sv), weights->Name + "_scale");
-  ir::Value *zp = w.constant(Tensor::fromInts(DType::I8, {channels}, std::vector<int64_t>(channels, 0)),
+  ir::Value *zp = w.constant(Tensor::fromInts(type, {channels}, std::vector<int64_t>(channels, 0)),
                              weights->Name + "_zero_point");
   auto dq = w.node("DequantizeLinear", {data, scale, zp}, weights->Name + "_dequantized",
                    {DType::F32, s});
+  if (bits == 4)
+    dq->Opset = 21; // int4 data
   ir::Attribute ax;
   ax.I = axis;
   dq->Attrs["axis"] = ax;
@@ -157,7 +166,7 @@ void realize(ir::Graph &g, const Annotation &a, const std::map<std::string, Rang
       continue;
     int64_t axis = n.OpType == "Conv" ? 0 : (n.OpType == "Gemm" && n.attrInt("transB", 0)) ? 0 : 1;
     std::vector<float> ws;
-    auto wdq = quantizeWeights(w, n.Inputs[1], axis, options.WeightMax, ws);
+    auto wdq = quantizeWeights(w, n.Inputs[1], axis, options.WeightMax, options.WeightBits, ws);
     n.Inputs[1] = wdq->Outputs[0];
     before[&n].push_back(std::move(wdq));
     if (n.OpType != "MatMul" && n.hasInput(2)) {

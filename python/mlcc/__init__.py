@@ -13,7 +13,7 @@ The keyword arguments are the command line's options by name (mlcc --help):
 ``dims={"batch": 1, "seq": (1, 256)}``, ``shapes={"audio": (1, 16000)}``,
 ``freeze={"shape": "shape.pb"}``, ``input_ranges={"n": (0, 8)}``,
 ``precision="float16"``, ``quantize="int8"``, ``calibrate={"input": "samples.npy"}``,
-``calibration_method``, ``quantize_io``, ``reduce_range``, ``keep_float``,
+``calibration_method``, ``quantize_io``, ``reduce_range``, ``weight_bits``, ``keep_float``,
 ``target``, ``cpu``, ``features``, ``backend``, ``opt_level``, ``size_opt``,
 ``max_arena``/``max_weights``/``max_code``/``max_tensor`` (bytes or "64k"),
 ``tune``, ``tune_db``, ``tune_budget``, ``cache_dir``, ``cache_max``, ``jobs``,

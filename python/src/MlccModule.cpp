@@ -60,6 +60,7 @@ const std::map<std::string, Setter> &setters() {
       {"calibration_method", field(&O::CalibrationMethod)},
       {"quantize_io", field(&O::QuantizeIo)},
       {"reduce_range", field(&O::ReduceRange)},
+      {"weight_bits", field(&O::WeightBits)},
       {"keep_float", field(&O::KeepFloat)},
       {"verbose", field(&O::Verbose)},
       {"time_passes", field(&O::TimePasses)},

@@ -125,6 +125,10 @@ expect bad-target    2 "unknown target" -- "$digits" --target vax -o "$work/out/
 expect bad-cpu       2 "unknown CPU" -- "$digits" --target aarch64-linux --cpu pentium9 -o "$work/out/libm.a"
 expect bad-freeze-file 1 "is not a serialized TensorProto" -- "$digits" --freeze image="$work/text.onnx" -o "$work/out/libm.a"
 expect bad-name      2 "is not a C identifier" -- "$digits" --name "my-model" -o "$work/out/libm.a"
+expect weight-bits   2 "--weight-bits takes 8 or 4, not 3" -- "$digits" --quantize int8 \
+  --calibrate image="$root/examples/digits/calibration.npy" --weight-bits 3 -o "$work/out/libm.a"
+expect weight-bits-alone 2 "--weight-bits and --keep-float need --quantize int8" \
+  -- "$digits" --weight-bits 4 -o "$work/out/libm.a"
 expect bad-freeze    2 "is not a graph input" -- "$digits" --freeze nothere="$data/tensor.pb" -o "$work/out/libm.a"
 if [[ -s $work/random.onnx ]]; then
   "$mlcc" "$work/random.onnx" -o "$work/out/libm.a" 2> "$work/stderr"

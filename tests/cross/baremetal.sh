@@ -14,11 +14,16 @@
 # their outputs (the firmware's FNV-1a hashes of them) must be the same on
 # the target as on the host (with int8io, also as from the C backend's
 # source of the model, built for the host).
+# `int4` quantizes with 4-bit weights (--quantize int8 --weight-bits 4): the
+# same comparisons with the host and with the C backend's source, and the
+# accuracy within 2 points of the float model's on the host; the weights
+# in the library at most 60% of the int8 build's, and the instructions per
+# inference are printed beside the int8 build's (a figure, not a bound).
 # `int8io` also passes --quantize-io (uint8 input and output): the library
 # must then need no float helper at all (the report's undefined symbols are
 # checked) and its assembly hold no floating-point instruction.
 #
-# usage: tests/cross/baremetal.sh TARGET MLCC WORKDIR [int8]
+# usage: tests/cross/baremetal.sh TARGET MLCC WORKDIR [int8|int8io|int4]
 #   TARGET: cortex-m4 | cortex-m7 | cortex-m55 | cortex-m0plus | riscv32 | riscv32f
 # Exit status 77 (skipped) when the target's toolchain or QEMU is missing.
 set -euo pipefail
@@ -77,11 +82,12 @@ for tool in "$cc" "$size" "${qemu[0]}"; do
 done
 rm -rf "$work" && mkdir -p "$work"
 
-if [[ $variant == int8 || $variant == int8io ]]; then
+if [[ $variant == int8 || $variant == int8io || $variant == int4 ]]; then
   mlcc_flags+=(--quantize int8 --calibrate "image=$root/examples/digits/calibration.npy")
   [[ $variant == int8io ]] && mlcc_flags+=(--quantize-io)
+  [[ $variant == int4 ]] && mlcc_flags+=(--weight-bits 4)
 elif [[ $variant != float ]]; then
-  echo "baremetal: unknown variant $variant (float, int8 or int8io)"; exit 2
+  echo "baremetal: unknown variant $variant (float, int8, int8io or int4)"; exit 2
 fi
 "$mlcc" "$root/examples/digits/digits.onnx" --target "$target" -o "$work/libdigits.a" \
   --report "$work/report.json" -v ${mlcc_flags[@]+"${mlcc_flags[@]}"}
@@ -148,7 +154,7 @@ print(" ".join(s for s in syms if s.startswith(("__aeabi_f", "__aeabi_d", "__aea
   echo "baremetal $target: no floating-point instruction in the model's code"
   echo "baremetal $target: undefined symbols: $(python3 -c 'import json, sys; print(" ".join(json.load(open(sys.argv[1]))["undefined_symbols"]))' "$work/report.json")"
 fi
-if [[ $variant == int8 || $variant == int8io ]]; then
+if [[ $variant == int8 || $variant == int8io || $variant == int4 ]]; then
   # The same firmware source and model, built for the host.
   mkdir -p "$work/host"
   "$mlcc" "$root/examples/digits/digits.onnx" -o "$work/host/libdigits.a" ${mlcc_flags[@]+"${mlcc_flags[@]}"}
@@ -164,7 +170,7 @@ if [[ $variant == int8 || $variant == int8io ]]; then
     exit 1
   fi
   echo "baremetal $target: the same predictions and outputs as on the host ($(echo $want))"
-  if [[ $variant == int8io ]]; then
+  if [[ $variant == int8io || $variant == int4 ]]; then
     # ... and the C backend's source of the same model (its integer helpers,
     # mlcc_mulhi among them, against the LLVM lowering).
     mkdir -p "$work/host-c"
@@ -179,6 +185,45 @@ if [[ $variant == int8 || $variant == int8io ]]; then
       exit 1
     fi
     echo "baremetal $target: the C backend gives the same outputs"
+  fi
+fi
+if [[ $variant == int4 ]]; then
+  # Accuracy against the float model's (host), weights and instructions
+  # against the int8 build's (this target).
+  mkdir -p "$work/float" "$work/int8"
+  "$mlcc" "$root/examples/digits/digits.onnx" -o "$work/float/libdigits.a"
+  cc -std=c99 -O2 -I "$work/float" -DTEST_SET_FILE="\"$testset\"" "$bm/digits_firmware.c" \
+    "$bm/test_set.S" "$work/float/libdigits.a" -lm -o "$work/float/digits"
+  "$work/float/digits" > "$work/float/run.log" || true
+  correct() { sed -n 's/.*: \([0-9]*\) of [0-9]* correct.*/\1/p' "$1" | tr -d '\r'; }
+  f=$(correct "$work/float/run.log"); q=$(correct "$work/run.log")
+  echo "baremetal $target: 4-bit weights $q correct, float $f correct (of 450)"
+  if [[ -z $f || -z $q ]] || (( q * 100 < f * 100 - 2 * 450 )); then
+    echo "baremetal $target: 4-bit accuracy more than 2 points below float"; exit 1
+  fi
+  weights() { sed -n 's/^mlcc: weights *\([0-9]*\) bytes.*/\1/p' "$1"; }
+  "$mlcc" "$root/examples/digits/digits.onnx" --target "$target" -o "$work/int8/libdigits.a" -v \
+    --quantize int8 --calibrate "image=$root/examples/digits/calibration.npy" 2> "$work/int8/mlcc.log"
+  "$mlcc" "$root/examples/digits/digits.onnx" --target "$target" -o "$work/int4.a" -v \
+    ${mlcc_flags[@]+"${mlcc_flags[@]}"} 2> "$work/int4.log"
+  w8=$(weights "$work/int8/mlcc.log"); w4=$(weights "$work/int4.log")
+  echo "baremetal $target: weights $w4 bytes with 4-bit weights, $w8 with int8"
+  if [[ -z $w8 || -z $w4 ]] || (( w4 * 10 > w8 * 6 )); then
+    echo "baremetal $target: 4-bit weights take more than 60% of the int8 build's"; exit 1
+  fi
+  if [[ -n $ipi ]]; then
+    "$cc" "${cflags[@]}" "${libc[@]}" -I "$work/int8" -c "$bm/digits_firmware.c" -o "$work/int8/firmware.o"
+    objs8=()
+    for o in "${objs[@]}"; do
+      [[ $o == "$work/firmware.o" ]] && o=$work/int8/firmware.o
+      objs8+=("$o")
+    done
+    "$cc" "${flags[@]}" "${libc[@]}" "${link[@]}" "${objs8[@]}" \
+      "$work/int8/libdigits.a" -lm -Wl,--gc-sections -Wl,--no-warn-rwx-segments \
+      -o "$work/int8/digits.elf" 2> "$work/link.log" || { cat "$work/link.log"; exit 1; }
+    timeout 300 "${qemu[@]}" -kernel "$work/int8/digits.elf" > "$work/int8/run.log" 2>&1 || true
+    ipi8=$(sed -n 's/^instructions per inference.*: \([0-9]*\)$/\1/p' "$work/int8/run.log" | tr -d '\r')
+    [[ -n $ipi8 ]] && echo "baremetal $target: $ipi instructions per inference with 4-bit weights, $ipi8 with int8 ($(awk -v a="$ipi" -v b="$ipi8" 'BEGIN {printf "%.3f", a / b}')x)"
   fi
 fi
 echo "baremetal $target: digits firmware passed under ${qemu[0]}"

@@ -70,6 +70,9 @@ void addCompileOptions(CLI::App &app, CompileOptions &o) {
   app.add_flag("--reduce-range", o.ReduceRange,
                "With --quantize: 7-bit weights ([-63, 63]), so that ONNX Runtime on x86 "
                "without VNNI computes the realized model (-o FILE.onnx) exactly");
+  app.add_option("--weight-bits", o.WeightBits,
+                 "With --quantize: bits of the weights, 8 (default) or 4 (int4 per "
+                 "output channel, activations 8-bit; stored two a byte in the library)");
   app.add_option("--target", o.Target,
                  "A preset (see --list-targets: host, aarch64-linux, cortex-m4, "
                  "riscv64-linux, ...) or any LLVM triple (default: host)");

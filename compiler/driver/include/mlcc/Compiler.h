@@ -66,6 +66,7 @@ struct CompileOptions {
   std::string CalibrationMethod;      ///< minmax (default), percentile[=P], entropy
   bool QuantizeIo = false;            ///< --quantize-io
   bool ReduceRange = false;           ///< --reduce-range
+  int WeightBits = 8;                 ///< --weight-bits 8|4 (with --quantize)
   std::vector<std::string> KeepFloat; ///< --keep-float NODE
   bool TimePasses = false; ///< print each pass's time on stderr
   bool Verbose = false;    ///< print the summary and the kernel table on stderr
