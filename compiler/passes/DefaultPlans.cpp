@@ -520,11 +520,14 @@ std::optional<ir::KernelPlan::IntTile> intTile(const ir::Node &n, const ops::Int
   const bool gpu = t.gpu();
   const bool vectors = t.VectorBytes > 0;
   const MacKind mac = paired ? MacKind::IntPair : MacKind::IntScalar;
+  // 4-bit weights: an even count of output channels a tile (TileProblem).
+  const bool fourBit = n.hasInput(o.W) && n.Inputs[o.W]->FourBitAxis >= 0;
   if (!o.Conv) {
     // With vectors, a matrix product's own loop nest vectorizes.
     std::optional<TileProblem> p = vectors || gpu ? std::nullopt : scalarIntProblem(n, o, mac);
     if (!p)
       return std::nullopt;
+    p->EvenVectors = fourBit;
     TileChoice c = schedule::chooseTile(t, *p);
     return ir::KernelPlan::IntTile{c.Rows, 1, c.Vectors, 1};
   }
@@ -541,6 +544,7 @@ std::optional<ir::KernelPlan::IntTile> intTile(const ir::Node &n, const ops::Int
       outputs /= 2;
     return ir::KernelPlan::IntTile{kIntTileRows, 1, outputs, 1};
   }
+  p->EvenRows = fourBit;
   TileChoice c = schedule::chooseTile(t, *p);
   return ir::KernelPlan::IntTile{c.Rows, 1, c.Vectors, 1};
 }

@@ -195,14 +195,21 @@ TileChoice chooseTile(const TargetDesc &t, const TileProblem &p) {
   TileChoice best;
   best.Lanes = lanes;
   bool found = false;
-  for (int64_t nv = 1, nvs = maxVectors(t, p); nv <= nvs; ++nv)
-    for (int64_t rw = 1, rws = maxRows(t, p, nv); rw <= rws; ++rw) {
-      double cost = tileCost(t, p, rw, nv);
-      if (found && cost >= best.Cost - 1e-9)
-        continue;
-      found = true;
-      best = TileChoice{lanes, nv, rw, 0, 0, cost};
-    }
+  for (bool even : {true, false}) {
+    if (!even && (found || (!p.EvenRows && !p.EvenVectors)))
+      break;
+    for (int64_t nv = 1, nvs = maxVectors(t, p); nv <= nvs; ++nv)
+      for (int64_t rw = 1, rws = maxRows(t, p, nv); rw <= rws; ++rw) {
+        if (even && ((p.EvenRows && p.Rows >= 2 && rw % 2) ||
+                     (p.EvenVectors && p.Cols >= 2 && nv % 2)))
+          continue;
+        double cost = tileCost(t, p, rw, nv);
+        if (found && cost >= best.Cost - 1e-9)
+          continue;
+        found = true;
+        best = TileChoice{lanes, nv, rw, 0, 0, cost};
+      }
+  }
   return found ? withBlocks(t, p, best) : best;
 }
 

@@ -86,6 +86,12 @@ struct TileProblem {
   bool FullPanels = false;
   /// The most vectors across (0: the form's own limit).
   int64_t MaxVectors = 0;
+  /// An even number of rows (or vectors) in the tile where the problem has
+  /// two or more: the output channels of 4-bit weights stored as nibble
+  /// pairs (ir::Value::FourBitAxis), so that each pair is one load, unpacked
+  /// as decided at compile time. chooseTile takes another only when no tile
+  /// is even.
+  bool EvenRows = false, EvenVectors = false;
 };
 
 /// A register tile: Rows x Vectors vectors of Lanes accumulators, and (f32

@@ -88,10 +88,24 @@ std::string writeModel(const ir::Graph &g) {
     vi->set_name(v->Name);
     setType(vi->mutable_type(), v->Type);
   }
+  // int4 and uint4 tensors need opset 21: a model of an older opset (what
+  // --weight-bits 4 quantizes, usually) gets their values in int8 and
+  // uint8 initializers instead, the same numbers to every reader.
+  auto opset = g.Opsets.find("");
+  const bool narrowTypes = opset != g.Opsets.end() && opset->second >= 21;
   std::set<const ir::Value *> written;
   auto initializer = [&](const ir::Value *v) {
-    if (v && v->Const && written.insert(v).second)
-      setTensor(pg->add_initializer(), v->Name, *v->Const);
+    if (!v || !v->Const || !written.insert(v).second)
+      return;
+    DType t = v->Const->dtype();
+    if (!narrowTypes && (t == DType::I4 || t == DType::U4)) {
+      Tensor wide(t == DType::I4 ? DType::I8 : DType::U8, v->Const->shape());
+      for (int64_t i = 0; i < wide.numel(); ++i)
+        wide.setInt(i, v->Const->intAt(i));
+      setTensor(pg->add_initializer(), v->Name, wide);
+      return;
+    }
+    setTensor(pg->add_initializer(), v->Name, *v->Const);
   };
   for (const auto &n : g.Nodes) {
     auto *pn = pg->add_node();
