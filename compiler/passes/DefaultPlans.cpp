@@ -522,12 +522,17 @@ std::optional<ir::KernelPlan::IntTile> intTile(const ir::Node &n, const ops::Int
   const MacKind mac = paired ? MacKind::IntPair : MacKind::IntScalar;
   // 4-bit weights: an even count of output channels a tile (TileProblem).
   const bool fourBit = n.hasInput(o.W) && n.Inputs[o.W]->FourBitAxis >= 0;
+  // ... whose loads cost about twice a byte's (a shared load, a shift and
+  // a mask or two: ldrsb + and, or ldrb + lsl + asr), a third more a quad
+  // of pairs (half a load, a shift, a mask beside the two sxtb16).
+  const double unpack = !fourBit ? 1.0 : paired ? 4.0 / 3.0 : 2.0;
   if (!o.Conv) {
     // With vectors, a matrix product's own loop nest vectorizes.
     std::optional<TileProblem> p = vectors || gpu ? std::nullopt : scalarIntProblem(n, o, mac);
     if (!p)
       return std::nullopt;
     p->EvenVectors = fourBit;
+    p->ColLoads = unpack;
     TileChoice c = schedule::chooseTile(t, *p);
     return ir::KernelPlan::IntTile{c.Rows, 1, c.Vectors, 1};
   }
@@ -545,6 +550,7 @@ std::optional<ir::KernelPlan::IntTile> intTile(const ir::Node &n, const ops::Int
     return ir::KernelPlan::IntTile{kIntTileRows, 1, outputs, 1};
   }
   p->EvenRows = fourBit;
+  p->RowLoads = unpack;
   TileChoice c = schedule::chooseTile(t, *p);
   return ir::KernelPlan::IntTile{c.Rows, 1, c.Vectors, 1};
 }

@@ -280,10 +280,11 @@ private:
   /// so that the 8-bit integer kernels take them: when every code minus its
   /// zero point is in [-8, 7], 16 times that at a scale 16 times smaller
   /// (the same products; the weights then hold zero low nibbles, and
-  /// lower-to-program stores them two a byte: FourBitAxis), else the
+  /// lower-to-program stores them two a byte along `pairAxis`:
+  /// FourBitAxis), else the
   /// differences themselves (up to +-15) at the same scale. Returns the
   /// factor (16 or 1) by which the weights' scale shrank.
-  int64_t widenFourBit(Dq &w, int64_t axis, const std::string &base) {
+  int64_t widenFourBit(Dq &w, int64_t axis, int64_t pairAxis, const std::string &base) {
     const Tensor &q = *w.Data->Const;
     const Shape &s = q.shape();
     int64_t inner = 1;
@@ -305,7 +306,7 @@ private:
     ir::Value *data = constant(std::make_shared<Tensor>(Tensor::fromInts(DType::I8, s, diff)),
                                base + "/weights");
     if (fits)
-      data->FourBitAxis = (int)axis;
+      data->FourBitAxis = (int)pairAxis;
     const Tensor &sc = *w.Scale->Const;
     std::vector<double> scales(sc.numel());
     for (int64_t i = 0; i < sc.numel(); ++i)
@@ -403,8 +404,16 @@ private:
       if (!w->PerTensor && (w->Scale->Type.numel() != m ||
                             (w->Zp && w->Zp->Type.numel() != 1 && w->Zp->Type.numel() != m)))
         return nullptr;
-      if (isFourBit(w->Data->Type.Type))
-        wFactor = widenFourBit(*w, t == "Conv" || transB ? 0 : 1, base);
+      if (isFourBit(w->Data->Type.Type)) {
+        // Stored in nibble pairs along the output channels, which register
+        // tiles cover in pairs; a depthwise convolution's along its kernel
+        // rows (the taps a tile writes out), as it runs a channel at a time.
+        const int64_t channelAxis = t == "Conv" || transB ? 0 : 1;
+        const bool depthwise = t == "Conv" && ws.size() >= 3 && ws[1] == 1 &&
+                               op.attrInt("group", 1) > 1;
+        wFactor = widenFourBit(*w, channelAxis,
+                               depthwise ? (int64_t)ws.size() - 1 : channelAxis, base);
+      }
       ir::Value *bias = nullptr;
       if (t != "MatMul" && op.hasInput(2)) {
         bias = intBias(op.Inputs[2], scalarOf(x->Scale), *w->Scale->Const, m, base, wFactor);

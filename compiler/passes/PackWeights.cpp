@@ -64,9 +64,12 @@ ir::Value *addNode(ir::Graph &g, std::vector<std::unique_ptr<ir::Node>> &nodes,
 }
 
 /// `out`, a layout of `w`, holds 4-bit weights in 8-bit form when `w` does
-/// (ir::Value::FourBitAxis), its output channels along `axis`.
-void fourBitLayout(const ir::Value *w, ir::Value *out, int axis) {
-  if (w->FourBitAxis >= 0)
+/// (ir::Value::FourBitAxis), its output channels along `axis`: paired
+/// along them when `w` is paired along its own (axis 0 of a convolution's
+/// weights, the columns of a matrix product's; a depthwise convolution's
+/// weights, paired along their taps, leave their layouts plain).
+void fourBitLayout(const ir::Value *w, ir::Value *out, int axis, int wAxis = 0) {
+  if (w->FourBitAxis >= 0 && w->FourBitAxis == wAxis)
     out->FourBitAxis = axis;
 }
 
@@ -80,12 +83,15 @@ void addDotOperands(ir::Graph &g, std::vector<std::unique_ptr<ir::Node>> &nodes,
                     std::vector<std::pair<std::string, int64_t>> packAttrs,
                     const std::vector<int64_t> &sumAxes, size_t at) {
   ir::Value *w = n.Inputs[wi];
-  bool columns = false;
-  for (auto &[k, v] : packAttrs)
+  bool columns = false, transposed = false;
+  for (auto &[k, v] : packAttrs) {
     columns = columns || (k == "columns" && v > 0);
+    transposed = transposed || (k == "transposed" && v);
+  }
   ir::Value *packed = addNode(g, nodes, n.Name, packOp, "mlcc", {w}, std::move(packAttrs));
   // Output channels: PackQuads [M, ...], PackQuadsK [kq, N] or per column [N, kq].
-  fourBitLayout(w, packed, packOp == "PackQuads" || columns ? 0 : 1);
+  fourBitLayout(w, packed, packOp == "PackQuads" || columns ? 0 : 1,
+                packOp == "PackQuads" || transposed ? 0 : 1);
   ir::Value *wide = addNode(g, nodes, n.Name, "Cast", "", {w}, {{"to", 6}}); // int32
   int64_t rank = (int64_t)sumAxes.size();
   ir::Value *axes = g.addValue(g.uniqueValueName(n.Name + "/sum_axes"), {DType::I64, {rank}});
@@ -147,7 +153,7 @@ bool packWeights(ir::Graph &g, bool wideHalfWeights) {
       if (!o.TransposedW) {
         ir::Value *src = w;
         w = addNode(g, nodes, n->Name, "Transpose", "", {w}, {});
-        fourBitLayout(src, w, 0);
+        fourBitLayout(src, w, 0, 1);
         ir::Attribute perm;
         perm.Kind = ir::AttrKind::Ints;
         perm.Ints = {1, 0};
@@ -169,7 +175,7 @@ bool packWeights(ir::Graph &g, bool wideHalfWeights) {
           o.Conv ? addNode(g, nodes, n->Name, "PackQuads", "mlcc", {n->Inputs[o.W]}, {{"pairs", 1}})
                  : addNode(g, nodes, n->Name, "PackQuadsK", "mlcc", {n->Inputs[o.W]},
                            {{"transposed", o.TransposedW}, {"pairs", p.PairWords ? 0 : 1}});
-      fourBitLayout(n->Inputs[o.W], packed, o.Conv ? 0 : 1);
+      fourBitLayout(n->Inputs[o.W], packed, o.Conv ? 0 : 1, o.Conv || o.TransposedW ? 0 : 1);
       n->Inputs.resize(at + 1, nullptr);
       n->Inputs[at] = packed;
       p.PairsInput = (int64_t)at;

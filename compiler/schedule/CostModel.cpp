@@ -141,10 +141,11 @@ double tileCost(const TargetDesc &t, const TileProblem &p, int64_t rw, int64_t n
   double usefulRows = (double)p.Rows / (double)(((p.Rows + rw - 1) / rw) * rw);
   double usefulCols = (double)p.Cols / (double)(((p.Cols + panel - 1) / panel) * panel);
   if (p.Mac == MacKind::IntScalar)
-    return (1.0 + (double)(rw + nv) / (double)(rw * nv)) / (usefulRows * usefulCols);
-  if (p.Mac == MacKind::IntPair)
-    return (double)(rw * nv + 1.5 * (double)rw + 3 * nv) / (double)(2 * rw * nv) /
+    return (1.0 + ((double)rw * p.RowLoads + (double)nv * p.ColLoads) / (double)(rw * nv)) /
            (usefulRows * usefulCols);
+  if (p.Mac == MacKind::IntPair)
+    return ((double)(rw * nv) + 1.5 * (double)rw * p.RowLoads + 3.0 * (double)nv * p.ColLoads) /
+           (double)(2 * rw * nv) / (usefulRows * usefulCols);
   if (p.FullPanels && panel > p.Cols)
     usefulCols = 0; // cannot read past the operand
   double accs = (double)(rw * nv);

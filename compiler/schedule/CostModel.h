@@ -92,6 +92,10 @@ struct TileProblem {
   /// as decided at compile time. chooseTile takes another only when no tile
   /// is even.
   bool EvenRows = false, EvenVectors = false;
+  /// The cost of loading one row's (one column's) operand of a scalar
+  /// integer tile relative to a plain load: more than 1 for 4-bit weights,
+  /// which unpack with a shift and a mask (a load serving two).
+  double RowLoads = 1, ColLoads = 1;
 };
 
 /// A register tile: Rows x Vectors vectors of Lanes accumulators, and (f32
