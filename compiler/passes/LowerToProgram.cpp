@@ -493,36 +493,39 @@ private:
     auto it = NibbleIndex.find(key);
     if (it != NibbleIndex.end())
       return {StorageKind::Constant, it->second};
-    kir::ConstantData d;
-    d.Name = "w" + std::to_string(P.Constants.size()) + "_" +
-             sanitize(v->Name, "const").substr(0, 40);
-    d.Type = v->Const->dtype();
-    d.Bytes = ops::nibblePairBytes(*v->Const, axis);
-    d.Count = (int64_t)d.Bytes.size() / dtypeSize(d.Type);
-    size_t idx = P.Constants.size();
-    P.Constants.push_back(std::move(d));
-    NibbleIndex[key] = idx;
-    return {StorageKind::Constant, idx};
+    std::vector<uint8_t> bytes = ops::nibblePairBytes(*v->Const, axis);
+    int64_t count = (int64_t)bytes.size() / dtypeSize(v->Const->dtype());
+    Storage s = addConstant(v, v->Const->dtype(), count, std::move(bytes));
+    NibbleIndex[key] = s.Index;
+    return s;
   }
 
   Storage constantStorage(const ir::Value *v) {
     auto it = ConstIndex.find(v->Const.get());
     if (it != ConstIndex.end())
       return {StorageKind::Constant, it->second};
+    DType type = v->Const->dtype();
+    std::vector<uint8_t> bytes = v->Const->denseBytes();
+    int64_t count = v->Const->numel();
+    if (isSubByte(type)) { // the packed bytes, as kernels read them
+      type = DType::U8;
+      count = (int64_t)bytes.size();
+    }
+    Storage s = addConstant(v, type, count, std::move(bytes));
+    ConstIndex[v->Const.get()] = s.Index;
+    return s;
+  }
+
+  /// A new constant of the program, named after `v`.
+  Storage addConstant(const ir::Value *v, DType type, int64_t count, std::vector<uint8_t> bytes) {
     kir::ConstantData d;
     d.Name = "w" + std::to_string(P.Constants.size()) + "_" +
              sanitize(v->Name, "const").substr(0, 40);
-    d.Type = v->Const->dtype();
-    d.Count = v->Const->numel();
-    d.Bytes = v->Const->denseBytes();
-    if (isSubByte(d.Type)) { // the packed bytes, as kernels read them
-      d.Type = DType::U8;
-      d.Count = (int64_t)d.Bytes.size();
-    }
-    size_t idx = P.Constants.size();
+    d.Type = type;
+    d.Count = count;
+    d.Bytes = std::move(bytes);
     P.Constants.push_back(std::move(d));
-    ConstIndex[v->Const.get()] = idx;
-    return {StorageKind::Constant, idx};
+    return {StorageKind::Constant, P.Constants.size() - 1};
   }
 
   size_t addKernel(kir::Kernel k, const std::string &opName) {
