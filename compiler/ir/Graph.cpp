@@ -556,6 +556,8 @@ std::string KernelPlan::str() const {
     if (Register->ReduceBlock)
       field("blocks=" + std::to_string(Register->ReduceBlock) + "x" +
             std::to_string(Register->RowBlock));
+    if (Register->HalfAccumulate)
+      field("float16_accumulate");
     if (Register->RowsOuter)
       field("rows_outer");
     if (Register->Unroll > 1)

@@ -42,6 +42,11 @@ struct KernelPlan {
     /// panel, but balanced whatever the worker count). plan-kernels: 16 and
     /// 8 on every target (the defaults).
     int64_t ParallelPanels = 16, ParallelRowUnits = 8;
+    /// The accumulators, the packed panels' vectors and the products are
+    /// float16 (vectors of lanes(F16)): a float16 contraction on a target
+    /// with float16 arithmetic (TargetDesc::HalfArithmetic); the epilogue
+    /// (bias, activation) runs in f32 on the finished sums.
+    bool HalfAccumulate = false;
     bool operator==(const Tile &) const = default;
   };
   std::optional<Tile> Register;

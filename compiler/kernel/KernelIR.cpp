@@ -79,6 +79,13 @@ bool isArithType(DType t) {
   return t == DType::F32 || t == DType::F64 || isInteger(t) || t == DType::Bool;
 }
 
+/// The float16 operations of the kernel IR (halfArithmetic).
+bool halfUnary(UnOp op) { return op == UnOp::Neg || op == UnOp::Abs; }
+bool halfBinary(BinOp op) {
+  return op == BinOp::Add || op == BinOp::Sub || op == BinOp::Mul || op == BinOp::Div ||
+         op == BinOp::Min || op == BinOp::Max || isComparison(op);
+}
+
 bool unaryIsFloatOnly(UnOp op) {
   return op != UnOp::Neg && op != UnOp::Not && op != UnOp::BitNot &&
          op != UnOp::Abs && !isBytePairs(op);
@@ -177,7 +184,7 @@ void matchLanes(std::initializer_list<Expr *> ops) {
 Expr unary(UnOp op, Expr a) {
   MLCC_CHECK(a, "unary on null");
   DType t = a->Type;
-  MLCC_CHECK(isArithType(t), "unary " << unOpName(op) << " on "
+  MLCC_CHECK(isArithType(t) || (t == DType::F16 && halfUnary(op)), "unary " << unOpName(op) << " on "
                                       << dtypeName(t));
   if (unaryIsFloatOnly(op))
     MLCC_CHECK(isFloat(t), "unary " << unOpName(op) << " needs a float, got "
@@ -207,7 +214,8 @@ Expr binary(BinOp op, Expr a, Expr b) {
   MLCC_CHECK(t == b->Type, "binary " << binOpName(op) << " mixes "
                                      << dtypeName(t) << " and "
                                      << dtypeName(b->Type));
-  MLCC_CHECK(isArithType(t), "binary " << binOpName(op) << " on "
+  MLCC_CHECK(isArithType(t) || (t == DType::F16 && halfBinary(op)),
+             "binary " << binOpName(op) << " on "
                                        << dtypeName(t));
   bool boolOp = op == BinOp::And || op == BinOp::Or || op == BinOp::Xor;
   if (boolOp)
@@ -333,11 +341,23 @@ Expr withoutInnerRounding(DType n, const Expr &e, bool &replaced) {
 
 } // namespace
 
+bool halfArithmetic(const ExprNode &e) {
+  if (!e.A || e.A->Type != DType::F16)
+    return false;
+  return (e.Kind == ExprKind::Unary && halfUnary(e.Un)) ||
+         (e.Kind == ExprKind::Binary && halfBinary(e.Bin));
+}
+
 Expr cast(DType type, Expr a) {
   MLCC_CHECK(a, "cast of null");
   MLCC_CHECK(isStorable(type), "cast to " << dtypeName(type));
   if (a->Type == type)
     return a;
+  // A narrow float widened to f32 and narrowed back is itself (the
+  // widening is exact).
+  if (isNarrowFloat(type) && a->Kind == ExprKind::Cast && a->Type == DType::F32 &&
+      a->A->Type == type)
+    return a->A;
   if (a->isConst() && !isNarrowFloat(type) && !isNarrowFloat(a->Type) && !isSubByte(type) &&
       !isSubByte(a->Type))
     return fromScalar(type, evalCast(type, a->Type, scalarOf(a)));

@@ -25,10 +25,13 @@
 //   arithmetic works lane by lane. Schedules (compiler/kernel/Schedule.h)
 //   create vectors; `scalarize` turns them back into lane loops for the
 //   emitters and the interpreter that want scalars.
-// - Types: every Expr has a DType. Arithmetic is only on f32/f64, integers,
-//   Index and Bool; f16/bf16/float8 values exist only as loads, stores and
-//   casts (the helpers compute in f32; casts to float8 do not saturate, see
-//   compiler/support/Float8.h). Comparisons produce Bool.
+// - Types: every Expr has a DType. Arithmetic is on f32/f64, integers,
+//   Index and Bool, and the few f16 operations of halfArithmetic (the
+//   float16 tiles of targets with float16 arithmetic; each rounds to f16,
+//   as IEEE half precision does); other f16 and all bf16/float8 values
+//   exist only as loads, stores and casts (the helpers compute in f32;
+//   casts to float8 do not saturate, see compiler/support/Float8.h).
+//   Comparisons produce Bool.
 //
 // Nodes are immutable and shared (Expr/Stmt are shared_ptr to const), so
 // transformations rebuild only what they change.
@@ -269,6 +272,11 @@ struct Kernel {
 /// The deepest expression of `k` (ExprNode::Depth; at most kMaxExprDepth in
 /// a verified kernel).
 int maxExprDepth(const Kernel &k);
+
+/// Whether `e` (a Unary or Binary expression) is one of the float16
+/// operations the kernel IR has: add, subtract, multiply, divide, min, max,
+/// the comparisons, negation and absolute value of f16 operands.
+bool halfArithmetic(const ExprNode &e);
 
 /// Checks types and scoping; throws an Internal CompileError naming the
 /// kernel on violation. Emitters may assume a verified kernel.

@@ -55,7 +55,35 @@ public:
   }
 };
 
+/// Rewrites every halfArithmetic expression in f32 (widenHalfArithmetic).
+class HalfWidener : public Mutator {
+public:
+  using Mutator::mutate;
+  Expr mutate(const Expr &e) override {
+    Expr r = Mutator::mutate(e);
+    if ((r->Kind != ExprKind::Unary && r->Kind != ExprKind::Binary) || r->A->Type != DType::F16)
+      return r;
+    Expr a = cast(DType::F32, r->A);
+    if (r->Kind == ExprKind::Unary)
+      return cast(DType::F16, unary(r->Un, a));
+    Expr w = binary(r->Bin, a, cast(DType::F32, r->B));
+    return isComparison(r->Bin) ? w : cast(DType::F16, w);
+  }
+};
+
 } // namespace
+
+Kernel widenHalfArithmetic(const Kernel &k) {
+  bool found = false;
+  visitExprs(k.Body, [&](const Expr &e) {
+    found |= (e->Kind == ExprKind::Unary || e->Kind == ExprKind::Binary) &&
+             e->A->Type == DType::F16;
+  });
+  if (!found)
+    return k;
+  HalfWidener m;
+  return rewrite(k, m);
+}
 
 bool hasVectors(const Stmt &s) {
   bool found = false;

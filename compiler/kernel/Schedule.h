@@ -81,6 +81,12 @@ Kernel parallelize(const Kernel &k);
 /// Vector stores become loops over lanes; the result has no vector.
 Stmt scalarize(const Stmt &s);
 Kernel scalarize(const Kernel &k);
+
+/// `k` with every float16 operation (halfArithmetic) computed in f32 and
+/// rounded to f16, the same values (f32's 24 bits round a half-precision
+/// add, subtract, multiply or divide correctly): for the emitters that
+/// write C, which has no portable float16 arithmetic.
+Kernel widenHalfArithmetic(const Kernel &k);
 /// True when `s` holds a vector expression.
 bool hasVectors(const Stmt &s);
 

@@ -120,11 +120,11 @@ public:
             "broadcast of a vector");
       break;
     case ExprKind::Unary:
-      check(!isNarrowFloat(e->A->Type), "arithmetic on a narrow float");
+      check(!isNarrowFloat(e->A->Type) || halfArithmetic(*e), "arithmetic on a narrow float");
       expr(e->A);
       break;
     case ExprKind::Binary:
-      check(!isNarrowFloat(e->A->Type), "arithmetic on a narrow float");
+      check(!isNarrowFloat(e->A->Type) || halfArithmetic(*e), "arithmetic on a narrow float");
       expr(e->A);
       expr(e->B);
       break;

@@ -324,6 +324,9 @@ namespace {
 /// lowerTiledContraction where t.RowsAt, when set, is at least one tile.
 void lowerTiles(LowerCtx &c, const TiledContraction &t) {
   KernelBuilder &b = c.b();
+  // The accumulators' type: the plan's float16 (A and B are then read as
+  // float16, and the finished sums widen to f32 for Store), or the caller's.
+  const DType accType = t.Tile.HalfAccumulate ? DType::F16 : t.Acc;
   const int64_t L = t.Tile.Lanes, VM = t.Tile.Panel, NV = VM / L;
   const int64_t RW = std::min(t.Tile.Rows, t.Rows);
   const int64_t panels = (t.Cols + VM - 1) / VM;
@@ -396,13 +399,13 @@ void lowerTiles(LowerCtx &c, const TiledContraction &t) {
         kf = kf * t.Reduce[i] + k[i];
       std::vector<Expr> bv;
       for (int64_t v = 0; v < NV; ++v)
-        bv.push_back(direct  ? cast(t.Acc, t.LoadB(k, c0 + v * L))
-                     : packed ? cast(t.Acc, vload(packed, ((t.FirstPanel + p) * kred + kf) * VM +
+        bv.push_back(direct  ? cast(accType, t.LoadB(k, c0 + v * L))
+                     : packed ? cast(accType, vload(packed, ((t.FirstPanel + p) * kred + kf) * VM +
                                                               v * L,
                                                   (int)L))
-                              : broadcast(cast(t.Acc, t.PackedB.loadFlat(indexConst(0))), (int)L));
+                              : broadcast(cast(accType, t.PackedB.loadFlat(indexConst(0))), (int)L));
       for (int64_t r = 0; r < RW; ++r) {
-        Expr a = staged ? staged(r, k) : t.LoadA(r0 + r, k);
+        Expr a = staged ? staged(r, k) : cast(accType, t.LoadA(r0 + r, k));
         for (int64_t v = 0; v < NV; ++v)
           b.store(acc.Buf, accAt(r, v),
                   vload(acc.Buf, accAt(r, v), (int)L) +
@@ -435,13 +438,15 @@ void lowerTiles(LowerCtx &c, const TiledContraction &t) {
       overColumns([&](Expr n) {
         b.loopTo("j", n, [&](Expr j) {
           for (int64_t r = 0; r < RW; ++r)
-            t.Store(r0 + r, c0 + j, sum(indexConst(r), j));
+            t.Store(r0 + r, c0 + j, cast(kir::computeType(accType), sum(indexConst(r), j)));
         });
       });
     else
       overColumns([&](Expr n) {
         b.loop("r", RW, [&](Expr r) {
-          b.loopTo("j", n, [&](Expr j) { t.Store(r0 + r, c0 + j, sum(r, j)); });
+          b.loopTo("j", n, [&](Expr j) {
+            t.Store(r0 + r, c0 + j, cast(kir::computeType(accType), sum(r, j)));
+          });
         });
       });
   };
@@ -466,21 +471,21 @@ void lowerTiles(LowerCtx &c, const TiledContraction &t) {
     Expr c0 = firstCol(p), r0 = firstRow(rt);
     LoadRow staged;
     if (t.StageABytes > 0 && t.Reduce.size() == 1 && !t.ReduceAt &&
-        RW * kred * (int64_t)dtypeSize(t.Acc) <= t.StageABytes) {
-      Local a = b.local("a", t.Acc, RW * kred);
+        RW * kred * (int64_t)dtypeSize(accType) <= t.StageABytes) {
+      Local a = b.local("a", accType, RW * kred);
       b.loop("r", RW, [&](Expr r) {
-        b.loop("k", kred, [&](Expr k) { b.set(a, r * kred + k, cast(t.Acc, t.LoadA(r0 + r, {k}))); });
+        b.loop("k", kred, [&](Expr k) { b.set(a, r * kred + k, cast(accType, t.LoadA(r0 + r, {k}))); });
       });
       staged = [a, kred](int64_t r, const std::vector<Expr> &k) { return a.get(k[0] + r * kred); };
     }
-    Local acc = b.local("acc", t.Acc, RW * VM);
+    Local acc = b.local("acc", accType, RW * VM);
     for (int64_t r = 0; r < RW; ++r)
       for (int64_t v = 0; v < NV; ++v)
-        b.store(acc.Buf, accAt(r, v), broadcast(constant(t.Acc, 0), (int)L));
+        b.store(acc.Buf, accAt(r, v), broadcast(constant(accType, 0), (int)L));
     reduce(acc, p, c0, r0, indexConst(0), t.ReduceAt ? t.ReduceAt : indexConst(outer), staged);
     // Spill the tile (constant offsets keep acc in registers), then store
     // the columns that exist.
-    Local tile = b.local("tile", t.Acc, RW * VM);
+    Local tile = b.local("tile", accType, RW * VM);
     for (int64_t r = 0; r < RW; ++r)
       for (int64_t v = 0; v < NV; ++v)
         b.store(tile.Buf, accAt(r, v), vload(acc.Buf, accAt(r, v), (int)L));
@@ -503,9 +508,9 @@ void lowerTiles(LowerCtx &c, const TiledContraction &t) {
     b.loop("rb", rowBlocks, [&](Expr rb) {
       // The partial sums of the block's row tiles, one RW x VM slot each.
       const int64_t slot = RW * VM;
-      Local part = b.local("part", t.Acc, tilesPerBlock * slot);
+      Local part = b.local("part", accType, tilesPerBlock * slot);
       b.loop("z", tilesPerBlock * slot / L, [&](Expr z) {
-        b.store(part.Buf, z * L, broadcast(constant(t.Acc, 0), (int)L));
+        b.store(part.Buf, z * L, broadcast(constant(accType, 0), (int)L));
       });
       Expr tiles = rowTiles % tilesPerBlock == 0
                        ? indexConst(tilesPerBlock)
@@ -515,7 +520,7 @@ void lowerTiles(LowerCtx &c, const TiledContraction &t) {
         Expr kEnd = outer % bc == 0 ? kBegin + bc : min(kBegin + bc, indexConst(outer));
         b.loop("rt", indexConst(0), tiles, [&](Expr rt) {
           Expr r0 = firstRow(rb * tilesPerBlock + rt), base = rt * slot;
-          Local acc = b.local("acc", t.Acc, RW * VM);
+          Local acc = b.local("acc", accType, RW * VM);
           for (int64_t r = 0; r < RW; ++r)
             for (int64_t v = 0; v < NV; ++v)
               b.store(acc.Buf, accAt(r, v), vload(part.Buf, base + accAt(r, v), (int)L));

@@ -39,7 +39,7 @@ struct PaddedInput {
   /// into a buffer of its own). The padded image has at least `minHp` rows
   /// and `minWp` columns (zeros past the padding).
   PaddedInput(LowerCtx &c, const ConvShape &s, const TensorRef &x, bool scratch = true,
-              int64_t minHp = 0, int64_t minWp = 0) {
+              int64_t minHp = 0, int64_t minWp = 0, bool halfTile = false) {
     const Window &w = s.W;
     C = s.C;
     H = s.InSpatial[0];
@@ -54,9 +54,13 @@ struct PaddedInput {
                    minWp});
     // A 16-bit float input is staged in f32 even without padding: the
     // tiles then read each element as a plain f32 (a broadcast from memory)
-    // instead of converting it once for every tile that reads it.
-    Padded = Hp != H || Wp != W || (scratch && isNarrowFloat(x.dtype()));
-    Src = Padded && scratch ? c.scratch("xpad", x.computeType(), {C, Hp, Wp}) : x;
+    // instead of converting it once for every tile that reads it. A tile
+    // that accumulates in float16 (`halfTile`) reads float16: the copy, if
+    // padded, keeps the type.
+    Padded = Hp != H || Wp != W || (scratch && isNarrowFloat(x.dtype()) && !halfTile);
+    Src = Padded && scratch
+              ? c.scratch("xpad", halfTile ? x.dtype() : x.computeType(), {C, Hp, Wp})
+              : x;
   }
 
   /// Copies image n into the scratch buffer (nothing when not padded),
@@ -113,7 +117,7 @@ void lowerConvTiled(LowerCtx &c, const ConvShape &s, const PackedOperand &po) {
   const Window &w = s.W;
   int64_t cg = s.C / s.Group, mg = s.M / s.Group;
   int64_t ow = w.Out[1], pixels = w.Out[0] * w.Out[1];
-  PaddedInput in(c, s, x);
+  PaddedInput in(c, s, x, true, 0, 0, po.Tile.HalfAccumulate);
   std::optional<TensorRef> bias;
   if (c.hasIn(2))
     bias = c.in(2);
@@ -160,7 +164,7 @@ void lowerConvPixelColumns(LowerCtx &c, const ConvShape &s, const PackedOperand 
   const Window &w = s.W;
   int64_t cg = s.C / s.Group, mg = s.M / s.Group;
   int64_t oh = w.Out[0], ow = w.Out[1], taps = w.Kernel[0] * w.Kernel[1];
-  PaddedInput in(c, s, x);
+  PaddedInput in(c, s, x, true, 0, 0, po.Tile.HalfAccumulate);
   std::optional<TensorRef> bias;
   if (c.hasIn(2))
     bias = c.in(2);

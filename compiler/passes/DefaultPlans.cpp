@@ -193,6 +193,14 @@ std::optional<Contraction> contractionOf(const ir::Node &n, const TargetDesc &t)
 }
 
 // Declared, and described, in DefaultPlans.h.
+MacKind floatMac(const ir::Node &n, const TargetDesc &t) {
+  return t.HalfArithmetic && t.lanes(DType::F16) > 1 && n.inDType(0) == DType::F16 &&
+                 n.Outputs[0] && n.Outputs[0]->Type.Type == DType::F16
+             ? MacKind::F16Fma
+             : MacKind::F32Fma;
+}
+
+// Declared, and described, in DefaultPlans.h.
 std::optional<schedule::WinogradBlocks> winogradBlocks(const ir::Node &n, const TargetDesc &t) {
   if (n.OpType != "Conv" || !constantF32Weights(n))
     return std::nullopt;
@@ -297,8 +305,9 @@ std::optional<ir::KernelPlan> floatPlan(const ir::Node &n, const TargetDesc &t) 
   std::optional<Contraction> c = contractionOf(n, t);
   if (!c)
     return std::nullopt;
+  const MacKind mac = floatMac(n, t);
   if (c->PixelColumns) {
-    TileChoice tile = schedule::chooseTile(t, TileProblem{MacKind::F32Fma, c->Rows, c->Cols, 0, true});
+    TileChoice tile = schedule::chooseTile(t, TileProblem{mac, c->Rows, c->Cols, 0, true});
     bool taken = true;
     // Pixels as rows instead (packed weights) when the reduction is not
     // short and their tile wastes less at the edges (few pixels: a 14x14
@@ -306,7 +315,7 @@ std::optional<ir::KernelPlan> floatPlan(const ir::Node &n, const TargetDesc &t) 
     // stores: one per output, against its reduce / lanes multiply-adds.
     if (c->Reduce >= 4 * tile.Lanes) {
       TileChoice rowsTile =
-          schedule::chooseTile(t, TileProblem{MacKind::F32Fma, c->Cols, c->Rows, c->Reduce});
+          schedule::chooseTile(t, TileProblem{mac, c->Cols, c->Rows, c->Reduce});
       double storeCost = 1.0 + (double)rowsTile.Lanes / (double)c->Reduce;
       taken = -rowsTile.Cost / storeCost <= -tile.Cost;
     }
@@ -318,7 +327,7 @@ std::optional<ir::KernelPlan> floatPlan(const ir::Node &n, const TargetDesc &t) 
     c = Contraction{c->Cols, c->Rows, c->Reduce};
   }
   p.Register = registerTile(
-      schedule::chooseTile(t, TileProblem{MacKind::F32Fma, c->Rows, c->Cols, c->Reduce}));
+      schedule::chooseTile(t, TileProblem{mac, c->Rows, c->Cols, c->Reduce}));
   if (n.OpType != "Conv" && isNarrowFloat(n.inDType(0)))
     p.StagedABytes = t.StackBytes / 4; // a Conv stages its input image instead
   return p;

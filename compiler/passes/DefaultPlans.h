@@ -29,6 +29,13 @@ struct Contraction {
 /// `t` (see DefaultPlans.cpp).
 std::optional<Contraction> contractionOf(const ir::Node &n, const TargetDesc &t);
 
+/// The multiply-accumulate form of `n`'s packed (or pixel-column) tiles:
+/// float16 multiply-adds (F16Fma) for a float16 node on a target with
+/// float16 arithmetic, else f32 ones (a float16 node's loads convert).
+/// Winograd's products stay f32: its transforms lose too many of float16's
+/// bits.
+schedule::MacKind floatMac(const ir::Node &n, const TargetDesc &t);
+
 /// The Winograd block shape of `n` where it is a stride-1 3x3 f32
 /// convolution of one group with constant weights on which Winograd pays.
 std::optional<schedule::WinogradBlocks> winogradBlocks(const ir::Node &n, const TargetDesc &t);

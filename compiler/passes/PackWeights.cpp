@@ -11,12 +11,12 @@
 //       the output channels (Conv: per group; Gemm: N; MatMul: N),
 //       transposed for Gemm without transB and for MatMul; input 3 (MatMul
 //       2); 16-bit float weights cast to f32 first unless the tile has one
-//       row or the target has no vectors;
+//       row, accumulates in float16 or the target has no vectors;
 //   Winograd    mlcc.WinogradWeights: the transformed kernel U [a*a, M, C],
 //               input 3;
 //   register tile with pixel columns, f16/bf16 Conv (targets with vectors)
 //       the weights cast to f32 (the tile broadcasts them one at a time),
-//       input 3;
+//       input 3, unless the tile accumulates in float16;
 //   dot products (int8, Dot4Lanes)
 //       mlcc.PackQuads (convolutions: quads of input channels) or
 //       mlcc.PackQuadsK (matrix products: quads of K), and the int32 sums
@@ -228,8 +228,9 @@ bool packWeights(ir::Graph &g, bool wideHalfWeights) {
       n->Inputs[3] = u;
       p.PackedInput = 3;
       changed = true;
-    } else if (wideHalfWeights && p.Register && p.PixelColumns && p.PackedInput < 0 &&
-               isNarrowFloat(n->inDType(1)) && n->OpType == "Conv") {
+    } else if (wideHalfWeights && p.Register && !p.Register->HalfAccumulate &&
+               p.PixelColumns && p.PackedInput < 0 && isNarrowFloat(n->inDType(1)) &&
+               n->OpType == "Conv") {
       // Weights broadcast one at a time (pixels as the tile's columns): a
       // 16-bit float copy would cost a conversion and a shuffle per weight
       // per tile; the kernel reads an f32 copy (folded) at input 3.
@@ -256,8 +257,10 @@ bool packWeights(ir::Graph &g, bool wideHalfWeights) {
       // two more uops on the FMA ports per vector (x86: 1.3-1.4x the time
       // of squeezenet's 3x3 and classifier convolutions). A one-row tile
       // (a matrix-vector product) streams its weights once and keeps them
-      // 16-bit: half the bytes from memory.
-      if (wideHalfWeights && isNarrowFloat(n->inDType(1)) && p.Register->Rows > 1)
+      // 16-bit: half the bytes from memory; so does a float16 tile
+      // (HalfAccumulate), whose vectors are float16.
+      if (wideHalfWeights && isNarrowFloat(n->inDType(1)) && p.Register->Rows > 1 &&
+          !p.Register->HalfAccumulate)
         pack->Inputs = {addNode(g, nodes, n->Name, "Cast", "", {n->Inputs[1]}, {{"to", 1}})};
       ir::Value *packed = g.addValue(g.uniqueValueName(n->Inputs[1]->Name + ".packed"));
       packed->Producer = pack.get();

@@ -46,17 +46,18 @@ std::vector<ir::KernelPlan> floatAlternatives(const ir::Node &n, const TargetDes
   std::optional<Contraction> c = contractionOf(n, t);
   if (!c)
     return out;
-  TileProblem rows{MacKind::F32Fma, c->Rows, c->Cols, c->Reduce};
+  const MacKind mac = floatMac(n, t);
+  TileProblem rows{mac, c->Rows, c->Cols, c->Reduce};
   if (c->PixelColumns) {
     for (const TileChoice &tile : schedule::rankTiles(
-             t, TileProblem{MacKind::F32Fma, c->Rows, c->Cols, 0, true}, kTilesPerForm))
+             t, TileProblem{mac, c->Rows, c->Cols, 0, true}, kTilesPerForm))
       if (tile.Vectors * tile.Lanes <= c->Cols) {
         ir::KernelPlan p;
         p.Register = registerTile(tile);
         p.PixelColumns = true;
         out.push_back(p);
       }
-    rows = TileProblem{MacKind::F32Fma, c->Cols, c->Rows, c->Reduce};
+    rows = TileProblem{mac, c->Cols, c->Rows, c->Reduce};
   }
   for (const TileChoice &tile : schedule::rankTiles(t, rows, kTilesPerForm)) {
     ir::KernelPlan p;

@@ -6,7 +6,9 @@
 namespace mlcc::schedule {
 
 ir::KernelPlan::Tile TileChoice::plan() const {
-  return ir::KernelPlan::Tile{Lanes, Vectors * Lanes, Rows, ReduceBlock, RowBlock};
+  ir::KernelPlan::Tile tile{Lanes, Vectors * Lanes, Rows, ReduceBlock, RowBlock};
+  tile.HalfAccumulate = Half;
+  return tile;
 }
 
 namespace {
@@ -87,6 +89,8 @@ constexpr int64_t kMaxScalarColumns = 8;
 int64_t lanesOf(const TargetDesc &t, MacKind m) {
   if (m == MacKind::IntScalar || m == MacKind::IntPair)
     return 1;
+  if (m == MacKind::F16Fma)
+    return t.lanes(DType::F16);
   return t.lanes(m == MacKind::F32Fma ? DType::F32 : DType::I32);
 }
 
@@ -179,7 +183,7 @@ namespace {
 /// else a quarter of the L1 cache's worth of rows.
 TileChoice withBlocks(const TargetDesc &t, const TileProblem &p, TileChoice c) {
   const int64_t panel = c.Vectors * c.Lanes;
-  if (p.Mac != MacKind::F32Fma || !blockReduction(t, p.Reduce, panel, c.Rows, p.Rows))
+  if ((p.Mac != MacKind::F32Fma && p.Mac != MacKind::F16Fma) || !blockReduction(t, p.Reduce, panel, c.Rows, p.Rows))
     return c;
   c.ReduceBlock = std::max<int64_t>(1, t.L1Bytes / 2 / (panel * 4));
   int64_t allRows = (p.Rows + c.Rows - 1) / c.Rows * c.Rows;
@@ -195,6 +199,7 @@ TileChoice chooseTile(const TargetDesc &t, const TileProblem &p) {
   const int64_t lanes = lanesOf(t, p.Mac);
   TileChoice best;
   best.Lanes = lanes;
+  best.Half = p.Mac == MacKind::F16Fma;
   bool found = false;
   for (bool even : {true, false}) {
     if (!even && (found || (!p.EvenRows && !p.EvenVectors)))
@@ -208,7 +213,7 @@ TileChoice chooseTile(const TargetDesc &t, const TileProblem &p) {
         if (found && cost >= best.Cost - 1e-9)
           continue;
         found = true;
-        best = TileChoice{lanes, nv, rw, 0, 0, cost};
+        best = TileChoice{lanes, nv, rw, 0, 0, cost, best.Half};
       }
   }
   return found ? withBlocks(t, p, best) : best;
@@ -221,7 +226,8 @@ std::vector<TileChoice> rankTiles(const TargetDesc &t, const TileProblem &p, siz
   for (int64_t nv = 1, nvs = maxVectors(t, p); nv <= nvs; ++nv)
     for (int64_t rw = 1, rws = maxRows(t, p, nv); rw <= rws; ++rw)
       if (nv != first.Vectors || rw != first.Rows)
-        all.push_back(withBlocks(t, p, TileChoice{lanes, nv, rw, 0, 0, tileCost(t, p, rw, nv)}));
+        all.push_back(withBlocks(t, p, TileChoice{lanes, nv, rw, 0, 0, tileCost(t, p, rw, nv),
+                                                  p.Mac == MacKind::F16Fma}));
   std::stable_sort(all.begin(), all.end(),
                    [](const TileChoice &a, const TileChoice &b) { return a.Cost < b.Cost; });
   std::vector<TileChoice> ranked{first};

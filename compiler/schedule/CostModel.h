@@ -34,6 +34,9 @@ namespace mlcc::schedule {
 /// The multiply-accumulate form a register tile is built on.
 enum class MacKind : uint8_t {
   F32Fma,  ///< f32 multiply-adds: vectors of lanes(F32), or a scalar FPU
+  /// float16 multiply-adds on vectors of lanes(F16) (TargetDesc::
+  /// HalfArithmetic): the f32 tile's model with twice the lanes
+  F16Fma,
   /// int8 dot products of byte quads into int32 lanes in one instruction
   /// (x86 VNNI, AArch64 sdot / usdot)
   Int8Dot,
@@ -106,6 +109,7 @@ struct TileChoice {
   int64_t Lanes = 1, Vectors = 1, Rows = 1;
   int64_t ReduceBlock = 0, RowBlock = 0;
   double Cost = 0;
+  bool Half = false; ///< an F16Fma tile (KernelPlan::Tile::HalfAccumulate)
   /// The f32 tile as a plan (Panel = Vectors x Lanes columns).
   ir::KernelPlan::Tile plan() const;
 };

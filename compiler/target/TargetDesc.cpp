@@ -61,7 +61,8 @@ std::string TargetDesc::describe() const {
     << (!FloatUnit ? "none"
         : DoubleUnit ? Fma ? "yes, with fused multiply-add" : "yes"
         : Fma ? "f32 only, with fused multiply-add" : "f32 only")
-    << (FloatUnit && !FloatMinMax ? ", no min/max instruction" : "") << "\n"
+    << (FloatUnit && !FloatMinMax ? ", no min/max instruction" : "")
+    << (HalfArithmetic ? "; float16 vector arithmetic" : "") << "\n"
     << "caches planned:    L1 " << bytesText(L1Bytes) << ", L2 " << bytesText(L2Bytes)
     << ", lines " << bytesText(CacheLineBytes) << "\n"
     << "kernel stack:      " << bytesText(StackBytes) << "\n"

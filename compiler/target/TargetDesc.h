@@ -56,6 +56,11 @@ struct TargetDesc {
   /// f32 minimum and maximum in one instruction each (false: Cortex-M4's
   /// FPv4, where each is a compare, a status move and a conditional move).
   bool FloatMinMax = true;
+  /// float16 vector arithmetic (add, multiply, fused multiply-add) on
+  /// vectors of lanes(F16): Armv8.2-A FP16 (`fmla v.8h`; Cortex-A55, A76,
+  /// A78, Neoverse). The float16 matrix products and convolutions then
+  /// accumulate in float16 (KernelPlan::Tile::HalfAccumulate).
+  bool HalfArithmetic = false;
   /// A core's private L2 data cache that a contraction's packed B panel
   /// should stay in while the row tiles reuse it; 0: no cache to plan for
   /// (microcontrollers).

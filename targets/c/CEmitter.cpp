@@ -148,7 +148,7 @@ public:
   /// Writes `kernel`; vector statements become loops over lanes, which the
   /// C compiler vectorizes again.
   void write(const Kernel &kernel, const std::string &qualifiers, const std::string &fname) {
-    Kernel k = scalarize(kernel);
+    Kernel k = scalarize(widenHalfArithmetic(kernel));
     OS << qualifiers << " " << fname << "(";
     for (size_t i = 0; i < k.Params.size(); ++i) {
       const Buffer &b = k.Params[i];

@@ -142,7 +142,17 @@ Value *KernelEmitter::libcall(const char *name, DType t, Value *a, Value *b) {
   return b ? B.CreateCall(f, {a, b}) : B.CreateCall(f, {a});
 }
 
+/// An f16 value (i16 bits in registers) as LLVM's half, or back.
+static Value *asHalf(llvm::IRBuilder<> &b, Value *v, bool toHalf) {
+  llvm::Type *scalar = toHalf ? b.getHalfTy() : b.getInt16Ty();
+  if (auto *vt = llvm::dyn_cast<llvm::FixedVectorType>(v->getType()))
+    return b.CreateBitCast(v, llvm::FixedVectorType::get(scalar, vt->getNumElements()));
+  return b.CreateBitCast(v, scalar);
+}
+
 Value *KernelEmitter::unary(UnOp op, DType t, Value *a) {
+  if (t == DType::F16 && (op == UnOp::Neg || op == UnOp::Abs))
+    return asHalf(B, unary(op, DType::F32, asHalf(B, a, true)), false);
   if (isFloat(t)) {
     using namespace llvm;
     switch (op) {
@@ -196,6 +206,10 @@ Value *KernelEmitter::unary(UnOp op, DType t, Value *a) {
 }
 
 Value *KernelEmitter::binary(BinOp op, DType t, Value *a, Value *b) {
+  if (t == DType::F16) { // halfArithmetic: native f16, rounded per operation
+    Value *r = floatBinary(op, t, asHalf(B, a, true), asHalf(B, b, true));
+    return isComparison(op) ? r : asHalf(B, r, false);
+  }
   if (isFloat(t))
     return floatBinary(op, t, a, b);
   return integerBinary(op, t, a, b);

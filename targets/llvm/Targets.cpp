@@ -284,6 +284,7 @@ TargetDesc describeTarget(const TargetSpec &t) {
       s.IntMacs.push_back(MacForm::ArmDot);
     if (has("i8mm"))
       s.IntMacs.push_back(MacForm::ArmMatMul);
+    s.HalfArithmetic = has("neon") && has("fullfp16");
   } else if (triple.isARM() || triple.isThumb()) {
     // Thumb-1 (ARMv6-M) instructions reach r0-r7 only.
     s.GeneralRegisters = has("thumb2") || !triple.isThumb() ? 13 : 8;

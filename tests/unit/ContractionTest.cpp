@@ -232,3 +232,96 @@ TEST_CASE("float16 convolutions and products take the float32 plans and equal th
     CHECK(nonzero > ref.size() / 4);
   }
 }
+
+TEST_CASE("float16 tiles accumulate in float16 where the target has float16 arithmetic",
+          "[contraction]") {
+  // A NEON-shaped target with float16 arithmetic (Armv8.2-A FP16): the
+  // float16 Conv and Gemm tiles keep float16 accumulators, panels and
+  // products (8 lanes), and widen the finished sums to f32 for the
+  // epilogue. The interpreter rounds each float16 operation as IEEE half
+  // precision does, so the result equals, bit for bit, the definition
+  // computed the same way: per output, acc = half(acc + half(x * w)) over
+  // the reduction in order (channels, then kernel rows, then columns),
+  // then half(relu(float(acc) + b)).
+  TargetDesc neon = avx512(32768, 524288);
+  neon.VectorBytes = 16;
+  neon.HalfArithmetic = true;
+  struct Case {
+    std::string Op;
+    Shape X, W, Y;
+    std::vector<std::pair<std::string, int64_t>> Attrs;
+  };
+  const std::vector<Case> cases = {
+      // packed float16 panels
+      {"Gemm", {37, 70}, {70, 50}, {37, 50}, {}},
+      // 1x1: pixels as columns, the float16 weights broadcast
+      {"Conv", {1, 24, 9, 12}, {40, 24, 1, 1}, {1, 40, 9, 12}, {{"kernel_shape", 1}}},
+      // 3x3 over few channels (no Winograd): pixels as rows, padded
+      {"Conv", {1, 8, 10, 10}, {16, 8, 3, 3}, {1, 16, 10, 10}, {{"kernel_shape", 3}, {"pads", 1}}},
+  };
+  auto half = [](float v) { return roundHalf(v); };
+  for (const Case &k : cases) {
+    INFO(k.Op << " " << shapeToString(k.X) << " x " << shapeToString(k.W));
+    const bool gemm = k.Op == "Gemm";
+    const Shape bias = {gemm ? k.Y[1] : k.W[0]};
+    std::string model = asFloat16(oneNodeModel(k.Op, k.X, k.W, bias, k.Y, k.Attrs));
+    std::vector<float> x = randomValues(k.X, 3), w = randomValues(k.W, 1),
+                       b = randomValues(bias, 2), ref;
+    for (std::vector<float> *v : {&x, &w, &b})
+      for (float &f : *v)
+        f = half(f);
+    auto finish = [&](float acc, int64_t o) {
+      ref.push_back(half(std::max(acc + b[(size_t)o], 0.0f)));
+    };
+    if (gemm) {
+      const int64_t M = k.X[0], K = k.X[1], N = k.W[1];
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) {
+          float acc = 0;
+          for (int64_t kk = 0; kk < K; ++kk)
+            acc = half(acc + half(x[(size_t)(i * K + kk)] * w[(size_t)(kk * N + j)]));
+          finish(acc, j);
+        }
+    } else {
+      const int64_t C = k.X[1], H = k.X[2], Wd = k.X[3], M = k.W[0], R = k.W[2];
+      const int64_t pad = R / 2;
+      for (int64_t o = 0; o < M; ++o)
+        for (int64_t oy = 0; oy < H; ++oy)
+          for (int64_t ox = 0; ox < Wd; ++ox) {
+            float acc = 0;
+            for (int64_t c = 0; c < C; ++c)
+              for (int64_t ky = 0; ky < R; ++ky)
+                for (int64_t kx = 0; kx < R; ++kx) {
+                  int64_t iy = oy + ky - pad, ix = ox + kx - pad;
+                  if (iy < 0 || iy >= H || ix < 0 || ix >= Wd)
+                    continue; // the padding's products are zeros
+                  acc = half(acc + half(x[(size_t)((c * H + iy) * Wd + ix)] *
+                                        w[(size_t)(((o * C + c) * R + ky) * R + kx)]));
+                }
+            finish(acc, o);
+          }
+    }
+    std::string text;
+    std::vector<float> got = compileAndRun(model, neon, x, &text);
+    INFO(text.substr(0, 4000));
+    // float16 accumulators
+    CHECK(text.find("alloc acc: f16[") != std::string::npos);
+    REQUIRE(got.size() == ref.size());
+    size_t bad = 0, nonzero = 0;
+    for (size_t i = 0; i < ref.size(); ++i) {
+      nonzero += ref[i] != 0.0f;
+      if (got[i] != ref[i] && bad++ == 0)
+        UNSCOPED_INFO("first difference at " << i << ": " << got[i] << " vs " << ref[i]);
+    }
+    CHECK(bad == 0);
+    CHECK(nonzero > ref.size() / 4);
+    // The same model on the target without float16 arithmetic accumulates
+    // in f32: not the float16 sums.
+    TargetDesc f32 = neon;
+    f32.HalfArithmetic = false;
+    std::string plain;
+    std::vector<float> wide = compileAndRun(model, f32, x, &plain);
+    CHECK(plain.find("alloc acc: f32[") != std::string::npos);
+    CHECK(wide != got);
+  }
+}
