@@ -161,6 +161,24 @@ private:
   std::vector<double> Ns;
 };
 
+/// The directives that let the GNU assembler (the cross C compiler's)
+/// take LLVM's assembly for `target`, which names no architecture: the
+/// AArch64 extensions its kernels may use (float16 arithmetic, dot
+/// products, i8mm), beyond the assembler's Armv8.0 default.
+std::string assemblerExtensions(const llvmgen::TargetSpec &target) {
+  if (target.Triple.rfind("aarch64", 0) != 0)
+    return "";
+  TargetDesc d = llvmgen::describeTarget(target);
+  std::string s;
+  if (d.HalfArithmetic)
+    s += "\t.arch_extension fp16\n";
+  if (d.has(MacForm::ArmDot))
+    s += "\t.arch_extension dotprod\n";
+  if (d.has(MacForm::ArmMatMul))
+    s += "\t.arch_extension i8mm\n";
+  return s;
+}
+
 /// A round run as a program of the target (firmware under QEMU, a Linux
 /// program under qemu-user): the model's object and header, a harness that
 /// reads inputs.bin and writes outputs.bin, built with the target's C
@@ -203,6 +221,8 @@ protected:
     Object = std::string(kName) + (assembly ? ".s" : ".o");
     std::string code = llvmgen::compileProgram(
         P, target, cg, assembly ? llvmgen::OutputKind::Assembly : llvmgen::OutputKind::Object);
+    if (assembly)
+      code = assemblerExtensions(target) + code;
     Tmp->write(Object, code);
     if (assembly)
       Asm = std::move(code);

@@ -46,7 +46,8 @@ void addCompileOptions(CLI::App &app, CompileOptions &o) {
                  "by name); the step writes only the new rows (repeatable)");
   app.add_option("--precision", o.Precision,
                  "Store the float model's weights and activations as float16 or bfloat16 "
-                 "(inputs and outputs stay float32; arithmetic in float32)")
+                 "(inputs and outputs stay float32; arithmetic in float32, float16 on targets with "
+                 "float16 arithmetic: --print-target)")
       ->check(CLI::IsMember({"float32", "float16", "bfloat16"}));
   app.add_option("--quantize", o.Quantize,
                  "Quantize the float model: int8 (calibrated with --calibrate; "
