@@ -158,6 +158,30 @@ std::string asFloat16(const std::string &model) {
 
 float roundHalf(float v) { return halfToFloat(floatToHalf(v)); }
 
+/// A float16 Conv or Gemm case: the node, a piece of its kernel text that
+/// the test expects (or empty), the shapes and attributes.
+struct HalfCase {
+  std::string Op, Expect;
+  Shape X, W, Y;
+  std::vector<std::pair<std::string, int64_t>> Attrs;
+};
+
+/// The case's float16 model (asFloat16) and its input, weights and bias
+/// rounded to float16, as the model holds them.
+struct HalfModel {
+  std::string Model;
+  std::vector<float> X, W, B;
+};
+HalfModel halfModel(const HalfCase &k) {
+  const Shape bias = {k.Op == "Gemm" ? k.Y[1] : k.W[0]};
+  HalfModel m{asFloat16(oneNodeModel(k.Op, k.X, k.W, bias, k.Y, k.Attrs)),
+              randomValues(k.X, 3), randomValues(k.W, 1), randomValues(bias, 2)};
+  for (std::vector<float> *v : {&m.X, &m.W, &m.B})
+    for (float &f : *v)
+      f = roundHalf(f);
+  return m;
+}
+
 } // namespace
 
 TEST_CASE("float16 convolutions and products take the float32 plans and equal the definition",
@@ -166,12 +190,7 @@ TEST_CASE("float16 convolutions and products take the float32 plans and equal th
   // the definition from the float16-rounded input and weights, in double,
   // rounded to float16, within half a float16 unit of its value (2^-11
   // relative) plus float32 rounding of the sum.
-  struct Case {
-    std::string Op, Expect; // the node, a piece of the plan's kernel text
-    Shape X, W, Y;
-    std::vector<std::pair<std::string, int64_t>> Attrs;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<HalfCase> cases = {
       // packed float16 weights, A staged in f32 per row tile (as vectors)
       {"Gemm", "] = f32x16(in0[", {37, 70}, {70, 50}, {37, 50}, {}},
       // 1x1: pixels as columns, the weights widened to f32 at compile time
@@ -185,15 +204,12 @@ TEST_CASE("float16 convolutions and products take the float32 plans and equal th
       {"Conv", "grid", {1, 8, 15, 15}, {8, 1, 3, 3}, {1, 8, 8, 8},
        {{"kernel_shape", 3}, {"pads", 1}, {"strides", 2}, {"group", 8}}},
   };
-  for (const Case &k : cases) {
+  for (const HalfCase &k : cases) {
     INFO(k.Op << " " << shapeToString(k.X) << " x " << shapeToString(k.W));
-    const Shape bias = {k.Op == "Gemm" ? k.Y[1] : k.W[0]};
-    std::string model = asFloat16(oneNodeModel(k.Op, k.X, k.W, bias, k.Y, k.Attrs));
-    std::vector<float> x = randomValues(k.X, 3), w = randomValues(k.W, 1),
-                       b = randomValues(bias, 2), ref;
-    for (std::vector<float> *v : {&x, &w, &b})
-      for (float &f : *v)
-        f = roundHalf(f);
+    HalfModel hm = halfModel(k);
+    const std::string &model = hm.Model;
+    const std::vector<float> &x = hm.X, &w = hm.W, &b = hm.B;
+    std::vector<float> ref;
     int64_t terms = 0;
     if (k.Op == "Gemm") {
       const int64_t M = k.X[0], K = k.X[1], N = k.W[1];
@@ -246,30 +262,23 @@ TEST_CASE("float16 tiles accumulate in float16 where the target has float16 arit
   TargetDesc neon = avx512(32768, 524288);
   neon.VectorBytes = 16;
   neon.HalfArithmetic = true;
-  struct Case {
-    std::string Op;
-    Shape X, W, Y;
-    std::vector<std::pair<std::string, int64_t>> Attrs;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<HalfCase> cases = {
       // packed float16 panels
-      {"Gemm", {37, 70}, {70, 50}, {37, 50}, {}},
+      {"Gemm", "", {37, 70}, {70, 50}, {37, 50}, {}},
       // 1x1: pixels as columns, the float16 weights broadcast
-      {"Conv", {1, 24, 9, 12}, {40, 24, 1, 1}, {1, 40, 9, 12}, {{"kernel_shape", 1}}},
+      {"Conv", "", {1, 24, 9, 12}, {40, 24, 1, 1}, {1, 40, 9, 12}, {{"kernel_shape", 1}}},
       // 3x3 over few channels (no Winograd): pixels as rows, padded
-      {"Conv", {1, 8, 10, 10}, {16, 8, 3, 3}, {1, 16, 10, 10}, {{"kernel_shape", 3}, {"pads", 1}}},
+      {"Conv", "", {1, 8, 10, 10}, {16, 8, 3, 3}, {1, 16, 10, 10},
+       {{"kernel_shape", 3}, {"pads", 1}}},
   };
   auto half = [](float v) { return roundHalf(v); };
-  for (const Case &k : cases) {
+  for (const HalfCase &k : cases) {
     INFO(k.Op << " " << shapeToString(k.X) << " x " << shapeToString(k.W));
     const bool gemm = k.Op == "Gemm";
-    const Shape bias = {gemm ? k.Y[1] : k.W[0]};
-    std::string model = asFloat16(oneNodeModel(k.Op, k.X, k.W, bias, k.Y, k.Attrs));
-    std::vector<float> x = randomValues(k.X, 3), w = randomValues(k.W, 1),
-                       b = randomValues(bias, 2), ref;
-    for (std::vector<float> *v : {&x, &w, &b})
-      for (float &f : *v)
-        f = half(f);
+    HalfModel hm = halfModel(k);
+    const std::string &model = hm.Model;
+    const std::vector<float> &x = hm.X, &w = hm.W, &b = hm.B;
+    std::vector<float> ref;
     auto finish = [&](float acc, int64_t o) {
       ref.push_back(half(std::max(acc + b[(size_t)o], 0.0f)));
     };
