@@ -270,6 +270,8 @@ llvm::Function *ModuleEmitter::float16Helper(const std::string &name0, bool toFl
     llvm::Type *h = withLanes(llvm::Type::getHalfTy(Ctx), lanes);
     res = toFloat ? b.CreateFPExt(b.CreateBitCast(arg, h), f32)
                   : b.CreateBitCast(b.CreateFPTrunc(arg, h), i16);
+    if (toFloat && Features.FenceHalfWidening)
+      res = b.CreateArithmeticFence(res, f32);
   } else
     res = toFloat ? halfToF32(b, arg) : f32ToHalf(b, arg);
   b.CreateRet(res);

@@ -473,6 +473,8 @@ EmitFeatures emitFeatures(const llvm::TargetMachine &tm, const TargetSpec &t) {
     features.Madd256 = sti->checkFeatures("+avx2");
     features.Madd512 = sti->checkFeatures("+avx512bw");
     features.HalfConversions = sti->checkFeatures("+f16c");
+    features.FenceHalfWidening =
+        features.HalfConversions && !sti->checkFeatures("+avx512fp16");
   }
   if (triple.isAArch64()) {
     features.ArmDot = sti->checkFeatures("+dotprod");
