@@ -11,6 +11,7 @@
 #     float32 build's) under QEMU when the Arm tools are installed.
 #  3. Bad input: --precision with --quantize, an unknown precision: a
 #     non-zero exit, one error line, no library written.
+#  4. x86 without AVX512-FP16: the float16 build compares as f32 vectors.
 #
 # usage: tests/cli/precision.sh MLCC WORKDIR
 set -uo pipefail
@@ -79,6 +80,22 @@ if command -v qemu-system-arm >/dev/null && command -v arm-none-eabi-gcc >/dev/n
 else
   echo "cortex-m4 check skipped: qemu-system-arm or arm-none-eabi-gcc not installed"
 fi
+
+# 4. x86 cores without AVX512-FP16 (Zen 4, AVX2 levels): the float16 build's
+# MaxPools and Relus compare widened values as float32 vectors. (LLVM would
+# narrow them to float16 comparisons, which it scalarizes there: mask shifts
+# and scalar vucomiss, 36-48 of them in this model without the fence of
+# EmitFeatures::FenceHalfWidening.)
+for cpu in znver4 x86-64-v3; do
+  "$mlcc" "$digits" --precision float16 --target x86_64-unknown-linux-gnu --cpu "$cpu" \
+    --emit asm -o "$work/x86-$cpu.s" || { fail "float16 asm for $cpu"; continue; }
+  scalarized=$(grep -c -E '^[[:space:]]+(kshiftlw|kshiftrw|vucomiss|vcomiss)' "$work/x86-$cpu.s" || true)
+  if ((scalarized > 0)); then
+    fail "float16 digits for $cpu: $scalarized scalarized comparison instructions"
+  else
+    echo "float16 digits for x86 --cpu $cpu: no scalarized comparisons"
+  fi
+done
 
 # 3. Bad input.
 bad() { # WHAT ARGS...
