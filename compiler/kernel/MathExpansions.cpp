@@ -31,16 +31,24 @@ Expr expF32(const Expr &x0, const Let &let) {
   // clamped to it, would otherwise make a subnormal product, which x86
   // cores compute in a microcode assist of a hundred cycles or more).
   const double hi = 88.3762626647949, lo = -87.0;
+  // n = xc / ln2 rounded to an integer by adding 1.5 * 2^23: the sum lies
+  // in [2^23, 2^24), whose units are whole numbers, so its rounding is n's
+  // and its low mantissa bits hold n in two's complement (no floor, and no
+  // float-to-int conversion with its NaN and saturation handling).
+  const double magic = 12582912.0;
+  const int32_t magicBits = 0x4B400000;
   Expr x = let(x0);
   Expr xc = min(max(x, lo), hi);
-  Expr n = let(floor(xc * 1.44269504088896341 + 0.5));
+  Expr t = let(xc * 1.44269504088896341 + magic);
+  Expr n = let(t - magic);
   Expr r = let(xc - n * 0.693359375 - n * -2.12194440e-4);
   Expr p = constant(DType::F32, 1.9875691500E-4);
   for (double c : {1.3981999507E-3, 8.3334519073E-3, 4.1665795894E-2, 1.6666665459E-1,
                    5.0000001201E-1})
     p = p * r + c;
   Expr y = let(p * r * r + r + 1.0);
-  Expr bits = binary(BinOp::Shl, cast(DType::I32, n) + constantInt(DType::I32, 127),
+  Expr bits = binary(BinOp::Shl,
+                     bitcast(DType::I32, t) + constantInt(DType::I32, 127 - magicBits),
                      constantInt(DType::I32, 23));
   Expr v = y * bitcast(DType::F32, bits);
   v = select(gt(x, hi), constant(DType::F32, INFINITY), v);

@@ -26,9 +26,11 @@ Expr erfF32(const Expr &x0, const Let &let);
 
 /// exp(x) for f32: x = n ln2 + r with |r| <= ln2/2 (ln2 split in two
 /// parts), a degree-7 polynomial for exp(r) (the Cephes expf coefficients),
-/// and 2^n built in the exponent bits. Within 2 ulp of libm on the normal
-/// range; +inf above it, 0 below it (results that would be subnormal are
-/// flushed), NaN stays NaN.
+/// and 2^n built in the exponent bits (n rounded by adding 1.5 * 2^23, whose
+/// sum's low bits are n: no floor, no float-to-int conversion). Within 2 ulp
+/// of libm on [-87, 127.5 ln2 = 88.376); +inf above it (short of e^88.72,
+/// the largest float: 2^128 has no exponent), 0 below it (results that would
+/// be subnormal are flushed), NaN stays NaN.
 Expr expF32(const Expr &x0, const Let &let);
 
 /// log(x) for f32: x = m 2^k with m in [sqrt(1/2), sqrt(2)) (subnormal
