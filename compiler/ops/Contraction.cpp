@@ -541,7 +541,47 @@ void lowerTiles(LowerCtx &c, const TiledContraction &t) {
 
 } // namespace
 
+namespace {
+
+/// lowerTiledContraction after its columns: rows known at run time.
+void lowerRowRuns(LowerCtx &c, const TiledContraction &t);
+
+} // namespace
+
 void lowerTiledContraction(LowerCtx &c, const TiledContraction &t) {
+  // Columns of a directly read B known at run time: whole panels, then the
+  // columns left (fewer than a panel) in panels of half as many vectors,
+  // and so on down to one vector, so that a short run (the last block of
+  // a query length) computes about the columns it has, not a whole panel.
+  // Where the columns' capacity is whole panels, so that every panel read
+  // stays inside it.
+  const int64_t L = t.Tile.Lanes, VM = t.Tile.Panel;
+  if (t.LoadB && t.ColsAt && !t.ColsAt->isConst() && VM > L && t.Cols % VM == 0) {
+    KernelBuilder &b = c.b();
+    Expr whole = t.ColsAt / VM * VM;
+    TiledContraction panels = t;
+    panels.Tile.Panel = VM; // (unchanged: the whole panels)
+    panels.ColsAt = whole;
+    b.ifThen(ge(t.ColsAt, indexConst(VM)), [&] { lowerRowRuns(c, panels); });
+    TiledContraction rest = t;
+    rest.Tile.Panel = std::max<int64_t>(1, VM / L / 2) * L;
+    rest.Cols = t.Cols;
+    rest.ColsAt = t.ColsAt - whole;
+    rest.LoadB = [load = t.LoadB, whole](const std::vector<Expr> &k, const Expr &col0) {
+      return load(k, col0 + whole);
+    };
+    rest.Store = [store = t.Store, whole](const Expr &r, const Expr &col, const Expr &acc) {
+      store(r, col + whole, acc);
+    };
+    b.ifThen(gt(rest.ColsAt, indexConst(0)), [&] { lowerTiledContraction(c, rest); });
+    return;
+  }
+  lowerRowRuns(c, t);
+}
+
+namespace {
+
+void lowerRowRuns(LowerCtx &c, const TiledContraction &t) {
   // Rows known at run time: as many whole tiles as fit, then the rows left
   // (fewer than a tile) in tiles of half as many rows, and so on down to
   // one row, so that no row is computed twice (an edge tile shifted back
@@ -563,10 +603,12 @@ void lowerTiledContraction(LowerCtx &c, const TiledContraction &t) {
     rest.Store = [store = t.Store, whole](const Expr &r, const Expr &col, const Expr &acc) {
       store(r + whole, col, acc);
     };
-    c.b().ifThen(gt(rest.RowsAt, indexConst(0)), [&] { lowerTiledContraction(c, rest); });
+    c.b().ifThen(gt(rest.RowsAt, indexConst(0)), [&] { lowerRowRuns(c, rest); });
     return;
   }
   lowerTiles(c, t);
 }
+
+} // namespace
 
 } // namespace mlcc::ops

@@ -244,6 +244,18 @@ struct Operands {
     }
     return t.load(src);
   }
+  /// Whether a logical operand's rows (its last axis) are contiguous f32
+  /// elements of `t`'s buffer, so that a vector load reads them in place:
+  /// the logical last axis is the stored last one (or the last axis of the
+  /// tail), and an element is a plain load.
+  bool rowsContiguous(const TensorRef &t, const View &view) const {
+    if (view.Perm.empty() || view.Perm.back() != (int64_t)view.Perm.size() - 1 ||
+        t.dtype() != DType::F32)
+      return false;
+    std::vector<Expr> bi(BatchAt.size(), indexConst(0));
+    Expr e = at(t, view, bi, indexConst(0), indexConst(0));
+    return e->Kind == ExprKind::Load && e->Buf == t.buffer();
+  }
   Expr q(const std::vector<Expr> &bi, const Expr &i, const Expr &c) const {
     return at(Q, G.QV, bi, i, c);
   }
@@ -390,7 +402,11 @@ void lowerBlocks(LowerCtx &c, const Operands &o, const ir::KernelPlan::Attention
     Local m = b.local("m", DType::F32, QB), l = b.local("l", DType::F32, QB),
           alpha = b.local("alpha", DType::F32, QB);
     Local acc = b.local("o", DType::F32, QB * dv), s = b.local("s", DType::F32, QB * KB);
-    Local vb = b.local("vb", DType::F32, KB * dv);
+    // V read in place by P V when its rows are contiguous f32 (the value
+    // width is the stored last axis: a head of a projection), else each
+    // key block's values copied to the stack.
+    const bool vInPlace = o.rowsContiguous(o.V, g.VV);
+    Local vb = b.local("vb", DType::F32, vInPlace ? 1 : KB * dv);
     // Score (r, j) of the block: s[j][r] with keys as rows (the score
     // tile's layout, query rows contiguous), else s[r][j].
     auto at = [&](const Expr &r, const Expr &j) { return keysAsRows ? j * QB + r : r * KB + j; };
@@ -464,9 +480,10 @@ void lowerBlocks(LowerCtx &c, const Operands &o, const ir::KernelPlan::Attention
       }
       lowerTiledContraction(c, scores);
       // The block's values; P V reads the keys up to the last only.
-      b.loopTo("j", nk.get(), [&](Expr j) {
-        b.loop("c", dv, [&](Expr cc) { b.set(vb, j * dv + cc, o.v(bi, k0 + j, cc)); });
-      });
+      if (!vInPlace)
+        b.loopTo("j", nk.get(), [&](Expr j) {
+          b.loop("c", dv, [&](Expr cc) { b.set(vb, j * dv + cc, o.v(bi, k0 + j, cc)); });
+        });
       // The running maximum and sum; S becomes P (the scores of the keys
       // up to the last).
       if (keysAsRows) {
@@ -519,6 +536,10 @@ void lowerBlocks(LowerCtx &c, const Operands &o, const ir::KernelPlan::Attention
         return s.get(at(r, k[0]));
       };
       values.LoadB = [&](const std::vector<Expr> &k, const Expr &col0) {
+        if (vInPlace) {
+          Expr e = o.v(bi, k0 + k[0], col0);
+          return vload(e->Buf, e->A, (int)VL);
+        }
         return vload(vb.Buf, k[0] * dv + col0, (int)VL);
       };
       values.Store = [&](const Expr &r, const Expr &col, const Expr &sum) {
