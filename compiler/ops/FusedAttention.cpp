@@ -380,6 +380,12 @@ void lowerRows(LowerCtx &c, const Operands &o) {
   }, "b");
 }
 
+/// The running maximum of the scores: the larger of `m` and the score `x`,
+/// `m` when x is NaN (one max instruction where the IR's Max, which
+/// propagates NaN, takes three; a NaN score still makes its row NaN,
+/// through exp(x - m) and the sum).
+Expr runningMax(const Expr &m, const Expr &x) { return select(gt(x, m), x, m); }
+
 /// One form of the blocked kernel: see the file comment. `keysAsRows`: the
 /// score tile `scores` has the keys as rows; else the query rows (all of
 /// them in one block of `queryBlock`).
@@ -496,7 +502,7 @@ void lowerBlocks(LowerCtx &c, const Operands &o, const ir::KernelPlan::Attention
         });
         b.loopTo("j", nk.get(), [&](Expr j) {
           b.loopTo("r", rowsAt.get(),
-                   [&](Expr r) { b.set(mx, r, max(mx.get(r), s.get(at(r, j)))); });
+                   [&](Expr r) { b.set(mx, r, runningMax(mx.get(r), s.get(at(r, j)))); });
         });
         b.loopTo("j", nk.get(), [&](Expr j) {
           b.loopTo("r", rowsAt.get(), [&](Expr r) {
@@ -512,7 +518,7 @@ void lowerBlocks(LowerCtx &c, const Operands &o, const ir::KernelPlan::Attention
       } else {
         b.loopTo("r", rowsAt.get(), [&](Expr r) {
           Local mx = b.local("mx", m.get(r));
-          b.loopTo("j", nk.get(), [&](Expr j) { b.set(mx, max(mx.get(), s.get(at(r, j)))); });
+          b.loopTo("j", nk.get(), [&](Expr j) { b.set(mx, runningMax(mx.get(), s.get(at(r, j)))); });
           Local sum = b.local("sum", zero);
           b.loopTo("j", nk.get(), [&](Expr j) {
             b.set(s, at(r, j), exp(s.get(at(r, j)) - mx.get()));
