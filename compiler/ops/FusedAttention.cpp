@@ -416,9 +416,11 @@ void lowerBlocks(LowerCtx &c, const Operands &o, const ir::KernelPlan::Attention
     // Score (r, j) of the block: s[j][r] with keys as rows (the score
     // tile's layout, query rows contiguous), else s[r][j].
     auto at = [&](const Expr &r, const Expr &j) { return keysAsRows ? j * QB + r : r * KB + j; };
-    b.loopTo("r", rowsAt.get(), [&](Expr r) {
+    b.loop("r", QB, [&](Expr r) {
       b.set(m, r, lowestFinite());
       b.set(l, r, zero);
+    });
+    b.loopTo("r", rowsAt.get(), [&](Expr r) {
       b.loop("c", dv, [&](Expr cc) { b.set(acc, r * dv + cc, zero); });
     });
     // Keys as rows: the block's queries transposed (qt[c][r]), zero past
@@ -430,6 +432,12 @@ void lowerBlocks(LowerCtx &c, const Operands &o, const ir::KernelPlan::Attention
       });
       b.loopTo("r", rowsAt.get(), [&](Expr r) {
         b.loop("c", dk, [&](Expr cc) { b.set(qt, cc * QB + r, o.q(bi, q0 + r, cc)); });
+      });
+      // The scores of the rows past the last: zeros, which the softmax
+      // passes (over all QB rows) keep finite; the score tiles store only
+      // the rows that exist.
+      b.loop("j", KB, [&](Expr j) {
+        b.loop("r", rowsAt.get(), indexConst(QB), [&](Expr r) { b.set(s, at(r, j), zero); });
       });
     }
     Local kt = keysAsRows ? Local{} : b.local("kt", DType::F32, dk * KB);
@@ -495,17 +503,19 @@ void lowerBlocks(LowerCtx &c, const Operands &o, const ir::KernelPlan::Attention
       if (keysAsRows) {
         // Along the query rows: every row of the block at once, no sum
         // across lanes.
+        // Over all QB rows (a constant count: the vectors of mx and sum stay
+        // in registers along j); the rows past the block's last hold finite
+        // values (zeros, then their exponentials), unused.
         Local mx = b.local("mx", DType::F32, QB), sum = b.local("sum", DType::F32, QB);
-        b.loopTo("r", rowsAt.get(), [&](Expr r) {
+        b.loop("r", QB, [&](Expr r) {
           b.set(mx, r, m.get(r));
           b.set(sum, r, zero);
         });
         b.loopTo("j", nk.get(), [&](Expr j) {
-          b.loopTo("r", rowsAt.get(),
-                   [&](Expr r) { b.set(mx, r, runningMax(mx.get(r), s.get(at(r, j)))); });
+          b.loop("r", QB, [&](Expr r) { b.set(mx, r, runningMax(mx.get(r), s.get(at(r, j)))); });
         });
         b.loopTo("j", nk.get(), [&](Expr j) {
-          b.loopTo("r", rowsAt.get(), [&](Expr r) {
+          b.loop("r", QB, [&](Expr r) {
             b.set(s, at(r, j), exp(s.get(at(r, j)) - mx.get(r)));
             b.set(sum, r, sum.get(r) + s.get(at(r, j)));
           });
