@@ -61,7 +61,7 @@ public:
   using Mutator::mutate;
   Expr mutate(const Expr &e) override {
     Expr r = Mutator::mutate(e);
-    if ((r->Kind != ExprKind::Unary && r->Kind != ExprKind::Binary) || r->A->Type != DType::F16)
+    if (!halfArithmetic(*r))
       return r;
     Expr a = cast(DType::F32, r->A);
     if (r->Kind == ExprKind::Unary)
@@ -75,10 +75,7 @@ public:
 
 Kernel widenHalfArithmetic(const Kernel &k) {
   bool found = false;
-  visitExprs(k.Body, [&](const Expr &e) {
-    found |= (e->Kind == ExprKind::Unary || e->Kind == ExprKind::Binary) &&
-             e->A->Type == DType::F16;
-  });
+  visitExprs(k.Body, [&](const Expr &e) { found |= halfArithmetic(*e); });
   if (!found)
     return k;
   HalfWidener m;

@@ -560,12 +560,10 @@ void lowerTiledContraction(LowerCtx &c, const TiledContraction &t) {
     KernelBuilder &b = c.b();
     Expr whole = t.ColsAt / VM * VM;
     TiledContraction panels = t;
-    panels.Tile.Panel = VM; // (unchanged: the whole panels)
     panels.ColsAt = whole;
     b.ifThen(ge(t.ColsAt, indexConst(VM)), [&] { lowerRowRuns(c, panels); });
     TiledContraction rest = t;
     rest.Tile.Panel = std::max<int64_t>(1, VM / L / 2) * L;
-    rest.Cols = t.Cols;
     rest.ColsAt = t.ColsAt - whole;
     rest.LoadB = [load = t.LoadB, whole](const std::vector<Expr> &k, const Expr &col0) {
       return load(k, col0 + whole);

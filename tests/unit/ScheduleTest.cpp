@@ -28,6 +28,19 @@ std::vector<float> run(const Kernel &k, std::vector<float> x, size_t n) {
   return y;
 }
 
+/// y[i] = fn(x[i]) over `in`, vectorized for AVX2 (the math expansion) and
+/// interpreted.
+std::vector<float> vectorizedMath(const char *name, Expr (*fn)(const Expr &),
+                                  const std::vector<float> &in) {
+  const int64_t n = (int64_t)in.size();
+  KernelBuilder b(name);
+  Buffer x = b.param("x", DType::F32, n), y = b.param("y", DType::F32, n);
+  b.loop("i", n, [&](Expr i) { b.store(y, i, fn(load(x, i))); });
+  Kernel v = vectorize(b.finish(), avx2());
+  REQUIRE(hasVectors(v.Body));
+  return run(v, in, (size_t)n);
+}
+
 } // namespace
 
 TEST_CASE("vectorize: a contiguous loop becomes vectors and a scalar tail", "[schedule]") {
@@ -126,15 +139,10 @@ TEST_CASE("vectorize stores and loads transposed groups", "[schedule]") {
 
 TEST_CASE("vectorized erf stays within a few ulp of libm", "[schedule]") {
   const int64_t n = 4096;
-  KernelBuilder b("erf");
-  Buffer x = b.param("x", DType::F32, n), y = b.param("y", DType::F32, n);
-  b.loop("i", n, [&](Expr i) { b.store(y, i, erf(load(x, i))); });
-  Kernel v = vectorize(b.finish(), avx2());
-  REQUIRE(hasVectors(v.Body));
   std::vector<float> in(n);
   for (int64_t i = 0; i < n; ++i)
     in[(size_t)i] = -6.0f + 12.0f * (float)i / (float)n;
-  std::vector<float> out = run(v, in, n);
+  std::vector<float> out = vectorizedMath("erf", erf, in);
   for (int64_t i = 0; i < n; ++i) {
     double want = std::erf((double)in[(size_t)i]);
     INFO("x = " << in[(size_t)i]);
@@ -155,13 +163,7 @@ TEST_CASE("vectorized exp stays within a few ulp of libm", "[schedule]") {
   const std::vector<float> special = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -87.5f, 89.0f,
                                       -1e30f, 1e30f};
   in.insert(in.end(), special.begin(), special.end());
-  const int64_t n = (int64_t)in.size();
-  KernelBuilder b("exp");
-  Buffer x = b.param("x", DType::F32, n), y = b.param("y", DType::F32, n);
-  b.loop("i", n, [&](Expr i) { b.store(y, i, exp(load(x, i))); });
-  Kernel v = vectorize(b.finish(), avx2());
-  REQUIRE(hasVectors(v.Body));
-  std::vector<float> out = run(v, in, n);
+  std::vector<float> out = vectorizedMath("exp", exp, in);
   size_t s = in.size() - special.size();
   CHECK(out[s] == 1.0f);
   CHECK(out[s + 1] == 1.0f);
@@ -195,13 +197,7 @@ TEST_CASE("vectorized log stays within a few ulp of libm", "[schedule]") {
     in.push_back(1.0f + (float)i * 1e-5f);
   const std::vector<float> special = {0.0f, -0.0f, INFINITY, -1.0f, -INFINITY, NAN, 1.0f};
   in.insert(in.end(), special.begin(), special.end());
-  const int64_t n = (int64_t)in.size();
-  KernelBuilder b("log");
-  Buffer x = b.param("x", DType::F32, n), y = b.param("y", DType::F32, n);
-  b.loop("i", n, [&](Expr i) { b.store(y, i, log(load(x, i))); });
-  Kernel v = vectorize(b.finish(), avx2());
-  REQUIRE(hasVectors(v.Body));
-  std::vector<float> out = run(v, in, n);
+  std::vector<float> out = vectorizedMath("log", log, in);
   size_t s = in.size() - special.size();
   CHECK(out[s] == -INFINITY);
   CHECK(out[s + 1] == -INFINITY);
@@ -227,13 +223,7 @@ TEST_CASE("vectorized tanh stays within a few ulp of libm", "[schedule]") {
     in.push_back((float)v), in.push_back((float)-v);
   const std::vector<float> special = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 30.0f, -30.0f};
   in.insert(in.end(), special.begin(), special.end());
-  const int64_t n = (int64_t)in.size();
-  KernelBuilder b("tanh");
-  Buffer x = b.param("x", DType::F32, n), y = b.param("y", DType::F32, n);
-  b.loop("i", n, [&](Expr i) { b.store(y, i, tanh(load(x, i))); });
-  Kernel v = vectorize(b.finish(), avx2());
-  REQUIRE(hasVectors(v.Body));
-  std::vector<float> out = run(v, in, n);
+  std::vector<float> out = vectorizedMath("tanh", tanh, in);
   size_t s = in.size() - special.size();
   CHECK((out[s] == 0.0f && !std::signbit(out[s])));
   CHECK((out[s + 1] == 0.0f && std::signbit(out[s + 1])));
