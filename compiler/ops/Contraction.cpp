@@ -322,6 +322,14 @@ std::optional<PackedOperand> packedOperand(const ir::Node &n) {
 namespace {
 
 /// lowerTiledContraction where t.RowsAt, when set, is at least one tile.
+/// Whether a parallel contraction of `panels` panels and `rowUnits` row
+/// tiles (or blocks) per panel runs its panels in parallel (else its row
+/// units): Tile::ParallelPanels and ParallelRowUnits.
+bool parallelOverPanels(const TiledContraction &t, int64_t panels, int64_t rowUnits) {
+  return t.Parallel && panels > 1 &&
+         (panels >= t.Tile.ParallelPanels || rowUnits < t.Tile.ParallelRowUnits);
+}
+
 void lowerTiles(LowerCtx &c, const TiledContraction &t) {
   KernelBuilder &b = c.b();
   // The accumulators' type: the plan's float16 (A and B are then read as
@@ -456,8 +464,7 @@ void lowerTiles(LowerCtx &c, const TiledContraction &t) {
   // Parallel over the panels or over the row tiles (or row blocks) of each
   // panel, as the plan's tile says (Tile::ParallelPanels, ParallelRowUnits).
   const int64_t rowUnits = blocked ? rowBlocks : rowTiles;
-  bool parallelPanels = t.Parallel && panels > 1 &&
-                        (panels >= t.Tile.ParallelPanels || rowUnits < t.Tile.ParallelRowUnits);
+  bool parallelPanels = parallelOverPanels(t, panels, rowUnits);
   bool parallelRows = t.Parallel && !parallelPanels && rowUnits > 1;
   LoopKind rowKind = parallelRows ? LoopKind::Parallel : LoopKind::Serial;
   // The first column of panel p: panel-aligned in a packed B (the last
@@ -491,7 +498,7 @@ void lowerTiles(LowerCtx &c, const TiledContraction &t) {
         b.store(tile.Buf, accAt(r, v), vload(acc.Buf, accAt(r, v), (int)L));
     storeTile(p, c0, r0, [&](const Expr &r, const Expr &j) { return tile.get(r * VM + j); });
   };
-  if (!blocked && t.Tile.RowsOuter && rowTiles > 1 && panels > 1) {
+  if (!blocked && t.Tile.RowsOuter && rowTiles > 1 && panels > 1 && !t.Panel) {
     // The row tiles outermost (in parallel when there are several): each
     // tile of A stays in cache while every panel of B passes.
     b.loopTo("rt", rowTilesAt, [&](Expr rt) {
@@ -499,7 +506,13 @@ void lowerTiles(LowerCtx &c, const TiledContraction &t) {
     }, t.Parallel && rowTiles > 1 ? LoopKind::Parallel : LoopKind::Serial);
     return;
   }
-  b.loopTo("p", panelsAt, [&](Expr p) {
+  auto eachPanel = [&](const std::function<void(Expr)> &body, LoopKind kind) {
+    if (t.Panel)
+      body(t.Panel);
+    else
+      b.loopTo("p", panelsAt, body, kind);
+  };
+  eachPanel([&](Expr p) {
     Expr c0 = firstCol(p);
     if (!blocked) {
       b.loopTo("rt", rowTilesAt, [&](Expr rt) { wholeTile(p, rt); }, rowKind);
@@ -586,7 +599,25 @@ void lowerRowRuns(LowerCtx &c, const TiledContraction &t) {
   // over a short sequence would compute up to a tile's rows again) and a
   // short sequence still runs tiles of several rows.
   const int64_t rows = std::min(t.Tile.Rows, t.Rows);
-  if (t.RowsAt && !t.RowsAt->isConst() && rows > 1) {
+  const bool runTime = t.RowsAt && !t.RowsAt->isConst() && rows > 1;
+  const int64_t VM = t.Tile.Panel, panels = (t.Cols + VM - 1) / VM;
+  const int64_t rowTiles = (t.Rows + rows - 1) / rows;
+  const bool parallelPanels = parallelOverPanels(t, panels, rowTiles);
+  if (runTime && !t.Panel && panels > 1 && !(t.Tile.RowsOuter && rowTiles > 1) &&
+      (!t.Parallel || parallelPanels)) {
+    // Panel by panel, the runs of each panel one after another: B's panel
+    // is read from memory once, not once per run (a B of many columns, a
+    // vocabulary's logits, read three times for 7 rows in tiles of 8).
+    const Expr panelsAt = t.ColsAt ? (t.ColsAt + (VM - 1)) / VM : indexConst(panels);
+    c.b().loopTo("p", panelsAt, [&](Expr p) {
+      TiledContraction one = t;
+      one.Panel = p;
+      one.Parallel = false;
+      lowerRowRuns(c, one);
+    }, parallelPanels ? LoopKind::Parallel : LoopKind::Serial);
+    return;
+  }
+  if (runTime) {
     Expr whole = t.RowsAt / rows * rows;
     TiledContraction tiles = t;
     tiles.RowsAt = whole;

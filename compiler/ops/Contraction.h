@@ -149,6 +149,10 @@ struct TiledContraction {
   /// one: Tile.ParallelPanels and Tile.ParallelRowUnits); false when the
   /// caller's own loop is parallel.
   bool Parallel = false;
+  /// Only this panel (null: every panel up to the columns). Rows known at
+  /// run time run panel by panel, each panel's row runs one after another
+  /// while its B is in cache (see lowerRowRuns).
+  Expr Panel;
   /// Copy each row tile's A operand (its rows over the whole reduction, a
   /// single axis) into an f32 buffer on the stack before its products, when
   /// it fits these bytes (the plan's StagedABytes; 0: never): an A of a

@@ -388,12 +388,13 @@ Expr runningMax(const Expr &m, const Expr &x) { return select(gt(x, m), x, m); }
 
 /// One form of the blocked kernel: see the file comment. `keysAsRows`: the
 /// score tile `scores` has the keys as rows; else the query rows (all of
-/// them in one block of `queryBlock`).
+/// them in one block of `queryBlock`), the keys in blocks of `keyBlock`.
 void lowerBlocks(LowerCtx &c, const Operands &o, const ir::KernelPlan::AttentionBlocks &p,
-                 bool keysAsRows, int64_t queryBlock, const ir::KernelPlan::Tile &scoreTile) {
+                 bool keysAsRows, int64_t queryBlock, int64_t keyBlock,
+                 const ir::KernelPlan::Tile &scoreTile) {
   KernelBuilder &b = c.b();
   const Geometry &g = o.G;
-  const int64_t QB = queryBlock, KB = p.KeyBlock, dk = g.Dk, dv = g.Dv;
+  const int64_t QB = queryBlock, KB = keyBlock, dk = g.Dk, dv = g.Dv;
   const int64_t SL = scoreTile.Lanes, VL = p.Values.Lanes;
   const Expr zero = constant(DType::F32, 0);
   const Expr blocks = (o.LqAt + (QB - 1)) / QB;
@@ -470,10 +471,18 @@ void lowerBlocks(LowerCtx &c, const Operands &o, const ir::KernelPlan::Attention
           b.set(s, at(r, j), o.steps(sum, bi, q0 + r, k0 + j));
         };
       } else {
-        // S = Q K^T with the block's keys transposed (kt[c][j], zero past
-        // the last key) as the columns.
+        // S = Q K^T with the block's keys transposed (kt[c][j]) as the
+        // columns. Past the last key, up to the end of its panel (the
+        // columns the score tiles read): zeros, in whole vectors from the
+        // last key's vector on, which the keys then overwrite.
+        const int64_t panel = scoreTile.Panel;
+        MLCC_CHECK(KB % panel == 0, "attention key block " << KB << " for panels of " << panel);
+        Expr z0 = nk.get() / SL * SL;
+        Local vectors = b.local("zv", ((nk.get() + (panel - 1)) / panel * panel - z0) / SL);
         b.loop("c", dk, [&](Expr cc) {
-          b.loop("j", nk.get(), indexConst(KB), [&](Expr j) { b.set(kt, cc * KB + j, zero); });
+          b.loopTo("v", vectors.get(), [&](Expr v) {
+            b.store(kt.Buf, cc * KB + z0 + v * SL, broadcast(zero, (int)SL));
+          });
         });
         b.loopTo("j", nk.get(), [&](Expr j) {
           b.loop("c", dk, [&](Expr cc) { b.set(kt, cc * KB + j, o.k(bi, k0 + j, cc)); });
@@ -576,13 +585,16 @@ void lowerBlocks(LowerCtx &c, const Operands &o, const ir::KernelPlan::Attention
 /// a few tokens) takes the other form, with the plan's FewRows tile.
 void lowerBlocks(LowerCtx &c, const Operands &o, const ir::KernelPlan::AttentionBlocks &p) {
   if (!p.KeysAsRows || !p.FewRows || o.LqAt->isConst()) {
-    lowerBlocks(c, o, p, p.KeysAsRows, p.QueryBlock, p.Scores);
+    lowerBlocks(c, o, p, p.KeysAsRows, p.QueryBlock, p.KeyBlock, p.Scores);
     return;
   }
-  const int64_t few = p.Scores.Lanes - 1;
+  // The few rows' key block: whole panels of their tile, so that a short
+  // run of keys computes the panels it has (see lowerTiledContraction).
+  const int64_t few = p.Scores.Lanes - 1, panel = p.FewRows->Panel;
+  const int64_t keyBlock = (p.KeyBlock + panel - 1) / panel * panel;
   c.b().ifThen(le(o.LqAt, indexConst(few)),
-               [&] { lowerBlocks(c, o, p, false, few, *p.FewRows); },
-               [&] { lowerBlocks(c, o, p, true, p.QueryBlock, p.Scores); });
+               [&] { lowerBlocks(c, o, p, false, few, keyBlock, *p.FewRows); },
+               [&] { lowerBlocks(c, o, p, true, p.QueryBlock, p.KeyBlock, p.Scores); });
 }
 
 void lowerAttention(LowerCtx &c) {
