@@ -355,6 +355,9 @@ void lowerTiles(LowerCtx &c, const TiledContraction &t) {
   const bool runTimeRows = t.RowsAt && !t.RowsAt->isConst();
   const Expr rowTilesAt = runTimeRows ? (t.RowsAt + (RW - 1)) / RW : indexConst(rowTiles);
   const Expr lastRow = runTimeRows ? t.RowsAt - RW : indexConst(t.Rows - RW);
+  MLCC_CHECK(!t.ClampRows || (runTimeRows && !t.RowsContiguous), "clamped rows without RowsAt");
+  // Row r of A: with ClampRows, the last row for those past it.
+  auto rowOf = [&](const Expr &r) { return t.ClampRows ? min(r, t.RowsAt - 1) : r; };
 
   // Cache blocking: the outermost reduction axis runs in blocks of `bc`
   // slices, and the row tiles of a block of `tilesPerBlock` tiles keep their
@@ -413,7 +416,7 @@ void lowerTiles(LowerCtx &c, const TiledContraction &t) {
                                                   (int)L))
                               : broadcast(cast(accType, t.PackedB.loadFlat(indexConst(0))), (int)L));
       for (int64_t r = 0; r < RW; ++r) {
-        Expr a = staged ? staged(r, k) : cast(accType, t.LoadA(r0 + r, k));
+        Expr a = staged ? staged(r, k) : cast(accType, t.LoadA(rowOf(r0 + r), k));
         for (int64_t v = 0; v < NV; ++v)
           b.store(acc.Buf, accAt(r, v),
                   vload(acc.Buf, accAt(r, v), (int)L) +
@@ -452,14 +455,20 @@ void lowerTiles(LowerCtx &c, const TiledContraction &t) {
     else
       overColumns([&](Expr n) {
         b.loop("r", RW, [&](Expr r) {
-          b.loopTo("j", n, [&](Expr j) {
-            t.Store(r0 + r, c0 + j, cast(kir::computeType(accType), sum(r, j)));
-          });
+          auto row = [&] {
+            b.loopTo("j", n, [&](Expr j) {
+              t.Store(r0 + r, c0 + j, cast(kir::computeType(accType), sum(r, j)));
+            });
+          };
+          if (t.ClampRows)
+            b.ifThen(lt(r0 + r, t.RowsAt), row);
+          else
+            row();
         });
       });
   };
   // The first row of row tile `rt` (edge tiles are shifted back).
-  auto firstRow = [&](const Expr &rt) { return min(rt * RW, lastRow); };
+  auto firstRow = [&](const Expr &rt) { return t.ClampRows ? rt * RW : min(rt * RW, lastRow); };
 
   // Parallel over the panels or over the row tiles (or row blocks) of each
   // panel, as the plan's tile says (Tile::ParallelPanels, ParallelRowUnits).
@@ -481,7 +490,7 @@ void lowerTiles(LowerCtx &c, const TiledContraction &t) {
         RW * kred * (int64_t)dtypeSize(accType) <= t.StageABytes) {
       Local a = b.local("a", accType, RW * kred);
       b.loop("r", RW, [&](Expr r) {
-        b.loop("k", kred, [&](Expr k) { b.set(a, r * kred + k, cast(accType, t.LoadA(r0 + r, {k}))); });
+        b.loop("k", kred, [&](Expr k) { b.set(a, r * kred + k, cast(accType, t.LoadA(rowOf(r0 + r), {k}))); });
       });
       staged = [a, kred](int64_t r, const std::vector<Expr> &k) { return a.get(k[0] + r * kred); };
     }
@@ -621,10 +630,22 @@ void lowerRowRuns(LowerCtx &c, const TiledContraction &t) {
     Expr whole = t.RowsAt / rows * rows;
     TiledContraction tiles = t;
     tiles.RowsAt = whole;
-    c.b().ifThen(ge(t.RowsAt, indexConst(rows)), [&] { lowerTiles(c, tiles); });
     TiledContraction rest = t;
     rest.Rows = std::min(t.Rows, rows - 1);
     rest.RowsAt = t.RowsAt - whole;
+    if (!t.RowsContiguous && rows > 2) {
+      // More rows left than half a tile: one more tile, clamped, in the
+      // same loop (a pass over B's panel, not one per smaller tile).
+      Local left = c.b().local("left", t.RowsAt - whole);
+      Expr more = gt(left.get(), indexConst(rows / 2));
+      tiles.RowsAt = c.b().local("rows", select(more, t.RowsAt, whole)).get();
+      tiles.ClampRows = true;
+      rest.RowsAt = select(more, indexConst(0), left.get());
+      rest.Rows = std::min(t.Rows, rows / 2);
+      c.b().ifThen(gt(tiles.RowsAt, indexConst(0)), [&] { lowerTiles(c, tiles); });
+    } else {
+      c.b().ifThen(ge(t.RowsAt, indexConst(rows)), [&] { lowerTiles(c, tiles); });
+    }
     rest.Tile.Rows = rows / 2;
     rest.LoadA = [load = t.LoadA, whole](const Expr &r, const std::vector<Expr> &k) {
       return load(r + whole, k);

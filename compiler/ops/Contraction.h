@@ -117,6 +117,10 @@ struct TiledContraction {
   /// (null: Rows, the most there are). Fewer rows than a tile has run as
   /// tiles of half as many rows (down to one), each in a branch of its own.
   Expr RowsAt;
+  /// With RowsAt: the last row tile may pass RowsAt; its rows past it read
+  /// the last row and are not stored (one tile for the rows left, not a
+  /// run of smaller tiles). Not with RowsContiguous.
+  bool ClampRows = false;
   std::vector<int64_t> Reduce;
   /// The outermost reduction axis's extent when the kernel runs, when
   /// shorter than Reduce[0] (null: Reduce[0]); no cache blocks then.
