@@ -121,6 +121,25 @@ for backend in llvm c; do
     done
   fi
 done
+# Every length from 1 to 20 (the products' whole row tiles, one more tile
+# clamped, the smaller tiles of the rows left; the attention's few-rows
+# form and its keys-as-rows form): the encoder compiled for 1..256 equals
+# the library compiled for each length.
+if [[ -x $work/encoder-llvm/run ]]; then
+  differs=""
+  for seq in {1..20}; do
+    dir=$work/encoder-at$seq
+    { library "encoder-at$seq" "$encoder" --dim "seq=$seq" &&
+      "$dir/run" write "$seq" "$refs/x256.bin" "$dir/y.bin" &&
+      "$work/encoder-llvm/run" compare "$seq" "$refs/x256.bin" "$dir/y.bin" 1e-5 \
+        >"$dir/cmp.txt" 2>&1; } || differs="$differs $seq"
+  done
+  if [[ -z $differs ]]; then
+    ok "encoder, seq=1..256, at every length 1..20 equals --dim seq=LENGTH (within 1e-5)"
+  else
+    fail "encoder, seq=1..256, differs from --dim seq=LENGTH at:$differs"
+  fi
+fi
 # The same encoder with its dynamic axis unnamed ([1, ?, 32]): --shape
 # gives the input's whole shape; ONNX Runtime's output at 7.
 if library unnamed "$root/tests/cli/data/bounded_encoder_unnamed.onnx" --shape x=1x7x32; then
