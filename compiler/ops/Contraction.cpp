@@ -321,7 +321,6 @@ std::optional<PackedOperand> packedOperand(const ir::Node &n) {
 
 namespace {
 
-/// lowerTiledContraction where t.RowsAt, when set, is at least one tile.
 /// Whether a parallel contraction of `panels` panels and `rowUnits` row
 /// tiles (or blocks) per panel runs its panels in parallel (else its row
 /// units): Tile::ParallelPanels and ParallelRowUnits.
@@ -330,6 +329,8 @@ bool parallelOverPanels(const TiledContraction &t, int64_t panels, int64_t rowUn
          (panels >= t.Tile.ParallelPanels || rowUnits < t.Tile.ParallelRowUnits);
 }
 
+/// lowerTiledContraction where t.RowsAt, when set, is at least one tile
+/// (or, with ClampRows, any count).
 void lowerTiles(LowerCtx &c, const TiledContraction &t) {
   KernelBuilder &b = c.b();
   // The accumulators' type: the plan's float16 (A and B are then read as
@@ -602,11 +603,12 @@ void lowerTiledContraction(LowerCtx &c, const TiledContraction &t) {
 namespace {
 
 void lowerRowRuns(LowerCtx &c, const TiledContraction &t) {
-  // Rows known at run time: as many whole tiles as fit, then the rows left
-  // (fewer than a tile) in tiles of half as many rows, and so on down to
-  // one row, so that no row is computed twice (an edge tile shifted back
-  // over a short sequence would compute up to a tile's rows again) and a
-  // short sequence still runs tiles of several rows.
+  // Rows known at run time: as many whole tiles as fit (and one more,
+  // clamped, when more than half a tile is left), then the rows left in
+  // tiles of half as many rows, and so on down to one row, so that no row
+  // is computed twice (an edge tile shifted back over a short sequence
+  // would compute up to a tile's rows again) and a short sequence still
+  // runs tiles of several rows.
   const int64_t rows = std::min(t.Tile.Rows, t.Rows);
   const bool runTime = t.RowsAt && !t.RowsAt->isConst() && rows > 1;
   const int64_t VM = t.Tile.Panel, panels = (t.Cols + VM - 1) / VM;

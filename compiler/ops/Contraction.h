@@ -114,7 +114,8 @@ void lowerMatrixProduct(LowerCtx &c, const MatMulShape &s, const TensorRef &y,
 struct TiledContraction {
   int64_t Rows = 0, Cols = 0;
   /// The rows when the kernel runs, when they follow bounded dimensions
-  /// (null: Rows, the most there are). Fewer rows than a tile has run as
+  /// (null: Rows, the most there are). The rows left after the whole tiles
+  /// run as one more clamped tile (more than half a tile left), else as
   /// tiles of half as many rows (down to one), each in a branch of its own.
   Expr RowsAt;
   /// With RowsAt: the last row tile may pass RowsAt; its rows past it read
