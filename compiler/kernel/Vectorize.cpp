@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -251,14 +252,25 @@ private:
     // The trip count: n when fixed; else only known at run time.
     const int64_t begin = fixed ? s.Begin->IntValue : 0;
     const int64_t n = fixed ? s.End->IntValue - begin : INT64_MAX;
-    // The widest element decides the lanes.
+    // The widest element decides the lanes: of the values computed lane by
+    // lane (those that depend on the loop variable), not of the scalars
+    // that stay scalar (a load's index, such as a block's first row read
+    // from an index local, or a loop-invariant operand).
     size_t widest = 1; // bytes
+    std::function<void(const Expr &)> widen = [&](const Expr &e) {
+      if (!e || !dependsOn(e, s.LoopVar))
+        return;
+      if (e->Kind == ExprKind::Load || e->Kind == ExprKind::Cast)
+        widest = std::max<size_t>(widest, dtypeSize(e->Type));
+      if (e->Kind == ExprKind::Load)
+        return; // its index is the vector's first element, a scalar
+      widen(e->A);
+      widen(e->B);
+      widen(e->C);
+    };
     for (auto &st : stores) {
       widest = std::max<size_t>(widest, dtypeSize(st->Buf->Type));
-      visitExprs(st->Value, [&](const Expr &e) {
-        if (e->Kind == ExprKind::Load || e->Kind == ExprKind::Cast)
-          widest = std::max<size_t>(widest, dtypeSize(e->Type));
-      });
+      widen(st->Value);
     }
     // The target's full width, or narrower vectors for a short loop.
     int lanes = T.VectorBytes / (int)widest;

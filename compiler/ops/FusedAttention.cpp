@@ -431,7 +431,19 @@ void lowerBlocks(LowerCtx &c, const Operands &o, const ir::KernelPlan::Attention
       b.loop("c", dk, [&](Expr cc) {
         b.loop("r", rowsAt.get(), indexConst(QB), [&](Expr r) { b.set(qt, cc * QB + r, zero); });
       });
-      b.loopTo("r", rowsAt.get(), [&](Expr r) {
+      // In groups of SL rows: SL stores SL elements apart along c, which
+      // the vectorizer keeps as one group (the emitters transpose it in
+      // registers: rows of Q in, rows of qt out) rather than a scatter per
+      // vector; the rows past the last whole group one by one.
+      Expr grouped = SL > 1 ? rowsAt.get() / SL * SL : indexConst(0);
+      if (SL > 1)
+        b.loopTo("rg", rowsAt.get() / SL, [&](Expr rg) {
+          b.loop("c", dk, [&](Expr cc) {
+            for (int64_t i = 0; i < SL; ++i)
+              b.set(qt, cc * QB + rg * SL + i, o.q(bi, q0 + rg * SL + i, cc));
+          });
+        });
+      b.loop("r", grouped, rowsAt.get(), [&](Expr r) {
         b.loop("c", dk, [&](Expr cc) { b.set(qt, cc * QB + r, o.q(bi, q0 + r, cc)); });
       });
       // The scores of the rows past the last: zeros, which the softmax
@@ -515,20 +527,30 @@ void lowerBlocks(LowerCtx &c, const Operands &o, const ir::KernelPlan::Attention
         // Over all QB rows (a constant count: the vectors of mx and sum stay
         // in registers along j); the rows past the block's last hold finite
         // values (zeros, then their exponentials), unused.
+        // A block of fewer rows (the last, when the length is not a
+        // multiple of QB) runs them over the vectors that hold its rows.
         Local mx = b.local("mx", DType::F32, QB), sum = b.local("sum", DType::F32, QB);
-        b.loop("r", QB, [&](Expr r) {
-          b.set(mx, r, m.get(r));
-          b.set(sum, r, zero);
-        });
-        b.loopTo("j", nk.get(), [&](Expr j) {
-          b.loop("r", QB, [&](Expr r) { b.set(mx, r, runningMax(mx.get(r), s.get(at(r, j)))); });
-        });
-        b.loopTo("j", nk.get(), [&](Expr j) {
-          b.loop("r", QB, [&](Expr r) {
-            b.set(s, at(r, j), exp(s.get(at(r, j)) - mx.get(r)));
-            b.set(sum, r, sum.get(r) + s.get(at(r, j)));
+        auto passes = [&](const Expr &count) {
+          b.loopTo("r", count, [&](Expr r) {
+            b.set(mx, r, m.get(r));
+            b.set(sum, r, zero);
           });
-        });
+          b.loopTo("j", nk.get(), [&](Expr j) {
+            b.loopTo("r", count, [&](Expr r) { b.set(mx, r, runningMax(mx.get(r), s.get(at(r, j)))); });
+          });
+          b.loopTo("j", nk.get(), [&](Expr j) {
+            b.loopTo("r", count, [&](Expr r) {
+              b.set(s, at(r, j), exp(s.get(at(r, j)) - mx.get(r)));
+              b.set(sum, r, sum.get(r) + s.get(at(r, j)));
+            });
+          });
+        };
+        const bool whole = o.LqAt->isConst() && o.LqAt->IntValue % QB == 0;
+        if (whole || SL <= 1)
+          passes(indexConst(QB));
+        else
+          b.ifThen(eq(rowsAt.get(), indexConst(QB)), [&] { passes(indexConst(QB)); },
+                   [&] { passes(min(indexConst(QB), (rowsAt.get() + (SL - 1)) / SL * SL)); });
         b.loopTo("r", rowsAt.get(), [&](Expr r) {
           b.set(alpha, r, exp(m.get(r) - mx.get(r)));
           b.set(l, r, l.get(r) * alpha.get(r) + sum.get(r));
