@@ -42,11 +42,15 @@ Expr expF32(const Expr &x0, const Let &let) {
   Expr t = let(xc * 1.44269504088896341 + magic);
   Expr n = let(t - magic);
   Expr r = let(xc - n * 0.693359375 - n * -2.12194440e-4);
-  Expr p = constant(DType::F32, 1.9875691500E-4);
-  for (double c : {1.3981999507E-3, 8.3334519073E-3, 4.1665795894E-2, 1.6666665459E-1,
-                   5.0000001201E-1})
-    p = p * r + c;
-  Expr y = let(p * r * r + r + 1.0);
+  // p(r) = c0 + c1 r + ... + c5 r^5 in pairs (Estrin's scheme): three
+  // products deep rather than five, so that more exponentials are in flight
+  // at once where the core's window, not its units, limits a loop of them.
+  Expr r2 = let(r * r);
+  Expr lo01 = r * 1.6666665459E-1 + 5.0000001201E-1;
+  Expr lo23 = r * 8.3334519073E-3 + 4.1665795894E-2;
+  Expr lo45 = r * 1.9875691500E-4 + 1.3981999507E-3;
+  Expr p = (lo45 * r2 + lo23) * r2 + lo01;
+  Expr y = let(p * r2 + r + 1.0);
   Expr bits = binary(BinOp::Shl,
                      bitcast(DType::I32, t) + constantInt(DType::I32, 127 - magicBits),
                      constantInt(DType::I32, 23));
