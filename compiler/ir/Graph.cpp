@@ -636,7 +636,8 @@ std::string KernelPlan::str() const {
           std::to_string(Attention->KeyBlock) +
           (Attention->KeysAsRows ? " keys_as_rows" : "") + " scores=" + tile(Attention->Scores) +
           " values=" + tile(Attention->Values) +
-          (Attention->FewRows ? " few_rows=" + tile(*Attention->FewRows) : ""));
+          (Attention->FewRows ? " few_rows=" + tile(*Attention->FewRows) : "") +
+          (Attention->FewValues ? " few_values=" + tile(*Attention->FewValues) : ""));
   }
   os << "}";
   return os.str();

@@ -234,12 +234,14 @@ struct KernelPlan {
   /// no partial product accumulates twice).
   /// FewRows: with KeysAsRows, the score tile of the other form, which a
   /// run of fewer query rows than Scores' lanes takes (a query length known
-  /// only at run time: a prompt of a few tokens).
+  /// only at run time: a prompt of a few tokens); FewValues the P x V tile
+  /// of that form (planned for its few rows, where Values is for
+  /// QueryBlock's).
   struct AttentionBlocks {
     int64_t QueryBlock = 0, KeyBlock = 0;
     bool KeysAsRows = false;
     Tile Scores, Values;
-    std::optional<Tile> FewRows;
+    std::optional<Tile> FewRows, FewValues;
     bool operator==(const AttentionBlocks &) const = default;
   };
   std::optional<AttentionBlocks> Attention;

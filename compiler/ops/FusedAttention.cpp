@@ -391,21 +391,22 @@ Expr runningMax(const Expr &m, const Expr &x) { return select(gt(x, m), x, m); }
 /// them in one block of `queryBlock`), the keys in blocks of `keyBlock`.
 void lowerBlocks(LowerCtx &c, const Operands &o, const ir::KernelPlan::AttentionBlocks &p,
                  bool keysAsRows, int64_t queryBlock, int64_t keyBlock,
-                 const ir::KernelPlan::Tile &scoreTile) {
+                 const ir::KernelPlan::Tile &scoreTile, const ir::KernelPlan::Tile &valueTile,
+                 const Expr &qFirst, const Expr &qCount) {
   KernelBuilder &b = c.b();
   const Geometry &g = o.G;
   const int64_t QB = queryBlock, KB = keyBlock, dk = g.Dk, dv = g.Dv;
-  const int64_t SL = scoreTile.Lanes, VL = p.Values.Lanes;
+  const int64_t SL = scoreTile.Lanes, VL = valueTile.Lanes;
   const Expr zero = constant(DType::F32, 0);
-  const Expr blocks = (o.LqAt + (QB - 1)) / QB;
+  const Expr blocks = (qCount + (QB - 1)) / QB;
   b.loopTo("bq", product(o.BatchAt) * blocks, [&](Expr bq) {
     // The block's batch index and first row, computed once (not in the
     // loops below, where a division might not be hoisted).
     std::vector<Expr> bi;
     for (const Expr &e : batchIndex(o.BatchAt, bq / blocks))
       bi.push_back(b.local("b", e).get());
-    Expr q0 = b.local("q0", (bq % blocks) * QB).get();
-    Local rowsAt = b.local("rows", min(indexConst(QB), o.LqAt - q0));
+    Expr q0 = b.local("q0", qFirst + (bq % blocks) * QB).get();
+    Local rowsAt = b.local("rows", min(indexConst(QB), qFirst + qCount - q0));
     Local m = b.local("m", DType::F32, QB), l = b.local("l", DType::F32, QB),
           alpha = b.local("alpha", DType::F32, QB);
     Local acc = b.local("o", DType::F32, QB * dv), s = b.local("s", DType::F32, QB * KB);
@@ -496,7 +497,16 @@ void lowerBlocks(LowerCtx &c, const Operands &o, const ir::KernelPlan::Attention
             b.store(kt.Buf, cc * KB + z0 + v * SL, broadcast(zero, (int)SL));
           });
         });
-        b.loopTo("j", nk.get(), [&](Expr j) {
+        // In groups of SL keys, as the queries of the other form (qt).
+        Expr grouped = SL > 1 ? nk.get() / SL * SL : indexConst(0);
+        if (SL > 1)
+          b.loopTo("jg", nk.get() / SL, [&](Expr jg) {
+            b.loop("c", dk, [&](Expr cc) {
+              for (int64_t i = 0; i < SL; ++i)
+                b.set(kt, cc * KB + jg * SL + i, o.k(bi, k0 + jg * SL + i, cc));
+            });
+          });
+        b.loop("j", grouped, nk.get(), [&](Expr j) {
           b.loop("c", dk, [&](Expr cc) { b.set(kt, cc * KB + j, o.k(bi, k0 + j, cc)); });
         });
         scores.Rows = QB;
@@ -545,7 +555,7 @@ void lowerBlocks(LowerCtx &c, const Operands &o, const ir::KernelPlan::Attention
             });
           });
         };
-        const bool whole = o.LqAt->isConst() && o.LqAt->IntValue % QB == 0;
+        const bool whole = qCount->isConst() && qCount->IntValue % QB == 0;
         if (whole || SL <= 1)
           passes(indexConst(QB));
         else
@@ -578,7 +588,7 @@ void lowerBlocks(LowerCtx &c, const Operands &o, const ir::KernelPlan::Attention
       values.Cols = dv;
       values.Reduce = {KB};
       values.ReduceAt = nk.get();
-      values.Tile = p.Values;
+      values.Tile = valueTile;
       values.LoadA = [&](const Expr &r, const std::vector<Expr> &k) {
         return s.get(at(r, k[0]));
       };
@@ -602,21 +612,47 @@ void lowerBlocks(LowerCtx &c, const Operands &o, const ir::KernelPlan::Attention
   }, LoopKind::Parallel);
 }
 
-/// The blocked kernel; with keys as rows and a query length known at run
-/// time, a run of fewer query rows than the score tile's lanes (a prompt of
-/// a few tokens) takes the other form, with the plan's FewRows tile.
+/// The blocked kernel. With keys as rows, the query rows past the last
+/// whole query block, when they are fewer than the score tile's lanes (a
+/// prompt of a few tokens, a length just past a multiple of the block),
+/// take the other form with the plan's FewRows and FewValues tiles: as
+/// columns of the keys-as-rows tile they would fill a vector's panel with
+/// a few rows, a few multiply-add chains each (ViT's 197 tokens: the last 5
+/// query rows of 64-row blocks).
 void lowerBlocks(LowerCtx &c, const Operands &o, const ir::KernelPlan::AttentionBlocks &p) {
-  if (!p.KeysAsRows || !p.FewRows || o.LqAt->isConst()) {
-    lowerBlocks(c, o, p, p.KeysAsRows, p.QueryBlock, p.KeyBlock, p.Scores);
+  const Expr zero = indexConst(0);
+  if (!p.KeysAsRows || !p.FewRows) {
+    lowerBlocks(c, o, p, p.KeysAsRows, p.QueryBlock, p.KeyBlock, p.Scores, p.Values, zero,
+                o.LqAt);
     return;
   }
   // The few rows' key block: whole panels of their tile, so that a short
   // run of keys computes the panels it has (see lowerTiledContraction).
   const int64_t few = p.Scores.Lanes - 1, panel = p.FewRows->Panel;
   const int64_t keyBlock = (p.KeyBlock + panel - 1) / panel * panel;
-  c.b().ifThen(le(o.LqAt, indexConst(few)),
-               [&] { lowerBlocks(c, o, p, false, few, keyBlock, *p.FewRows); },
-               [&] { lowerBlocks(c, o, p, true, p.QueryBlock, p.KeyBlock, p.Scores); });
+  const ir::KernelPlan::Tile &fewValues = p.FewValues ? *p.FewValues : p.Values;
+  KernelBuilder &b = c.b();
+  auto fewRows = [&](const Expr &first, const Expr &count) {
+    lowerBlocks(c, o, p, false, few, keyBlock, *p.FewRows, fewValues, first, count);
+  };
+  auto keysAsRows = [&](const Expr &count) {
+    lowerBlocks(c, o, p, true, p.QueryBlock, p.KeyBlock, p.Scores, p.Values, zero, count);
+  };
+  if (o.LqAt->isConst()) {
+    const int64_t lq = o.LqAt->IntValue, tail = lq % p.QueryBlock;
+    if (tail == 0 || tail > few) {
+      keysAsRows(o.LqAt);
+    } else {
+      if (lq > tail)
+        keysAsRows(indexConst(lq - tail));
+      fewRows(indexConst(lq - tail), indexConst(tail));
+    }
+    return;
+  }
+  Expr tail = o.LqAt % p.QueryBlock;
+  Local main = b.local("main", select(le(tail, indexConst(few)), o.LqAt - tail, o.LqAt));
+  b.ifThen(gt(main.get(), zero), [&] { keysAsRows(main.get()); });
+  b.ifThen(gt(o.LqAt, main.get()), [&] { fewRows(main.get(), o.LqAt - main.get()); });
 }
 
 void lowerAttention(LowerCtx &c) {
@@ -644,8 +680,11 @@ bool attentionBlocksFit(const ir::KernelPlan::AttentionBlocks &p, int64_t dv) {
                                     : p.KeyBlock >= p.Scores.Panel;
   const bool few = !p.FewRows || (ok(*p.FewRows) && p.KeyBlock >= p.FewRows->Panel &&
                                   p.FewRows->Lanes == p.Scores.Lanes);
-  return ok(p.Scores) && ok(p.Values) && scores && few && p.QueryBlock >= 1 &&
-         dv >= p.Values.Panel && dv % p.Values.Panel == 0;
+  auto values = [&](const ir::KernelPlan::Tile &t) {
+    return ok(t) && dv >= t.Panel && dv % t.Panel == 0;
+  };
+  return ok(p.Scores) && values(p.Values) && scores && few && p.QueryBlock >= 1 &&
+         (!p.FewValues || (p.FewRows && values(*p.FewValues)));
 }
 
 MLCC_OPS(FusedAttention) {

@@ -586,8 +586,8 @@ bool smallFixedRequant(const ir::Node &n) {
 /// allow (a multiple of the score tile's rows or panel, and of the vector
 /// lanes); among the cost model's best score tiles, the first whose panel
 /// divides the query block; with keys as rows, the other form's tile for
-/// runs of fewer query rows than a vector (FewRows). The value tile's panel
-/// divides the value width. The blocks' stack buffers
+/// runs of fewer query rows than a vector (FewRows, and its value tile
+/// FewValues). The value tiles' panels divide the value width. The blocks' stack buffers
 /// must fit half the kernel stack. None (the row-at-a-time loop nest) on a
 /// GPU, without a float unit, or where no such blocks fit.
 static std::optional<ir::KernelPlan::AttentionBlocks> attentionBlocks(const ir::Node &n,
@@ -659,13 +659,19 @@ static std::optional<ir::KernelPlan::AttentionBlocks> attentionBlocks(const ir::
   b.Scores = registerTile(*scores);
   b.Values = registerTile(*values);
   // A run of few query rows (a bounded length) takes the other form.
-  if (b.KeysAsRows && lanes > 1 && b.KeyBlock >= lanes)
+  if (b.KeysAsRows && lanes > 1 && b.KeyBlock >= lanes) {
     b.FewRows = registerTile(
         schedule::chooseTile(t, TileProblem{MacKind::F32Fma, lanes - 1, b.KeyBlock, dk, true}));
+    if (std::optional<TileChoice> few =
+            pick(TileProblem{MacKind::F32Fma, lanes - 1, dv, b.KeyBlock, true}, any,
+                 [&](const TileChoice &c) { return dv % (c.Vectors * c.Lanes) == 0; }))
+      b.FewValues = registerTile(*few);
+  }
   for (ir::KernelPlan::Tile *tile : {&b.Scores, &b.Values})
     tile->ReduceBlock = tile->RowBlock = 0;
-  if (b.FewRows)
-    b.FewRows->ReduceBlock = b.FewRows->RowBlock = 0;
+  for (std::optional<ir::KernelPlan::Tile> *tile : {&b.FewRows, &b.FewValues})
+    if (*tile)
+      (*tile)->ReduceBlock = (*tile)->RowBlock = 0;
   const int64_t bytes = 4 * (b.QueryBlock * (dv + b.KeyBlock + 4) + b.KeyBlock * dv +
                              dk * std::max(b.QueryBlock, b.KeyBlock));
   if (bytes > t.StackBytes / 2 || !ops::attentionBlocksFit(b, dv))
