@@ -106,12 +106,13 @@ library() {
 }
 encoder=$root/tests/cli/data/bounded_encoder.onnx
 # The encoder compiled once for seq 1..256, by LLVM and by the C backend:
-# ONNX Runtime's outputs at 1, 7, 64, 100 and 256 (the scores' columns in
-# blocks of 64 and a rest), through m_run and m_run_ptrs,
-# nothing written past the extent.
+# ONNX Runtime's outputs at 1, 7, 64, 100, 256 (the scores' columns in
+# blocks of 64 and a rest) and 70 (a whole query block in the keys-as-rows
+# form, the 6 rows after it in the few-rows form), through m_run and
+# m_run_ptrs, nothing written past the extent.
 for backend in llvm c; do
   if library "encoder-$backend" "$encoder" --dim seq=1..256 --backend "$backend"; then
-    for seq in 1 7 64 100 256; do
+    for seq in 1 7 64 70 100 256; do
       if "$work/encoder-$backend/run" compare "$seq" "$refs/x$seq.bin" "$refs/y$seq.bin" 1e-5 \
            >"$work/encoder-$backend/$seq.txt" 2>&1; then
         ok "encoder ($backend), seq=1..256, at $seq: $(cat "$work/encoder-$backend/$seq.txt")"
