@@ -425,6 +425,24 @@ void lowerBlocks(LowerCtx &c, const Operands &o, const ir::KernelPlan::Attention
     b.loopTo("r", rowsAt.get(), [&](Expr r) {
       b.loop("c", dv, [&](Expr cc) { b.set(acc, r * dv + cc, zero); });
     });
+    // dst[c][r] = src(r, c) for the rows r below `count` (dst's rows `pitch`
+    // apart): in groups of SL rows, SL stores SL elements apart along c,
+    // which the vectorizer keeps as one group (the emitters transpose it in
+    // registers: rows of the source in, rows of dst out) rather than a
+    // scatter per vector; the rows past the last whole group one by one.
+    auto transposed = [&](const Local &dst, int64_t pitch, const Expr &count,
+                          const std::function<Expr(const Expr &, const Expr &)> &src) {
+      if (SL > 1)
+        b.loopTo("rg", count / SL, [&](Expr rg) {
+          b.loop("c", dk, [&](Expr cc) {
+            for (int64_t i = 0; i < SL; ++i)
+              b.set(dst, cc * pitch + rg * SL + i, src(rg * SL + i, cc));
+          });
+        });
+      b.loop("r", SL > 1 ? count / SL * SL : indexConst(0), count, [&](Expr r) {
+        b.loop("c", dk, [&](Expr cc) { b.set(dst, cc * pitch + r, src(r, cc)); });
+      });
+    };
     // Keys as rows: the block's queries transposed (qt[c][r]), zero past
     // the last row, read as the columns of every key block's S^T.
     Local qt = keysAsRows ? b.local("qt", DType::F32, dk * QB) : Local{};
@@ -432,21 +450,8 @@ void lowerBlocks(LowerCtx &c, const Operands &o, const ir::KernelPlan::Attention
       b.loop("c", dk, [&](Expr cc) {
         b.loop("r", rowsAt.get(), indexConst(QB), [&](Expr r) { b.set(qt, cc * QB + r, zero); });
       });
-      // In groups of SL rows: SL stores SL elements apart along c, which
-      // the vectorizer keeps as one group (the emitters transpose it in
-      // registers: rows of Q in, rows of qt out) rather than a scatter per
-      // vector; the rows past the last whole group one by one.
-      Expr grouped = SL > 1 ? rowsAt.get() / SL * SL : indexConst(0);
-      if (SL > 1)
-        b.loopTo("rg", rowsAt.get() / SL, [&](Expr rg) {
-          b.loop("c", dk, [&](Expr cc) {
-            for (int64_t i = 0; i < SL; ++i)
-              b.set(qt, cc * QB + rg * SL + i, o.q(bi, q0 + rg * SL + i, cc));
-          });
-        });
-      b.loop("r", grouped, rowsAt.get(), [&](Expr r) {
-        b.loop("c", dk, [&](Expr cc) { b.set(qt, cc * QB + r, o.q(bi, q0 + r, cc)); });
-      });
+      transposed(qt, QB, rowsAt.get(),
+                 [&](const Expr &r, const Expr &cc) { return o.q(bi, q0 + r, cc); });
       // The scores of the rows past the last: zeros, which the softmax
       // passes (over all QB rows) keep finite; the score tiles store only
       // the rows that exist.
@@ -497,18 +502,8 @@ void lowerBlocks(LowerCtx &c, const Operands &o, const ir::KernelPlan::Attention
             b.store(kt.Buf, cc * KB + z0 + v * SL, broadcast(zero, (int)SL));
           });
         });
-        // In groups of SL keys, as the queries of the other form (qt).
-        Expr grouped = SL > 1 ? nk.get() / SL * SL : indexConst(0);
-        if (SL > 1)
-          b.loopTo("jg", nk.get() / SL, [&](Expr jg) {
-            b.loop("c", dk, [&](Expr cc) {
-              for (int64_t i = 0; i < SL; ++i)
-                b.set(kt, cc * KB + jg * SL + i, o.k(bi, k0 + jg * SL + i, cc));
-            });
-          });
-        b.loop("j", grouped, nk.get(), [&](Expr j) {
-          b.loop("c", dk, [&](Expr cc) { b.set(kt, cc * KB + j, o.k(bi, k0 + j, cc)); });
-        });
+        transposed(kt, KB, nk.get(),
+                   [&](const Expr &j, const Expr &cc) { return o.k(bi, k0 + j, cc); });
         scores.Rows = QB;
         scores.RowsAt = rowsAt.get();
         scores.Cols = KB;
@@ -546,7 +541,8 @@ void lowerBlocks(LowerCtx &c, const Operands &o, const ir::KernelPlan::Attention
             b.set(sum, r, zero);
           });
           b.loopTo("j", nk.get(), [&](Expr j) {
-            b.loopTo("r", count, [&](Expr r) { b.set(mx, r, runningMax(mx.get(r), s.get(at(r, j)))); });
+            b.loopTo("r", count,
+                     [&](Expr r) { b.set(mx, r, runningMax(mx.get(r), s.get(at(r, j)))); });
           });
           b.loopTo("j", nk.get(), [&](Expr j) {
             b.loopTo("r", count, [&](Expr r) {

@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -56,6 +57,31 @@ TEST_CASE("vectorize: a contiguous loop becomes vectors and a scalar tail", "[sc
   for (int64_t i = 0; i < n; ++i)
     in[(size_t)i] = (float)i / 7.0f - 2.0f;
   CHECK(run(k, in, n) == run(v, in, n)); // the same values, exactly
+}
+
+TEST_CASE("vectorize takes the lanes from the values, not from index loads", "[schedule]") {
+  // y[i] = x[q0 + i] * 2 with q0 an index local (8 bytes): the index is a
+  // scalar, the vector's first element; f32 values give AVX2 8 lanes, not 4.
+  const int64_t n = 32;
+  KernelBuilder b("offset");
+  Buffer x = b.param("x", DType::F32, n + 3), y = b.param("y", DType::F32, n);
+  Local q0 = b.local("q0", indexConst(3));
+  b.loop("i", n, [&](Expr i) { b.store(y, i, load(x, q0.get() + i) * 2.0); });
+  Kernel k = b.finish();
+  Kernel v = vectorize(k, avx2());
+  int lanes = 0;
+  visitStmts(v.Body, [&](const Stmt &st) {
+    if (st->Kind == StmtKind::Store && st->Buf == y)
+      lanes = std::max(lanes, st->Value->Lanes);
+  });
+  CHECK(lanes == 8);
+  std::vector<float> in(n + 3), a(n, -1.0f), bv(n, -1.0f);
+  for (int64_t i = 0; i < n + 3; ++i)
+    in[(size_t)i] = (float)i * 0.25f - 1.0f;
+  interpret(k, {in.data(), a.data()});
+  interpret(v, {in.data(), bv.data()});
+  CHECK(a == bv);
+  CHECK(a[0] == in[3] * 2.0f);
 }
 
 TEST_CASE("vectorize leaves loop-carried dependences scalar", "[schedule]") {
