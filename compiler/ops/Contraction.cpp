@@ -614,6 +614,13 @@ void lowerRowRuns(LowerCtx &c, const TiledContraction &t) {
   const int64_t VM = t.Tile.Panel, panels = (t.Cols + VM - 1) / VM;
   const int64_t rowTiles = (t.Rows + rows - 1) / rows;
   const bool parallelPanels = parallelOverPanels(t, panels, rowTiles);
+  if (runTime && t.ClampAll && !t.RowsContiguous) {
+    // Whole tiles only, the last one clamped: one run, B read once.
+    TiledContraction tiles = t;
+    tiles.ClampRows = true;
+    c.b().ifThen(gt(t.RowsAt, indexConst(0)), [&] { lowerTiles(c, tiles); });
+    return;
+  }
   if (runTime && !t.Panel && panels > 1 && !(t.Tile.RowsOuter && rowTiles > 1) &&
       (!t.Parallel || parallelPanels)) {
     // Panel by panel, the runs of each panel one after another: B's panel

@@ -122,6 +122,11 @@ struct TiledContraction {
   /// the last row and are not stored (one tile for the rows left, not a
   /// run of smaller tiles). Not with RowsContiguous.
   bool ClampRows = false;
+  /// With RowsAt: the rows run as whole tiles only, the last one clamped
+  /// (ClampRows), never as smaller tiles: for rows of which a tile's worth
+  /// computed and not stored costs less than the code of the smaller tiles
+  /// (the fused attention's keys and query blocks). Not with RowsContiguous.
+  bool ClampAll = false;
   std::vector<int64_t> Reduce;
   /// The outermost reduction axis's extent when the kernel runs, when
   /// shorter than Reduce[0] (null: Reduce[0]); no cache blocks then.

@@ -477,6 +477,9 @@ void lowerBlocks(LowerCtx &c, const Operands &o, const ir::KernelPlan::Attention
         // stored as s[j][r] through the steps.
         scores.Rows = KB;
         scores.RowsAt = nk.get();
+        // The last key block's rows in whole tiles, the last clamped (a few
+        // keys computed again), not in smaller tiles of their own.
+        scores.ClampAll = true;
         scores.Cols = QB;
         scores.ColsAt = rowsAt.get();
         scores.LoadA = [&](const Expr &j, const std::vector<Expr> &k) {
@@ -585,6 +588,10 @@ void lowerBlocks(LowerCtx &c, const Operands &o, const ir::KernelPlan::Attention
       values.Reduce = {KB};
       values.ReduceAt = nk.get();
       values.Tile = valueTile;
+      // At least a vector of query rows in this form: whole tiles, the
+      // last clamped; the few-rows form keeps its smaller tiles (one row
+      // of a decode step is not computed as a tile of several).
+      values.ClampAll = keysAsRows;
       values.LoadA = [&](const Expr &r, const std::vector<Expr> &k) {
         return s.get(at(r, k[0]));
       };
